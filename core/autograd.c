@@ -1,0 +1,128 @@
+/* The autograd tape: ops append a node during forward; gcn_backward walks the
+ * nodes in reverse (the order they were recorded is a topological order) and
+ * each node's backward adds its inputs' gradients. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+bool gcn_set_grad_enabled(gcn_ctx *ctx, bool enabled)
+{
+    if (!ctx)
+        return false;
+    bool prev = ctx->grad_enabled;
+    ctx->grad_enabled = enabled;
+    return prev;
+}
+
+bool gcn_grad_enabled(const gcn_ctx *ctx)
+{
+    return ctx && ctx->grad_enabled;
+}
+
+int gcn_tape_len(const gcn_ctx *ctx)
+{
+    return ctx ? ctx->tape_len : 0;
+}
+
+bool gcn_tape_wants(const gcn_ctx *ctx, gcn_tensor *const *in, int n_in)
+{
+    if (!ctx->grad_enabled)
+        return false;
+    for (int i = 0; i < n_in; i++)
+        if (in[i] && in[i]->requires_grad)
+            return true;
+    return false;
+}
+
+gcn_status gcn_tape_record(gcn_ctx *ctx, const char *op, gcn_backward_fn backward,
+                           gcn_tensor *const *in, int n_in, gcn_tensor *out, gcn_node **node)
+{
+    *node = NULL;
+    if (!gcn_tape_wants(ctx, in, n_in))
+        return GCN_OK;
+    if (ctx->tape_len == ctx->tape_cap) {
+        int cap = ctx->tape_cap ? 2 * ctx->tape_cap : 64;
+        gcn_node *t = realloc(ctx->tape, (size_t)cap * sizeof *t);
+        if (!t)
+            return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory growing the tape");
+        ctx->tape = t;
+        ctx->tape_cap = cap;
+    }
+    gcn_node *nd = &ctx->tape[ctx->tape_len];
+    memset(nd, 0, sizeof *nd);
+    nd->in = malloc((size_t)n_in * sizeof *nd->in);
+    if (!nd->in)
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory recording %s", op);
+    for (int i = 0; i < n_in; i++)
+        nd->in[i] = gcn_tensor_retain(in[i]);
+    nd->n_in = n_in;
+    nd->op = op;
+    nd->backward = backward;
+    nd->out = gcn_tensor_retain(out);
+    out->requires_grad = true;
+    out->is_leaf = false;
+    ctx->tape_len++;
+    *node = nd;
+    return GCN_OK;
+}
+
+static void node_release(gcn_node *nd)
+{
+    for (int i = 0; i < nd->n_in; i++)
+        gcn_tensor_free(&nd->in[i]);
+    free(nd->in);
+    for (size_t i = 0; i < sizeof nd->saved / sizeof nd->saved[0]; i++)
+        gcn_tensor_free(&nd->saved[i]);
+    for (size_t i = 0; i < sizeof nd->index / sizeof nd->index[0]; i++)
+        gcn_index_free(&nd->index[i]);
+    gcn_tensor_free(&nd->out);
+}
+
+void gcn_tape_clear(gcn_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    for (int i = ctx->tape_len - 1; i >= 0; i--) {
+        gcn_node *nd = &ctx->tape[i];
+        if (!nd->out->is_leaf)
+            gcn_tensor_free(&nd->out->grad);
+        node_release(nd);
+    }
+    ctx->tape_len = 0;
+}
+
+gcn_status gcn_grad_slot(gcn_ctx *ctx, gcn_tensor *t, float **buf, bool *acc)
+{
+    *acc = t->grad != NULL;
+    if (!t->grad)
+        GCN_TRY(gcn_tensor_create(ctx, &t->grad, t->rows, t->cols));
+    *buf = t->grad->data;
+    return GCN_OK;
+}
+
+gcn_status gcn_backward(gcn_ctx *ctx, gcn_tensor *loss)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_TRY(gcn_check_tensor(ctx, loss, "loss"));
+    if (loss->rows != 1 || loss->cols != 1)
+        return GCN_ERROR(ctx, GCN_ERR_SHAPE, "backward: loss must be [1, 1], got [%lld, %lld]",
+                         (long long)loss->rows, (long long)loss->cols);
+    if (loss->is_leaf || ctx->tape_len == 0)
+        return GCN_ERROR(ctx, GCN_ERR_STATE,
+                         "backward: the loss was not produced by a recorded op");
+    gcn_status st = GCN_OK;
+    gcn_tensor_free(&loss->grad);
+    GCN_CHECK(gcn_tensor_create(ctx, &loss->grad, 1, 1));
+    GCN_CHECK(gcn_tensor_fill(ctx, loss->grad, 1.0f));
+    for (int i = ctx->tape_len - 1; i >= 0; i--) {
+        gcn_node *nd = &ctx->tape[i];
+        if (!nd->out->grad)
+            continue; /* the loss does not depend on this op */
+        GCN_CHECK(nd->backward(ctx, nd));
+    }
+cleanup:
+    gcn_tape_clear(ctx);
+    return st;
+}

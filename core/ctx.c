@@ -1,0 +1,148 @@
+/* Context lifetime, device selection and memory accounting. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda.h"
+#include "internal.h"
+
+gcn_ctx_opts gcn_ctx_default_opts(void)
+{
+    gcn_ctx_opts o;
+    memset(&o, 0, sizeof o);
+    o.device = GCN_DEVICE_AUTO;
+    o.log_level = GCN_LOG_WARN;
+    return o;
+}
+
+const char *gcn_device_name(gcn_device d)
+{
+    switch (d) {
+    case GCN_DEVICE_AUTO: return "auto";
+    case GCN_DEVICE_CPU: return "cpu";
+    case GCN_DEVICE_CUDA: return "cuda";
+    }
+    return "unknown";
+}
+
+/* Resolves AUTO and checks that a requested GPU exists. */
+static gcn_status choose_device(gcn_ctx *ctx, const gcn_ctx_opts *o)
+{
+    if (o->device == GCN_DEVICE_CPU) {
+        ctx->device = GCN_DEVICE_CPU;
+        return GCN_OK;
+    }
+    int n = gcn_cuda_device_count();
+    if (n == 0) {
+        if (o->device == GCN_DEVICE_CUDA)
+            return GCN_ERROR(ctx, GCN_ERR_DEVICE, "device cuda requested but no CUDA device is usable");
+        gcn_log(ctx, GCN_LOG_INFO, "no CUDA device found; running on the CPU backend");
+        ctx->device = GCN_DEVICE_CPU;
+        return GCN_OK;
+    }
+    if (o->device_index < 0 || o->device_index >= n)
+        return GCN_ERROR(ctx, GCN_ERR_DEVICE, "CUDA device %d requested but only %d present",
+                         o->device_index, n);
+    ctx->device = GCN_DEVICE_CUDA;
+    ctx->device_index = o->device_index;
+    return GCN_OK;
+}
+
+gcn_status gcn_ctx_create(gcn_ctx **out, const gcn_ctx_opts *opts)
+{
+    if (!out)
+        return GCN_ERR_INVALID_ARG;
+    *out = NULL;
+    gcn_ctx_opts o = opts ? *opts : gcn_ctx_default_opts();
+    if (o.device != GCN_DEVICE_AUTO && o.device != GCN_DEVICE_CPU && o.device != GCN_DEVICE_CUDA)
+        return GCN_ERR_INVALID_ARG;
+    gcn_ctx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return GCN_ERR_NOMEM;
+    ctx->log_level = o.log_level;
+    ctx->log_fn = o.log_fn;
+    ctx->log_user = o.log_user;
+    ctx->seed = o.seed;
+    ctx->rng_key[0] = (uint32_t)o.seed;
+    ctx->rng_key[1] = (uint32_t)(o.seed >> 32);
+    ctx->grad_enabled = true;
+    strcpy(ctx->spmm_kernel, "auto");
+    gcn_status st = choose_device(ctx, &o);
+    if (st == GCN_OK && ctx->device == GCN_DEVICE_CUDA) {
+        ctx->tf32 = o.tf32;
+        ctx->be = &gcn_backend_cuda;
+        st = gcn_cuda_init(ctx, ctx->device_index);
+    } else {
+        ctx->be = &gcn_backend_cpu;
+    }
+    if (st != GCN_OK) {
+        gcn_ctx_free(&ctx);
+        return st;
+    }
+    *out = ctx;
+    return GCN_OK;
+}
+
+void gcn_ctx_free(gcn_ctx **pctx)
+{
+    if (!pctx || !*pctx)
+        return;
+    gcn_ctx *ctx = *pctx;
+    gcn_tape_clear(ctx);
+    free(ctx->tape);
+    if (ctx->mem.in_use != 0)
+        gcn_log(ctx, GCN_LOG_WARN, "context freed with %zu bytes still held by live objects",
+                ctx->mem.in_use);
+    if (ctx->device == GCN_DEVICE_CUDA)
+        gcn_cuda_release(ctx);
+    free(ctx);
+    *pctx = NULL;
+}
+
+gcn_device gcn_ctx_device(const gcn_ctx *ctx)
+{
+    return ctx ? ctx->device : GCN_DEVICE_CPU;
+}
+
+bool gcn_ctx_tf32(const gcn_ctx *ctx)
+{
+    return ctx && ctx->tf32;
+}
+
+gcn_status gcn_ctx_sync(gcn_ctx *ctx)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    return ctx->be->sync(ctx);
+}
+
+void gcn_ctx_memory_stats(const gcn_ctx *ctx, gcn_memory_stats *stats)
+{
+    if (ctx && stats)
+        *stats = ctx->mem;
+}
+
+void gcn_ctx_reset_peak(gcn_ctx *ctx)
+{
+    if (ctx)
+        ctx->mem.peak = ctx->mem.in_use;
+}
+
+gcn_status gcn_mem_alloc(gcn_ctx *ctx, void **p, size_t bytes)
+{
+    *p = NULL;
+    if (bytes == 0)
+        return GCN_OK;
+    GCN_TRY(ctx->be->alloc(ctx, p, bytes));
+    ctx->mem.in_use += bytes;
+    if (ctx->mem.in_use > ctx->mem.peak)
+        ctx->mem.peak = ctx->mem.in_use;
+    return GCN_OK;
+}
+
+void gcn_mem_release(gcn_ctx *ctx, void *p, size_t bytes)
+{
+    if (!p)
+        return;
+    ctx->be->release(ctx, p, bytes);
+    ctx->mem.in_use -= bytes;
+}

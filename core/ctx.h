@@ -1,0 +1,95 @@
+/* gcn_ctx: the device, memory, random streams, autograd tape and last error
+ * of one computation.  Everything that allocates takes a context; there is
+ * no global state, so independent contexts may live in one process. */
+#ifndef GCN_CTX_H
+#define GCN_CTX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gcn_ctx gcn_ctx;
+
+typedef enum gcn_device {
+    GCN_DEVICE_AUTO = 0, /* CUDA when a usable GPU exists, else CPU */
+    GCN_DEVICE_CPU,
+    GCN_DEVICE_CUDA
+} gcn_device;
+
+typedef enum gcn_log_level {
+    GCN_LOG_ERROR = 0,
+    GCN_LOG_WARN,
+    GCN_LOG_INFO,
+    GCN_LOG_DEBUG
+} gcn_log_level;
+
+/* Receives every message the library logs at or below the chosen level.
+ * The library itself never writes to stdout or stderr. */
+typedef void (*gcn_log_fn)(gcn_log_level level, const char *msg, void *user);
+
+typedef struct gcn_ctx_opts {
+    gcn_device device;     /* GCN_DEVICE_AUTO by default */
+    int device_index;      /* CUDA ordinal; ignored on the CPU */
+    uint64_t seed;         /* root of every random stream */
+    bool tf32;             /* allow TF32 tensor-core matmuls on the GPU */
+    gcn_log_level log_level;
+    gcn_log_fn log_fn;     /* NULL: messages are dropped */
+    void *log_user;
+} gcn_ctx_opts;
+
+/* Defaults: AUTO device, index 0, seed 0, FP32, WARN level, no log sink. */
+gcn_ctx_opts gcn_ctx_default_opts(void);
+
+/* Creates a context.  opts may be NULL for the defaults.  On failure *ctx is
+ * NULL; the reason cannot be kept on a context that does not exist, so it is
+ * only in the status.  Free with gcn_ctx_free. */
+gcn_status gcn_ctx_create(gcn_ctx **ctx, const gcn_ctx_opts *opts);
+
+/* Frees the context, its tape, random state and device memory pool.
+ * Tensors and matrices created on it must be freed first.  Accepts NULL and
+ * sets *ctx to NULL. */
+void gcn_ctx_free(gcn_ctx **ctx);
+
+/* The device the context actually runs on (never GCN_DEVICE_AUTO). */
+gcn_device gcn_ctx_device(const gcn_ctx *ctx);
+const char *gcn_device_name(gcn_device d);
+
+/* The message of the last failure on this context: the failing call or the
+ * bad input, with file:line.  Empty string when nothing failed yet.
+ * Valid until the next failing call on the context. */
+const char *gcn_last_error(const gcn_ctx *ctx);
+
+/* Memory handed out through the context (device memory on the GPU, heap on
+ * the CPU).  device_allocs counts calls to the underlying allocator
+ * (cudaMalloc or malloc): with the caching pool it stops growing once a
+ * training loop reaches its steady state. */
+typedef struct gcn_memory_stats {
+    size_t in_use;          /* bytes held by live tensors and plans */
+    size_t peak;            /* high-water mark of in_use */
+    size_t reserved;        /* bytes the pool holds from the allocator */
+    uint64_t device_allocs; /* underlying allocations so far */
+    uint64_t device_frees;  /* underlying frees so far */
+} gcn_memory_stats;
+
+void gcn_ctx_memory_stats(const gcn_ctx *ctx, gcn_memory_stats *stats);
+void gcn_ctx_reset_peak(gcn_ctx *ctx);
+
+/* Whether matmuls may use TF32 tensor cores (opts.tf32 on a GPU context). */
+bool gcn_ctx_tf32(const gcn_ctx *ctx);
+
+/* Blocks until all work queued on the context's device has finished. */
+gcn_status gcn_ctx_sync(gcn_ctx *ctx);
+
+/* Number of usable CUDA devices; 0 when the driver or device is absent. */
+int gcn_cuda_device_count(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,23 @@
+/* Internal bridge between the C core and the CUDA backend: per-context
+ * device state (device, stream, library handles, memory pool).  Only C types
+ * here, so C files include it without the CUDA headers. */
+#ifndef GCN_CUDA_BRIDGE_H
+#define GCN_CUDA_BRIDGE_H
+
+#include "internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Selects the device, creates the stream and the memory pool, and stores
+ * them in ctx->cuda.  Library handles are created on first use. */
+gcn_status gcn_cuda_init(gcn_ctx *ctx, int device_index);
+
+/* Releases everything gcn_cuda_init and later calls created. */
+void gcn_cuda_release(gcn_ctx *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

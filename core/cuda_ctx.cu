@@ -1,0 +1,146 @@
+/* The CUDA side of a context: device selection, the stream, lazily created
+ * cuBLAS/cuSPARSE handles bound to it, and the checked-call helpers that turn
+ * library errors into a gcn_status with "call, message, file:line". */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_impl.h"
+
+/* ---- error reporting ------------------------------------------------------ */
+
+gcn_status gcn_cuda_check(gcn_ctx *ctx, cudaError_t err, const char *call, const char *file,
+                          int line)
+{
+    if (err == cudaSuccess)
+        return GCN_OK;
+    cudaGetLastError(); /* clear the non-sticky error so later calls start clean */
+    gcn_status st = err == cudaErrorMemoryAllocation ? GCN_ERR_NOMEM : GCN_ERR_CUDA;
+    return gcn_set_error(ctx, st, file, line, "%s failed: %s (%s)", call, cudaGetErrorName(err),
+                         cudaGetErrorString(err));
+}
+
+gcn_status gcn_cublas_check(gcn_ctx *ctx, cublasStatus_t err, const char *call, const char *file,
+                            int line)
+{
+    if (err == CUBLAS_STATUS_SUCCESS)
+        return GCN_OK;
+    gcn_status st = err == CUBLAS_STATUS_ALLOC_FAILED ? GCN_ERR_NOMEM : GCN_ERR_CUDA;
+    return gcn_set_error(ctx, st, file, line, "%s failed: %s", call, cublasGetStatusString(err));
+}
+
+gcn_status gcn_cusparse_check(gcn_ctx *ctx, cusparseStatus_t err, const char *call,
+                              const char *file, int line)
+{
+    if (err == CUSPARSE_STATUS_SUCCESS)
+        return GCN_OK;
+    gcn_status st = err == CUSPARSE_STATUS_ALLOC_FAILED ? GCN_ERR_NOMEM : GCN_ERR_CUDA;
+    return gcn_set_error(ctx, st, file, line, "%s failed: %s (%s)", call,
+                         cusparseGetErrorName(err), cusparseGetErrorString(err));
+}
+
+gcn_status gcn_cuda_launched(gcn_ctx *ctx, const char *kernel, const char *file, int line)
+{
+    cudaError_t err = cudaGetLastError();
+    if (err == cudaSuccess && ((gcn_cuda_state *)ctx->cuda)->sync_debug)
+        err = cudaStreamSynchronize(((gcn_cuda_state *)ctx->cuda)->stream);
+    return gcn_cuda_check(ctx, err, kernel, file, line);
+}
+
+/* ---- device and state ----------------------------------------------------- */
+
+int gcn_cuda_device_count(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return n;
+}
+
+gcn_status gcn_cuda_begin(gcn_ctx *ctx, gcn_cuda_state **cs)
+{
+    gcn_cuda_state *s = (gcn_cuda_state *)ctx->cuda;
+    if (!s)
+        return GCN_ERROR(ctx, GCN_ERR_STATE, "CUDA backend used on a context without CUDA state");
+    int cur = -1;
+    GCN_CUDA(cudaGetDevice(&cur));
+    if (cur != s->device)
+        GCN_CUDA(cudaSetDevice(s->device));
+    *cs = s;
+    return GCN_OK;
+}
+
+gcn_status gcn_cuda_cublas(gcn_ctx *ctx, cublasHandle_t *handle)
+{
+    gcn_cuda_state *cs = (gcn_cuda_state *)ctx->cuda;
+    if (!cs->cublas) {
+        cublasHandle_t h = NULL;
+        GCN_CUBLAS(cublasCreate(&h));
+        gcn_status st = GCN_CUBLAS_ST(cublasSetStream(h, cs->stream));
+        if (st != GCN_OK) {
+            cublasDestroy(h);
+            return st;
+        }
+        cs->cublas = h;
+    }
+    *handle = cs->cublas;
+    return GCN_OK;
+}
+
+gcn_status gcn_cuda_cusparse(gcn_ctx *ctx, cusparseHandle_t *handle)
+{
+    gcn_cuda_state *cs = (gcn_cuda_state *)ctx->cuda;
+    if (!cs->cusparse) {
+        cusparseHandle_t h = NULL;
+        GCN_CUSPARSE(cusparseCreate(&h));
+        gcn_status st = GCN_CUSPARSE_ST(cusparseSetStream(h, cs->stream));
+        if (st != GCN_OK) {
+            cusparseDestroy(h);
+            return st;
+        }
+        cs->cusparse = h;
+    }
+    *handle = cs->cusparse;
+    return GCN_OK;
+}
+
+gcn_status gcn_cuda_init(gcn_ctx *ctx, int device_index)
+{
+    gcn_cuda_state *cs = (gcn_cuda_state *)calloc(1, sizeof *cs);
+    if (!cs)
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory for the CUDA state");
+    cs->device = device_index;
+    ctx->cuda = cs;
+    const char *dbg = getenv("GCN_SYNC_DEBUG");
+    cs->sync_debug = dbg && *dbg && strcmp(dbg, "0") != 0;
+    GCN_CUDA(cudaSetDevice(device_index));
+    GCN_CUDA(cudaStreamCreateWithFlags(&cs->stream, cudaStreamNonBlocking));
+    GCN_TRY(gcn_pool_create(ctx, &cs->pool));
+    cudaDeviceProp prop;
+    GCN_CUDA(cudaGetDeviceProperties(&prop, device_index));
+    gcn_log(ctx, GCN_LOG_INFO, "CUDA device %d: %s (sm_%d%d, %.1f GiB), matmuls in %s%s",
+            device_index, prop.name, prop.major, prop.minor,
+            (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0), ctx->tf32 ? "TF32" : "FP32",
+            cs->sync_debug ? ", GCN_SYNC_DEBUG on" : "");
+    return GCN_OK;
+}
+
+void gcn_cuda_release(gcn_ctx *ctx)
+{
+    gcn_cuda_state *cs = ctx ? (gcn_cuda_state *)ctx->cuda : NULL;
+    if (!cs)
+        return;
+    if (cudaSetDevice(cs->device) == cudaSuccess && cs->stream)
+        cudaStreamSynchronize(cs->stream);
+    if (cs->cusparse)
+        cusparseDestroy(cs->cusparse);
+    if (cs->cublas)
+        cublasDestroy(cs->cublas);
+    gcn_pool_destroy(ctx, &cs->pool);
+    if (cs->stream)
+        cudaStreamDestroy(cs->stream);
+    cudaGetLastError();
+    free(cs);
+    ctx->cuda = NULL;
+}

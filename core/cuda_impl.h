@@ -1,0 +1,139 @@
+/* CUDA-side internals shared by the .cu files: the per-context state behind
+ * ctx->cuda, the checked-call macros, launch helpers and the declarations of
+ * the backend functions spread over several .cu files.  CUDA C++ only. */
+#ifndef GCN_CUDA_IMPL_H
+#define GCN_CUDA_IMPL_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cusparse.h>
+
+#include "cuda.h"
+#include "internal.h"
+
+typedef struct gcn_pool gcn_pool;
+
+/* Everything a CUDA context owns; ctx->cuda points at one of these. */
+typedef struct gcn_cuda_state {
+    int device;
+    cudaStream_t stream;       /* every kernel, copy and library call goes here */
+    cublasHandle_t cublas;     /* NULL until the first matmul */
+    cusparseHandle_t cusparse; /* NULL until the first cuSPARSE call */
+    gcn_pool *pool;
+    bool sync_debug;           /* GCN_SYNC_DEBUG=1: synchronise after every launch */
+} gcn_cuda_state;
+
+/* ---- checked calls ------------------------------------------------------ */
+
+/* GCN_OK on success; otherwise records "call failed: library message
+ * (file:line)" on the context and returns GCN_ERR_CUDA (GCN_ERR_NOMEM for
+ * allocation failures). */
+gcn_status gcn_cuda_check(gcn_ctx *ctx, cudaError_t err, const char *call, const char *file,
+                          int line);
+gcn_status gcn_cublas_check(gcn_ctx *ctx, cublasStatus_t err, const char *call,
+                            const char *file, int line);
+gcn_status gcn_cusparse_check(gcn_ctx *ctx, cusparseStatus_t err, const char *call,
+                              const char *file, int line);
+
+/* Status of a call, for GCN_CHECK in functions with a cleanup label. */
+#define GCN_CUDA_ST(call) gcn_cuda_check(ctx, (call), #call, __FILE__, __LINE__)
+#define GCN_CUBLAS_ST(call) gcn_cublas_check(ctx, (call), #call, __FILE__, __LINE__)
+#define GCN_CUSPARSE_ST(call) gcn_cusparse_check(ctx, (call), #call, __FILE__, __LINE__)
+
+/* Return the failing status from the enclosing function (uses `ctx`). */
+#define GCN_CUDA(call) GCN_TRY(GCN_CUDA_ST(call))
+#define GCN_CUBLAS(call) GCN_TRY(GCN_CUBLAS_ST(call))
+#define GCN_CUSPARSE(call) GCN_TRY(GCN_CUSPARSE_ST(call))
+
+/* After a kernel launch: picks up launch errors, and with GCN_SYNC_DEBUG
+ * waits for the kernel so an asynchronous fault is reported at its line. */
+gcn_status gcn_cuda_launched(gcn_ctx *ctx, const char *kernel, const char *file, int line);
+#define GCN_LAUNCHED(kernel) GCN_TRY(gcn_cuda_launched(ctx, kernel, __FILE__, __LINE__))
+#define GCN_LAUNCHED_ST(kernel) gcn_cuda_launched(ctx, kernel, __FILE__, __LINE__)
+
+/* ---- state ---------------------------------------------------------------- */
+
+/* The context's CUDA state, with the context's device made current on the
+ * calling thread.  Every backend entry point starts with it. */
+gcn_status gcn_cuda_begin(gcn_ctx *ctx, gcn_cuda_state **cs);
+
+/* Library handles, created on first use and bound to the context's stream. */
+gcn_status gcn_cuda_cublas(gcn_ctx *ctx, cublasHandle_t *handle);
+gcn_status gcn_cuda_cusparse(gcn_ctx *ctx, cusparseHandle_t *handle);
+
+/* ---- memory pool (cuda_pool.cu) --------------------------------------------- */
+
+gcn_status gcn_pool_create(gcn_ctx *ctx, gcn_pool **pool);
+/* A block of at least `bytes` (> 0), 256-byte aligned, from the free list of
+ * its size class or, when that is empty, from cudaMalloc. */
+gcn_status gcn_pool_alloc(gcn_ctx *ctx, gcn_pool *pool, void **p, size_t bytes);
+/* Returns a block to its free list; `bytes` is the size it was asked for. */
+void gcn_pool_release(gcn_ctx *ctx, gcn_pool *pool, void *p, size_t bytes);
+/* cudaFree of every block, cached or still handed out.  Accepts NULL. */
+void gcn_pool_destroy(gcn_ctx *ctx, gcn_pool **pool);
+
+/* ---- launch geometry -------------------------------------------------------- */
+
+#define GCN_THREADS 256
+
+/* Blocks for a grid-stride loop over n items, capped so huge n reuse threads. */
+static inline unsigned gcn_blocks(int64_t n, int threads)
+{
+    int64_t b = (n + threads - 1) / threads;
+    if (b < 1)
+        b = 1;
+    return (unsigned)(b < 65536 ? b : 65536);
+}
+
+/* ---- backend functions, by file (semantics: gcn_backend in internal.h) ---- */
+
+/* ops_cuda_reduce.cu */
+gcn_status gcn_cuda_col_sum(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x, float *out,
+                            bool acc);
+gcn_status gcn_cuda_sum(gcn_ctx *ctx, int64_t n, const float *x, float *out);
+gcn_status gcn_cuda_nll(gcn_ctx *ctx, int64_t cols, const float *logp, const int32_t *labels,
+                        const int32_t *rows, int64_t n_rows, float *out);
+gcn_status gcn_cuda_count_correct(gcn_ctx *ctx, int64_t cols, const float *scores,
+                                  const int32_t *labels, const int32_t *rows, int64_t n_rows,
+                                  int64_t *correct);
+
+/* ops_cuda_bn.cu */
+gcn_status gcn_cuda_batchnorm_train(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
+                                    const float *gamma, const float *beta, float *y,
+                                    float *save_mean, float *save_invstd, float *running_mean,
+                                    float *running_var, float momentum, float eps);
+gcn_status gcn_cuda_batchnorm_eval(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
+                                   const float *gamma, const float *beta, const float *mean,
+                                   const float *var, float eps, float *y);
+gcn_status gcn_cuda_batchnorm_backward(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
+                                       const float *gamma, const float *save_mean,
+                                       const float *save_invstd, const float *dy, float *dx,
+                                       float *dgamma, float *dbeta, bool acc_x, bool acc_gamma,
+                                       bool acc_beta);
+gcn_status gcn_cuda_batchnorm_eval_backward(gcn_ctx *ctx, int64_t rows, int64_t cols,
+                                            const float *x, const float *gamma,
+                                            const float *mean, const float *var, float eps,
+                                            const float *dy, float *dx, float *dgamma,
+                                            float *dbeta, bool acc_x, bool acc_gamma,
+                                            bool acc_beta);
+
+/* ops_cuda_nn.cu */
+gcn_status gcn_cuda_sum_backward(gcn_ctx *ctx, int64_t n, const float *dy, float scale,
+                                 float *dx, bool acc);
+gcn_status gcn_cuda_log_softmax(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
+                                float *y);
+gcn_status gcn_cuda_log_softmax_backward(gcn_ctx *ctx, int64_t rows, int64_t cols,
+                                         const float *y, const float *dy, float *dx, bool acc);
+gcn_status gcn_cuda_nll_backward(gcn_ctx *ctx, int64_t n, int64_t cols, const int32_t *labels,
+                                 const int32_t *rows, int64_t n_rows, const float *dy,
+                                 float *dlogp, bool acc);
+
+/* optim_cuda.cu */
+gcn_status gcn_cuda_sgd_step(gcn_ctx *ctx, int64_t n, float *param, const float *grad,
+                             float *buf, float lr, float momentum, float dampening,
+                             float weight_decay, bool nesterov, bool first_step);
+gcn_status gcn_cuda_adam_step(gcn_ctx *ctx, int64_t n, float *param, const float *grad, float *m,
+                              float *v, float lr, float beta1, float beta2, float eps,
+                              float weight_decay, bool decoupled, int64_t step);
+
+#endif

@@ -1,0 +1,177 @@
+/* The caching device allocator behind a CUDA context: blocks from cudaMalloc
+ * are rounded up to a size class and, when released, kept on that class's
+ * free list for the next request of the class instead of going back to the
+ * driver.  One context uses one stream, so a block released while kernels
+ * that use it are queued can be handed out again at once: its next user is
+ * queued behind them.
+ *
+ * Size classes: 512 bytes and below is class 0; above, each power-of-two
+ * octave (2^e, 2^(e+1)] is cut into 8 equal steps, so a block wastes at most
+ * 1/8 of its size.  Statistics go to ctx->mem: reserved (bytes held from
+ * cudaMalloc), device_allocs and device_frees (cudaMalloc/cudaFree calls);
+ * gcn_mem_alloc keeps in_use and peak. */
+#include <stdlib.h>
+
+#include "cuda_impl.h"
+
+#define MIN_BLOCK 512
+#define STEPS_LOG2 3 /* 8 steps per octave */
+#define N_CLASSES (1 + (64 - 9) * (1 << STEPS_LOG2))
+
+/* The free blocks of one class; cap never falls below the number of blocks
+ * of the class in existence, so a release never needs host memory. */
+typedef struct bin {
+    void **free;
+    int64_t n_free, cap, n_blocks;
+} bin;
+
+/* A block obtained from cudaMalloc and its size class. */
+typedef struct block {
+    void *ptr;
+    int cls;
+} block;
+
+struct gcn_pool {
+    bin bins[N_CLASSES];
+    block *all; /* every block currently obtained from cudaMalloc */
+    int64_t n_all, cap_all;
+};
+
+/* Class index and rounded size of a request. */
+static int size_class(size_t bytes, size_t *rounded)
+{
+    if (bytes <= MIN_BLOCK) {
+        *rounded = MIN_BLOCK;
+        return 0;
+    }
+    int e = 63 - __builtin_clzll((unsigned long long)(bytes - 1)); /* 2^e < bytes <= 2^(e+1) */
+    size_t step = (size_t)1 << (e - STEPS_LOG2);
+    size_t q = (bytes + step - 1) / step; /* in (8, 16] */
+    *rounded = q * step;
+    return 1 + (e - 9) * (1 << STEPS_LOG2) + (int)(q - (1 << STEPS_LOG2) - 1);
+}
+
+static size_t class_bytes(int cls)
+{
+    if (cls == 0)
+        return MIN_BLOCK;
+    int e = 9 + (cls - 1) / (1 << STEPS_LOG2);
+    size_t q = (size_t)((cls - 1) % (1 << STEPS_LOG2)) + (1 << STEPS_LOG2) + 1;
+    return q * ((size_t)1 << (e - STEPS_LOG2));
+}
+
+gcn_status gcn_pool_create(gcn_ctx *ctx, gcn_pool **pool)
+{
+    *pool = (gcn_pool *)calloc(1, sizeof **pool);
+    if (!*pool)
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory for the device memory pool");
+    return GCN_OK;
+}
+
+static bool grow(void **arr, int64_t *cap, int64_t need, size_t elem)
+{
+    if (need <= *cap)
+        return true;
+    int64_t c = *cap ? *cap : 16;
+    while (c < need)
+        c *= 2;
+    void *p = realloc(*arr, (size_t)c * elem);
+    if (!p)
+        return false;
+    *arr = p;
+    *cap = c;
+    return true;
+}
+
+/* Removes a block from the registry of cudaMalloc blocks (searching from
+ * the newest, which is where gcn_pool_destroy takes them). */
+static void forget(gcn_pool *pool, void *p)
+{
+    for (int64_t i = pool->n_all - 1; i >= 0; i--) {
+        if (pool->all[i].ptr == p) {
+            pool->all[i] = pool->all[--pool->n_all];
+            return;
+        }
+    }
+}
+
+static void free_block(gcn_ctx *ctx, gcn_pool *pool, void *p, int cls)
+{
+    cudaFree(p);
+    cudaGetLastError();
+    forget(pool, p);
+    pool->bins[cls].n_blocks--;
+    ctx->mem.reserved -= class_bytes(cls);
+    ctx->mem.device_frees++;
+}
+
+/* Gives every cached block back to the driver (after cudaMalloc ran out). */
+static void trim(gcn_ctx *ctx, gcn_pool *pool)
+{
+    for (int c = 0; c < N_CLASSES; c++) {
+        bin *b = &pool->bins[c];
+        while (b->n_free > 0)
+            free_block(ctx, pool, b->free[--b->n_free], c);
+    }
+}
+
+gcn_status gcn_pool_alloc(gcn_ctx *ctx, gcn_pool *pool, void **p, size_t bytes)
+{
+    size_t rounded;
+    int cls = size_class(bytes, &rounded);
+    bin *b = &pool->bins[cls];
+    if (b->n_free > 0) {
+        *p = b->free[--b->n_free];
+        return GCN_OK;
+    }
+    /* Host bookkeeping first, so a failure leaves nothing half done. */
+    if (!grow((void **)&b->free, &b->cap, b->n_blocks + 1, sizeof *b->free) ||
+        !grow((void **)&pool->all, &pool->cap_all, pool->n_all + 1, sizeof *pool->all))
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory for the pool's free lists");
+    cudaError_t err = cudaMalloc(p, rounded);
+    if (err == cudaErrorMemoryAllocation) {
+        cudaGetLastError();
+        trim(ctx, pool);
+        err = cudaMalloc(p, rounded);
+    }
+    if (err != cudaSuccess) {
+        *p = NULL;
+        cudaGetLastError();
+        return GCN_ERROR(ctx, err == cudaErrorMemoryAllocation ? GCN_ERR_NOMEM : GCN_ERR_CUDA,
+                         "cudaMalloc(%zu bytes, for a request of %zu) failed: %s (%s); "
+                         "%zu bytes in use, %zu reserved",
+                         rounded, bytes, cudaGetErrorName(err), cudaGetErrorString(err),
+                         ctx->mem.in_use, ctx->mem.reserved);
+    }
+    pool->all[pool->n_all].ptr = *p;
+    pool->all[pool->n_all].cls = cls;
+    pool->n_all++;
+    b->n_blocks++;
+    ctx->mem.reserved += rounded;
+    ctx->mem.device_allocs++;
+    return GCN_OK;
+}
+
+void gcn_pool_release(gcn_ctx *ctx, gcn_pool *pool, void *p, size_t bytes)
+{
+    (void)ctx;
+    if (!p)
+        return;
+    size_t rounded;
+    bin *b = &pool->bins[size_class(bytes, &rounded)];
+    b->free[b->n_free++] = p;
+}
+
+void gcn_pool_destroy(gcn_ctx *ctx, gcn_pool **pool)
+{
+    gcn_pool *pl = pool ? *pool : NULL;
+    if (!pl)
+        return;
+    while (pl->n_all > 0)
+        free_block(ctx, pl, pl->all[pl->n_all - 1].ptr, pl->all[pl->n_all - 1].cls);
+    for (int c = 0; c < N_CLASSES; c++)
+        free(pl->bins[c].free);
+    free(pl->all);
+    free(pl);
+    *pool = NULL;
+}

@@ -1,0 +1,263 @@
+/* Library-internal definitions: the structs behind the public handles, the
+ * backend table every device implements, the tape node, and error helpers.
+ * Not installed; user code sees only the public headers. */
+#ifndef GCN_INTERNAL_H
+#define GCN_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "autograd.h"
+#include "csr.h"
+#include "ctx.h"
+#include "ops.h"
+#include "rng.h"
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- errors ---------------------------------------------------------- */
+
+/* Records "msg (file:line)" as the context's last error and returns st.
+ * ctx may be NULL (the message is then dropped). */
+gcn_status gcn_set_error(gcn_ctx *ctx, gcn_status st, const char *file, int line,
+                         const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+
+#define GCN_ERROR(ctx, st, ...) gcn_set_error((ctx), (st), __FILE__, __LINE__, __VA_ARGS__)
+
+/* Propagates a failing status to the caller. */
+#define GCN_TRY(expr)                     \
+    do {                                  \
+        gcn_status gcn_try_st_ = (expr);  \
+        if (gcn_try_st_ != GCN_OK)        \
+            return gcn_try_st_;           \
+    } while (0)
+
+/* Stores a failing status in `st` and jumps to the function's cleanup label. */
+#define GCN_CHECK(expr)          \
+    do {                         \
+        st = (expr);             \
+        if (st != GCN_OK)        \
+            goto cleanup;        \
+    } while (0)
+
+#define GCN_ARG(ctx, cond)                                                          \
+    do {                                                                            \
+        if (!(cond))                                                                \
+            return GCN_ERROR((ctx), GCN_ERR_INVALID_ARG, "invalid argument: %s", #cond); \
+    } while (0)
+
+void gcn_log(gcn_ctx *ctx, gcn_log_level level, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* ---- backend table ---------------------------------------------------- */
+
+/* One entry per device.  Pointers are device pointers of that backend;
+ * sizes are element counts and may be 0; matrices are row-major.  `acc` asks
+ * a backward kernel to add into its output instead of overwriting it. */
+typedef struct gcn_backend {
+    const char *name;
+    gcn_status (*alloc)(gcn_ctx *ctx, void **p, size_t bytes);
+    void (*release)(gcn_ctx *ctx, void *p, size_t bytes);
+    gcn_status (*upload)(gcn_ctx *ctx, void *dst, const void *host, size_t bytes);
+    gcn_status (*download)(gcn_ctx *ctx, void *host, const void *src, size_t bytes);
+    gcn_status (*copy)(gcn_ctx *ctx, void *dst, const void *src, size_t bytes);
+    gcn_status (*fill)(gcn_ctx *ctx, float *x, int64_t n, float value);
+    gcn_status (*sync)(gcn_ctx *ctx);
+
+    /* c[m,n] = alpha op(a) op(b) + beta c; lda/ldb/ldc are row strides. */
+    gcn_status (*gemm)(gcn_ctx *ctx, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                       float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+                       float beta, float *c, int64_t ldc);
+    /* y = alpha x + beta y (beta == 0 ignores y's old contents). */
+    gcn_status (*axpby)(gcn_ctx *ctx, int64_t n, float alpha, const float *x, float beta,
+                        float *y);
+    gcn_status (*add)(gcn_ctx *ctx, int64_t n, const float *a, const float *b, float *out);
+    gcn_status (*add_bias)(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
+                           const float *bias, float *out);
+    /* out[j] (+)= sum_i x[i, j] */
+    gcn_status (*col_sum)(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x, float *out,
+                          bool acc);
+    /* out[0] = sum of x; dx (+)= dy[0] * scale broadcast */
+    gcn_status (*sum)(gcn_ctx *ctx, int64_t n, const float *x, float *out);
+    gcn_status (*sum_backward)(gcn_ctx *ctx, int64_t n, const float *dy, float scale, float *dx,
+                               bool acc);
+    gcn_status (*relu)(gcn_ctx *ctx, int64_t n, const float *x, float *y);
+    gcn_status (*relu_backward)(gcn_ctx *ctx, int64_t n, const float *y, const float *dy,
+                                float *dx, bool acc);
+    /* Mask element i from Philox(counter = {offset + i/4 lo, hi, stream, 0}),
+     * word i % 4: kept when its uniform value >= p. */
+    gcn_status (*dropout)(gcn_ctx *ctx, int64_t n, const float *x, float *y, float p,
+                          const uint32_t key[2], uint64_t offset, bool acc);
+    gcn_status (*batchnorm_train)(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
+                                  const float *gamma, const float *beta, float *y,
+                                  float *save_mean, float *save_invstd, float *running_mean,
+                                  float *running_var, float momentum, float eps);
+    gcn_status (*batchnorm_eval)(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
+                                 const float *gamma, const float *beta, const float *mean,
+                                 const float *var, float eps, float *y);
+    /* Training-mode backward; any of dx, dgamma, dbeta may be NULL. */
+    gcn_status (*batchnorm_backward)(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
+                                     const float *gamma, const float *save_mean,
+                                     const float *save_invstd, const float *dy, float *dx,
+                                     float *dgamma, float *dbeta, bool acc_x, bool acc_gamma,
+                                     bool acc_beta);
+    /* Eval-mode backward: dx = dy * gamma * rsqrt(var + eps), dgamma = sum dy * xhat,
+     * dbeta = sum dy (any output may be NULL). */
+    gcn_status (*batchnorm_eval_backward)(gcn_ctx *ctx, int64_t rows, int64_t cols,
+                                          const float *x, const float *gamma, const float *mean,
+                                          const float *var, float eps, const float *dy,
+                                          float *dx, float *dgamma, float *dbeta, bool acc_x,
+                                          bool acc_gamma, bool acc_beta);
+    gcn_status (*log_softmax)(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
+                              float *y);
+    gcn_status (*log_softmax_backward)(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *y,
+                                       const float *dy, float *dx, bool acc);
+    /* out[0] = -mean over the listed rows of logp[row, labels[row]] */
+    gcn_status (*nll)(gcn_ctx *ctx, int64_t cols, const float *logp, const int32_t *labels,
+                      const int32_t *rows, int64_t n_rows, float *out);
+    /* dlogp[row, labels[row]] (+)= -dy[0] / n_rows; zero elsewhere unless acc */
+    gcn_status (*nll_backward)(gcn_ctx *ctx, int64_t n, int64_t cols, const int32_t *labels,
+                               const int32_t *rows, int64_t n_rows, const float *dy,
+                               float *dlogp, bool acc);
+    /* dst[i, 0:width] (+)= src[i, 0:width] for i < rows, with row strides */
+    gcn_status (*copy_cols)(gcn_ctx *ctx, int64_t rows, int64_t width, const float *src,
+                            int64_t src_ld, float *dst, int64_t dst_ld, bool acc);
+    gcn_status (*count_correct)(gcn_ctx *ctx, int64_t cols, const float *scores,
+                                const int32_t *labels, const int32_t *rows, int64_t n_rows,
+                                int64_t *correct);
+    /* Optimiser updates over one parameter of n elements (optim/). */
+    gcn_status (*sgd_step)(gcn_ctx *ctx, int64_t n, float *param, const float *grad, float *buf,
+                           float lr, float momentum, float dampening, float weight_decay,
+                           bool nesterov, bool first_step);
+    gcn_status (*adam_step)(gcn_ctx *ctx, int64_t n, float *param, const float *grad, float *m,
+                            float *v, float lr, float beta1, float beta2, float eps,
+                            float weight_decay, bool decoupled, int64_t step);
+} gcn_backend;
+
+extern const gcn_backend gcn_backend_cpu;
+extern const gcn_backend gcn_backend_cuda;
+
+/* ---- objects ---------------------------------------------------------- */
+
+struct gcn_tensor {
+    int64_t rows, cols;
+    float *data;        /* on `device`, rows * cols floats */
+    gcn_ctx *ctx;
+    gcn_device device;
+    int refs;
+    bool requires_grad; /* a parameter, or computed from one while recording */
+    bool is_leaf;       /* not the output of a recorded op */
+    gcn_tensor *grad;
+};
+
+struct gcn_index {
+    int64_t n;
+    int32_t *data;
+    int32_t min, max;   /* of the values, computed on creation (0, -1 when empty) */
+    gcn_ctx *ctx;
+    gcn_device device;
+    int refs;
+};
+
+/* A kernel plan cached on a matrix: built by an SpMM implementation for one
+ * feature width and freed with the matrix. */
+typedef struct gcn_csr_plan {
+    const void *impl; /* the gcn_spmm_impl that built it */
+    int feat;
+    void *plan;
+    void (*free_plan)(void *plan);
+    struct gcn_csr_plan *next;
+} gcn_csr_plan;
+
+struct gcn_csr_priv {
+    gcn_ctx *ctx;
+    gcn_csr *transpose;    /* NULL when the matrix is symmetric */
+    bool symmetric;
+    gcn_csr *owner;        /* borrowed: the matrix this one is the stored transpose of */
+    gcn_csr_plan *plans;
+};
+
+/* ---- the tape -------------------------------------------------------- */
+
+typedef struct gcn_node gcn_node;
+
+/* Reads node->out->grad and adds into the grad of each input that requires
+ * one (gcn_grad_slot gives the buffer and whether to accumulate). */
+typedef gcn_status (*gcn_backward_fn)(gcn_ctx *ctx, gcn_node *node);
+
+struct gcn_node {
+    const char *op;
+    gcn_backward_fn backward;
+    gcn_tensor *out;        /* retained */
+    gcn_tensor **in;        /* retained; n_in entries */
+    int n_in;
+    gcn_tensor *saved[4];   /* retained tensors backward needs */
+    gcn_index *index[2];    /* retained index arrays */
+    const gcn_csr *matrix;  /* borrowed: must outlive the backward */
+    double param[4];        /* scalars backward needs */
+    uint64_t offset;        /* random stream offset (dropout) */
+};
+
+/* Records an op if recording is on and any input requires grad; then marks
+ * out as requiring grad.  Takes new references to out and inputs.  *node
+ * receives the node (NULL when nothing was recorded) for saving extras. */
+gcn_status gcn_tape_record(gcn_ctx *ctx, const char *op, gcn_backward_fn backward,
+                           gcn_tensor *const *in, int n_in, gcn_tensor *out, gcn_node **node);
+
+/* Whether an op on these inputs would be recorded. */
+bool gcn_tape_wants(const gcn_ctx *ctx, gcn_tensor *const *in, int n_in);
+
+/* The buffer to write t's gradient into: allocates it on first use
+ * (*acc = false: overwrite) or returns the existing one (*acc = true). */
+gcn_status gcn_grad_slot(gcn_ctx *ctx, gcn_tensor *t, float **buf, bool *acc);
+
+/* ---- context internals ----------------------------------------------- */
+
+struct gcn_ctx {
+    gcn_device device;
+    int device_index;
+    const gcn_backend *be;
+    bool tf32;
+    uint64_t seed;
+    uint32_t rng_key[2];
+    uint64_t rng_offset[GCN_RNG_N_STREAMS];
+    bool grad_enabled;
+    gcn_node *tape;
+    int tape_len, tape_cap;
+    gcn_memory_stats mem;
+    void *cuda;             /* per-context CUDA state (core/cuda.h), NULL on the CPU */
+    char spmm_kernel[32];   /* kernels/spmm.c: "auto" or a registry name */
+    gcn_log_level log_level;
+    gcn_log_fn log_fn;
+    void *log_user;
+    char err[512];
+};
+
+/* Device memory through the context's backend, with accounting. */
+gcn_status gcn_mem_alloc(gcn_ctx *ctx, void **p, size_t bytes);
+void gcn_mem_release(gcn_ctx *ctx, void *p, size_t bytes);
+
+/* Reserves `words` Philox words on a stream; returns the first offset
+ * (in units of 4-word counters) for the caller's draw. */
+uint64_t gcn_rng_reserve(gcn_ctx *ctx, gcn_rng_stream stream, uint64_t words);
+
+/* Shape and device checks that set a descriptive error. */
+gcn_status gcn_check_tensor(gcn_ctx *ctx, const gcn_tensor *t, const char *what);
+gcn_status gcn_check_index(gcn_ctx *ctx, const gcn_index *t, const char *what);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,246 @@
+/* The differentiable dense ops: argument checks, one backend call forward,
+ * and the backward rule each records on the tape. */
+#include "internal.h"
+
+#define NUMEL(t) ((t)->rows * (t)->cols)
+
+/* Common prologue: out must be a valid pointer, and is cleared. */
+static gcn_status begin(gcn_ctx *ctx, gcn_tensor **out)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    if (!out)
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "output pointer is NULL");
+    *out = NULL;
+    return GCN_OK;
+}
+
+static gcn_status shape_error(gcn_ctx *ctx, const char *op, const gcn_tensor *a,
+                              const gcn_tensor *b)
+{
+    return GCN_ERROR(ctx, GCN_ERR_SHAPE, "%s: shapes [%lld, %lld] and [%lld, %lld] do not fit",
+                     op, (long long)a->rows, (long long)a->cols, (long long)b->rows,
+                     (long long)b->cols);
+}
+
+/* ---- matmul ----------------------------------------------------------- */
+
+static gcn_status matmul_backward(gcn_ctx *ctx, gcn_node *nd)
+{
+    gcn_tensor *a = nd->in[0], *b = nd->in[1], *dc = nd->out->grad;
+    bool ta = nd->param[0] != 0, tb = nd->param[1] != 0;
+    int64_t m = nd->out->rows, n = nd->out->cols, k = ta ? a->rows : a->cols;
+    float *buf;
+    bool acc;
+    if (a->requires_grad) {
+        GCN_TRY(gcn_grad_slot(ctx, a, &buf, &acc));
+        if (!ta) /* dA[m,k] = dC op(B)^T */
+            GCN_TRY(ctx->be->gemm(ctx, false, !tb, m, k, n, 1.0f, dc->data, n, b->data, b->cols,
+                                  acc ? 1.0f : 0.0f, buf, k));
+        else /* dA[k,m] = op(B) dC^T */
+            GCN_TRY(ctx->be->gemm(ctx, tb, true, k, m, n, 1.0f, b->data, b->cols, dc->data, n,
+                                  acc ? 1.0f : 0.0f, buf, m));
+    }
+    if (b->requires_grad) {
+        GCN_TRY(gcn_grad_slot(ctx, b, &buf, &acc));
+        if (!tb) /* dB[k,n] = op(A)^T dC */
+            GCN_TRY(ctx->be->gemm(ctx, !ta, false, k, n, m, 1.0f, a->data, a->cols, dc->data, n,
+                                  acc ? 1.0f : 0.0f, buf, n));
+        else /* dB[n,k] = dC^T op(A) */
+            GCN_TRY(ctx->be->gemm(ctx, true, ta, n, k, m, 1.0f, dc->data, n, a->data, a->cols,
+                                  acc ? 1.0f : 0.0f, buf, k));
+    }
+    return GCN_OK;
+}
+
+gcn_status gcn_matmul(gcn_ctx *ctx, gcn_tensor *a, gcn_tensor *b, bool trans_a, bool trans_b,
+                      gcn_tensor **out)
+{
+    GCN_TRY(begin(ctx, out));
+    GCN_TRY(gcn_check_tensor(ctx, a, "matmul a"));
+    GCN_TRY(gcn_check_tensor(ctx, b, "matmul b"));
+    int64_t m = trans_a ? a->cols : a->rows, k = trans_a ? a->rows : a->cols;
+    int64_t kb = trans_b ? b->cols : b->rows, n = trans_b ? b->rows : b->cols;
+    if (k != kb)
+        return GCN_ERROR(ctx, GCN_ERR_SHAPE,
+                         "matmul: op(a) is [%lld, %lld] but op(b) is [%lld, %lld]", (long long)m,
+                         (long long)k, (long long)kb, (long long)n);
+    gcn_tensor *c = NULL;
+    gcn_node *nd;
+    gcn_status st;
+    GCN_CHECK(gcn_tensor_create(ctx, &c, m, n));
+    GCN_CHECK(ctx->be->gemm(ctx, trans_a, trans_b, m, n, k, 1.0f, a->data, a->cols, b->data,
+                            b->cols, 0.0f, c->data, n));
+    gcn_tensor *in[2] = {a, b};
+    GCN_CHECK(gcn_tape_record(ctx, "matmul", matmul_backward, in, 2, c, &nd));
+    if (nd) {
+        nd->param[0] = trans_a;
+        nd->param[1] = trans_b;
+    }
+    *out = c;
+    return GCN_OK;
+cleanup:
+    gcn_tensor_free(&c);
+    return st;
+}
+
+/* ---- element-wise ------------------------------------------------------ */
+
+/* dX (+)= alpha dY for one input. */
+static gcn_status pass_grad(gcn_ctx *ctx, gcn_tensor *x, const gcn_tensor *dy, float alpha)
+{
+    if (!x->requires_grad)
+        return GCN_OK;
+    float *buf;
+    bool acc;
+    GCN_TRY(gcn_grad_slot(ctx, x, &buf, &acc));
+    return ctx->be->axpby(ctx, NUMEL(x), alpha, dy->data, acc ? 1.0f : 0.0f, buf);
+}
+
+static gcn_status add_backward(gcn_ctx *ctx, gcn_node *nd)
+{
+    GCN_TRY(pass_grad(ctx, nd->in[0], nd->out->grad, 1.0f));
+    return pass_grad(ctx, nd->in[1], nd->out->grad, 1.0f);
+}
+
+gcn_status gcn_add(gcn_ctx *ctx, gcn_tensor *a, gcn_tensor *b, gcn_tensor **out)
+{
+    GCN_TRY(begin(ctx, out));
+    GCN_TRY(gcn_check_tensor(ctx, a, "add a"));
+    GCN_TRY(gcn_check_tensor(ctx, b, "add b"));
+    if (a->rows != b->rows || a->cols != b->cols)
+        return shape_error(ctx, "add", a, b);
+    gcn_tensor *c = NULL;
+    gcn_node *nd;
+    gcn_status st;
+    GCN_CHECK(gcn_tensor_create(ctx, &c, a->rows, a->cols));
+    GCN_CHECK(ctx->be->add(ctx, NUMEL(a), a->data, b->data, c->data));
+    gcn_tensor *in[2] = {a, b};
+    GCN_CHECK(gcn_tape_record(ctx, "add", add_backward, in, 2, c, &nd));
+    *out = c;
+    return GCN_OK;
+cleanup:
+    gcn_tensor_free(&c);
+    return st;
+}
+
+static gcn_status add_bias_backward(gcn_ctx *ctx, gcn_node *nd)
+{
+    gcn_tensor *x = nd->in[0], *bias = nd->in[1], *dy = nd->out->grad;
+    GCN_TRY(pass_grad(ctx, x, dy, 1.0f));
+    if (!bias->requires_grad)
+        return GCN_OK;
+    float *buf;
+    bool acc;
+    GCN_TRY(gcn_grad_slot(ctx, bias, &buf, &acc));
+    return ctx->be->col_sum(ctx, dy->rows, dy->cols, dy->data, buf, acc);
+}
+
+gcn_status gcn_add_bias(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *bias, gcn_tensor **out)
+{
+    GCN_TRY(begin(ctx, out));
+    GCN_TRY(gcn_check_tensor(ctx, x, "add_bias x"));
+    GCN_TRY(gcn_check_tensor(ctx, bias, "add_bias bias"));
+    if (bias->rows != 1 || bias->cols != x->cols)
+        return shape_error(ctx, "add_bias (bias must be [1, cols of x])", x, bias);
+    gcn_tensor *y = NULL;
+    gcn_node *nd;
+    gcn_status st;
+    GCN_CHECK(gcn_tensor_create(ctx, &y, x->rows, x->cols));
+    GCN_CHECK(ctx->be->add_bias(ctx, x->rows, x->cols, x->data, bias->data, y->data));
+    gcn_tensor *in[2] = {x, bias};
+    GCN_CHECK(gcn_tape_record(ctx, "add_bias", add_bias_backward, in, 2, y, &nd));
+    *out = y;
+    return GCN_OK;
+cleanup:
+    gcn_tensor_free(&y);
+    return st;
+}
+
+static gcn_status scale_backward(gcn_ctx *ctx, gcn_node *nd)
+{
+    return pass_grad(ctx, nd->in[0], nd->out->grad, (float)nd->param[0]);
+}
+
+gcn_status gcn_scale(gcn_ctx *ctx, gcn_tensor *x, float alpha, gcn_tensor **out)
+{
+    GCN_TRY(begin(ctx, out));
+    GCN_TRY(gcn_check_tensor(ctx, x, "scale input"));
+    gcn_tensor *y = NULL;
+    gcn_node *nd;
+    gcn_status st;
+    GCN_CHECK(gcn_tensor_create(ctx, &y, x->rows, x->cols));
+    GCN_CHECK(ctx->be->axpby(ctx, NUMEL(x), alpha, x->data, 0.0f, y->data));
+    GCN_CHECK(gcn_tape_record(ctx, "scale", scale_backward, &x, 1, y, &nd));
+    if (nd)
+        nd->param[0] = alpha;
+    *out = y;
+    return GCN_OK;
+cleanup:
+    gcn_tensor_free(&y);
+    return st;
+}
+
+static gcn_status relu_backward(gcn_ctx *ctx, gcn_node *nd)
+{
+    gcn_tensor *x = nd->in[0];
+    float *buf;
+    bool acc;
+    GCN_TRY(gcn_grad_slot(ctx, x, &buf, &acc));
+    return ctx->be->relu_backward(ctx, NUMEL(x), nd->out->data, nd->out->grad->data, buf, acc);
+}
+
+gcn_status gcn_relu(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out)
+{
+    GCN_TRY(begin(ctx, out));
+    GCN_TRY(gcn_check_tensor(ctx, x, "relu input"));
+    gcn_tensor *y = NULL;
+    gcn_node *nd;
+    gcn_status st;
+    GCN_CHECK(gcn_tensor_create(ctx, &y, x->rows, x->cols));
+    GCN_CHECK(ctx->be->relu(ctx, NUMEL(x), x->data, y->data));
+    GCN_CHECK(gcn_tape_record(ctx, "relu", relu_backward, &x, 1, y, &nd));
+    *out = y;
+    return GCN_OK;
+cleanup:
+    gcn_tensor_free(&y);
+    return st;
+}
+
+/* Backward regenerates the mask from the saved stream offset: no mask is
+ * stored between forward and backward. */
+static gcn_status dropout_backward(gcn_ctx *ctx, gcn_node *nd)
+{
+    gcn_tensor *x = nd->in[0];
+    float *buf;
+    bool acc;
+    GCN_TRY(gcn_grad_slot(ctx, x, &buf, &acc));
+    return ctx->be->dropout(ctx, NUMEL(x), nd->out->grad->data, buf, (float)nd->param[0],
+                            ctx->rng_key, nd->offset, acc);
+}
+
+gcn_status gcn_dropout(gcn_ctx *ctx, gcn_tensor *x, float p, bool training, gcn_tensor **out)
+{
+    GCN_TRY(begin(ctx, out));
+    GCN_TRY(gcn_check_tensor(ctx, x, "dropout input"));
+    if (!(p >= 0.0f && p < 1.0f))
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "dropout: p = %g is not in [0, 1)", (double)p);
+    if (!training || p == 0.0f)
+        return gcn_scale(ctx, x, 1.0f, out);
+    gcn_tensor *y = NULL;
+    gcn_node *nd;
+    gcn_status st;
+    uint64_t offset = gcn_rng_reserve(ctx, GCN_RNG_DROPOUT, (uint64_t)NUMEL(x));
+    GCN_CHECK(gcn_tensor_create(ctx, &y, x->rows, x->cols));
+    GCN_CHECK(ctx->be->dropout(ctx, NUMEL(x), x->data, y->data, p, ctx->rng_key, offset, false));
+    GCN_CHECK(gcn_tape_record(ctx, "dropout", dropout_backward, &x, 1, y, &nd));
+    if (nd) {
+        nd->param[0] = p;
+        nd->offset = offset;
+    }
+    *out = y;
+    return GCN_OK;
+cleanup:
+    gcn_tensor_free(&y);
+    return st;
+}

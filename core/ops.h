@@ -1,0 +1,77 @@
+/* Differentiable operations.  Each returns a new tensor through `out` (the
+ * caller owns one reference) and, when gradients are enabled and an input
+ * requires them, records itself on the context's tape so gcn_backward can
+ * propagate through it.  Shapes are [rows, cols]; all operands must live on
+ * the context's device. */
+#ifndef GCN_OPS_H
+#define GCN_OPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* out = op(a) . op(b), op(x) = x^T when the flag is set.
+ * a [m, k] (or [k, m] transposed), b [k, n] (or [n, k]) -> out [m, n]. */
+gcn_status gcn_matmul(gcn_ctx *ctx, gcn_tensor *a, gcn_tensor *b, bool trans_a, bool trans_b,
+                      gcn_tensor **out);
+
+/* out = a + b, same shapes. */
+gcn_status gcn_add(gcn_ctx *ctx, gcn_tensor *a, gcn_tensor *b, gcn_tensor **out);
+
+/* out = x + bias broadcast over rows: x [n, f], bias [1, f]. */
+gcn_status gcn_add_bias(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *bias, gcn_tensor **out);
+
+/* out = alpha * x. */
+gcn_status gcn_scale(gcn_ctx *ctx, gcn_tensor *x, float alpha, gcn_tensor **out);
+
+/* out = max(x, 0). */
+gcn_status gcn_relu(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out);
+
+/* Inverted dropout.  training: each element is kept with probability 1 - p
+ * and scaled by 1 / (1 - p); the mask comes from the context's dropout
+ * random stream, so it is identical on every backend for one seed.
+ * !training or p == 0: out is a copy of x.  p in [0, 1). */
+gcn_status gcn_dropout(gcn_ctx *ctx, gcn_tensor *x, float p, bool training, gcn_tensor **out);
+
+/* Batch normalisation over rows, as PyTorch's BatchNorm1d.
+ * x [n, f]; gamma, beta [1, f] (affine parameters, may require grad);
+ * running_mean, running_var [1, f] (updated in training with
+ * r = (1 - momentum) r + momentum * batch_stat, the variance unbiased).
+ * training: normalise with the batch mean and biased variance (n >= 2);
+ * otherwise with the running statistics. */
+gcn_status gcn_batchnorm(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *gamma, gcn_tensor *beta,
+                         gcn_tensor *running_mean, gcn_tensor *running_var, bool training,
+                         float momentum, float eps, gcn_tensor **out);
+
+/* Row-wise log_softmax: x [n, c] -> out [n, c]. */
+gcn_status gcn_log_softmax(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out);
+
+/* Negative log-likelihood averaged over the listed rows:
+ * out [1, 1] = -mean_{i in rows} logp[i, labels[i]].
+ * logp [n, c]; labels has n entries in [0, c); rows lists row ids in [0, n)
+ * whose labels must be valid (>= 0). */
+gcn_status gcn_nll_loss(gcn_ctx *ctx, gcn_tensor *logp, const gcn_index *labels,
+                        const gcn_index *rows, gcn_tensor **out);
+
+/* Columns side by side: parts[i] [n, f_i] -> out [n, sum f_i]. */
+gcn_status gcn_concat_cols(gcn_ctx *ctx, gcn_tensor *const *parts, int n_parts,
+                           gcn_tensor **out);
+
+/* out [1, 1] = sum (or mean) of all elements. */
+gcn_status gcn_sum(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out);
+gcn_status gcn_mean(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out);
+
+/* Fraction of the listed rows whose argmax over columns equals the label
+ * (ties go to the lowest column).  Not differentiable.  0 rows gives 0. */
+gcn_status gcn_accuracy(gcn_ctx *ctx, const gcn_tensor *scores, const gcn_index *labels,
+                        const gcn_index *rows, double *acc);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

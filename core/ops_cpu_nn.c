@@ -1,0 +1,230 @@
+/* CPU backend, neural-network part: batch norm, log_softmax, NLL, accuracy
+ * and the optimiser updates.  Statistics accumulate in double. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "ops_cpu.h"
+
+#define ACC(p, acc) ((acc) ? (p) : 0.0f)
+
+gcn_status gcn_cpu_batchnorm_train(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
+                                   const float *gamma, const float *beta, float *y,
+                                   float *save_mean, float *save_invstd, float *running_mean,
+                                   float *running_var, float momentum, float eps)
+{
+    (void)ctx;
+    for (int64_t j = 0; j < cols; j++) {
+        double mean = 0.0, var = 0.0;
+        for (int64_t i = 0; i < rows; i++)
+            mean += x[i * cols + j];
+        mean /= (double)rows;
+        for (int64_t i = 0; i < rows; i++) {
+            double d = x[i * cols + j] - mean;
+            var += d * d;
+        }
+        double unbiased = var / (double)(rows - 1);
+        var /= (double)rows;
+        double invstd = 1.0 / sqrt(var + eps);
+        for (int64_t i = 0; i < rows; i++)
+            y[i * cols + j] = (float)((x[i * cols + j] - mean) * invstd * gamma[j] + beta[j]);
+        save_mean[j] = (float)mean;
+        save_invstd[j] = (float)invstd;
+        running_mean[j] = (float)((1.0 - momentum) * running_mean[j] + momentum * mean);
+        running_var[j] = (float)((1.0 - momentum) * running_var[j] + momentum * unbiased);
+    }
+    return GCN_OK;
+}
+
+gcn_status gcn_cpu_batchnorm_eval(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
+                                  const float *gamma, const float *beta, const float *mean,
+                                  const float *var, float eps, float *y)
+{
+    (void)ctx;
+    for (int64_t j = 0; j < cols; j++) {
+        double invstd = 1.0 / sqrt((double)var[j] + eps);
+        for (int64_t i = 0; i < rows; i++)
+            y[i * cols + j] = (float)((x[i * cols + j] - mean[j]) * invstd * gamma[j] + beta[j]);
+    }
+    return GCN_OK;
+}
+
+/* dx = gamma invstd / n (n dy - sum dy - xhat sum(dy xhat)) */
+gcn_status gcn_cpu_batchnorm_backward(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
+                                      const float *gamma, const float *save_mean,
+                                      const float *save_invstd, const float *dy, float *dx,
+                                      float *dgamma, float *dbeta, bool acc_x, bool acc_gamma,
+                                      bool acc_beta)
+{
+    (void)ctx;
+    for (int64_t j = 0; j < cols; j++) {
+        double mean = save_mean[j], invstd = save_invstd[j], sdy = 0.0, sdyx = 0.0;
+        for (int64_t i = 0; i < rows; i++) {
+            double xhat = (x[i * cols + j] - mean) * invstd;
+            sdy += dy[i * cols + j];
+            sdyx += dy[i * cols + j] * xhat;
+        }
+        if (dgamma)
+            dgamma[j] = (float)sdyx + ACC(dgamma[j], acc_gamma);
+        if (dbeta)
+            dbeta[j] = (float)sdy + ACC(dbeta[j], acc_beta);
+        if (!dx)
+            continue;
+        double k = gamma[j] * invstd / (double)rows;
+        for (int64_t i = 0; i < rows; i++) {
+            double xhat = (x[i * cols + j] - mean) * invstd;
+            double g = k * ((double)rows * dy[i * cols + j] - sdy - xhat * sdyx);
+            dx[i * cols + j] = (float)g + ACC(dx[i * cols + j], acc_x);
+        }
+    }
+    return GCN_OK;
+}
+
+gcn_status gcn_cpu_batchnorm_eval_backward(gcn_ctx *ctx, int64_t rows, int64_t cols,
+                                           const float *x, const float *gamma, const float *mean,
+                                           const float *var, float eps, const float *dy,
+                                           float *dx, float *dgamma, float *dbeta, bool acc_x,
+                                           bool acc_gamma, bool acc_beta)
+{
+    (void)ctx;
+    for (int64_t j = 0; j < cols; j++) {
+        double invstd = 1.0 / sqrt((double)var[j] + eps), sdy = 0.0, sdyx = 0.0;
+        for (int64_t i = 0; i < rows; i++) {
+            double g = dy[i * cols + j];
+            sdy += g;
+            sdyx += g * (x[i * cols + j] - mean[j]) * invstd;
+            if (dx)
+                dx[i * cols + j] = (float)(g * gamma[j] * invstd) + ACC(dx[i * cols + j], acc_x);
+        }
+        if (dgamma)
+            dgamma[j] = (float)sdyx + ACC(dgamma[j], acc_gamma);
+        if (dbeta)
+            dbeta[j] = (float)sdy + ACC(dbeta[j], acc_beta);
+    }
+    return GCN_OK;
+}
+
+gcn_status gcn_cpu_log_softmax(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x, float *y)
+{
+    (void)ctx;
+    for (int64_t i = 0; i < rows; i++) {
+        const float *xi = x + i * cols;
+        float mx = xi[0];
+        for (int64_t j = 1; j < cols; j++)
+            mx = xi[j] > mx ? xi[j] : mx;
+        double s = 0.0;
+        for (int64_t j = 0; j < cols; j++)
+            s += exp((double)xi[j] - mx);
+        double lse = mx + log(s);
+        for (int64_t j = 0; j < cols; j++)
+            y[i * cols + j] = (float)(xi[j] - lse);
+    }
+    return GCN_OK;
+}
+
+/* dx = dy - softmax * sum(dy), softmax = exp(y) */
+gcn_status gcn_cpu_log_softmax_backward(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *y,
+                                        const float *dy, float *dx, bool acc)
+{
+    (void)ctx;
+    for (int64_t i = 0; i < rows; i++) {
+        double s = 0.0;
+        for (int64_t j = 0; j < cols; j++)
+            s += dy[i * cols + j];
+        for (int64_t j = 0; j < cols; j++) {
+            float g = (float)(dy[i * cols + j] - exp((double)y[i * cols + j]) * s);
+            dx[i * cols + j] = g + ACC(dx[i * cols + j], acc);
+        }
+    }
+    return GCN_OK;
+}
+
+gcn_status gcn_cpu_nll(gcn_ctx *ctx, int64_t cols, const float *logp, const int32_t *labels,
+                       const int32_t *rows, int64_t n_rows, float *out)
+{
+    double s = 0.0;
+    for (int64_t i = 0; i < n_rows; i++) {
+        int32_t r = rows[i], c = labels[r];
+        if (c < 0 || c >= cols)
+            return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG,
+                             "nll_loss: row %d is listed but its label %d is not a class", r, c);
+        s += logp[(int64_t)r * cols + c];
+    }
+    out[0] = (float)(-s / (double)n_rows);
+    return GCN_OK;
+}
+
+gcn_status gcn_cpu_nll_backward(gcn_ctx *ctx, int64_t n, int64_t cols, const int32_t *labels,
+                                const int32_t *rows, int64_t n_rows, const float *dy,
+                                float *dlogp, bool acc)
+{
+    (void)ctx;
+    if (!acc)
+        for (int64_t i = 0; i < n * cols; i++)
+            dlogp[i] = 0.0f;
+    float g = -dy[0] / (float)n_rows;
+    for (int64_t i = 0; i < n_rows; i++) {
+        int32_t r = rows[i];
+        dlogp[(int64_t)r * cols + labels[r]] += g;
+    }
+    return GCN_OK;
+}
+
+gcn_status gcn_cpu_count_correct(gcn_ctx *ctx, int64_t cols, const float *scores,
+                                 const int32_t *labels, const int32_t *rows, int64_t n_rows,
+                                 int64_t *correct)
+{
+    (void)ctx;
+    int64_t hits = 0;
+    for (int64_t i = 0; i < n_rows; i++) {
+        const float *si = scores + (int64_t)rows[i] * cols;
+        int64_t best = 0;
+        for (int64_t j = 1; j < cols; j++)
+            if (si[j] > si[best])
+                best = j;
+        hits += best == labels[rows[i]];
+    }
+    *correct = hits;
+    return GCN_OK;
+}
+
+/* torch.optim.SGD: g = grad + wd p; buf = g on the first step, else
+ * momentum buf + (1 - dampening) g; step along g + momentum buf (Nesterov)
+ * or buf. */
+gcn_status gcn_cpu_sgd_step(gcn_ctx *ctx, int64_t n, float *param, const float *grad, float *buf,
+                            float lr, float momentum, float dampening, float weight_decay,
+                            bool nesterov, bool first_step)
+{
+    (void)ctx;
+    for (int64_t i = 0; i < n; i++) {
+        float g = grad[i] + weight_decay * param[i];
+        if (momentum != 0.0f) {
+            buf[i] = first_step ? g : momentum * buf[i] + (1.0f - dampening) * g;
+            g = nesterov ? g + momentum * buf[i] : buf[i];
+        }
+        param[i] -= lr * g;
+    }
+    return GCN_OK;
+}
+
+/* torch.optim.Adam / AdamW (amsgrad off): L2 folds wd p into the gradient,
+ * decoupled decay scales p by 1 - lr wd first; then
+ * p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps). */
+gcn_status gcn_cpu_adam_step(gcn_ctx *ctx, int64_t n, float *param, const float *grad, float *m,
+                             float *v, float lr, float beta1, float beta2, float eps,
+                             float weight_decay, bool decoupled, int64_t step)
+{
+    (void)ctx;
+    double bc1 = 1.0 - pow(beta1, (double)step), bc2 = 1.0 - pow(beta2, (double)step);
+    float step_size = (float)(lr / bc1), bc2_sqrt = (float)sqrt(bc2);
+    for (int64_t i = 0; i < n; i++) {
+        float g = grad[i];
+        if (decoupled)
+            param[i] *= 1.0f - lr * weight_decay;
+        else
+            g += weight_decay * param[i];
+        m[i] = beta1 * m[i] + (1.0f - beta1) * g;
+        v[i] = beta2 * v[i] + (1.0f - beta2) * g * g;
+        param[i] -= step_size * m[i] / (sqrtf(v[i]) / bc2_sqrt + eps);
+    }
+    return GCN_OK;
+}

@@ -1,0 +1,320 @@
+/* The CUDA backend table: memory through the context's pool, transfers on its
+ * stream, cuBLAS matmuls on row-major tensors, and the element-wise kernels.
+ * Arithmetic mirrors core/ops_cpu.c expression by expression, with explicit
+ * _rn intrinsics where the compiler would otherwise fuse a multiply-add, so
+ * element-wise results are bit-identical to the CPU reference. */
+#include <string.h>
+
+#include "cuda_impl.h"
+#include "philox.h"
+
+/* ---- memory --------------------------------------------------------------- */
+
+static gcn_status cuda_alloc(gcn_ctx *ctx, void **p, size_t bytes)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    return gcn_pool_alloc(ctx, cs->pool, p, bytes);
+}
+
+static void cuda_release(gcn_ctx *ctx, void *p, size_t bytes)
+{
+    gcn_pool_release(ctx, ((gcn_cuda_state *)ctx->cuda)->pool, p, bytes);
+}
+
+/* Host buffers may be reused as soon as these return, so both directions
+ * wait for the copy. */
+static gcn_status cuda_upload(gcn_ctx *ctx, void *dst, const void *host, size_t bytes)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    GCN_CUDA(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, cs->stream));
+    GCN_CUDA(cudaStreamSynchronize(cs->stream));
+    return GCN_OK;
+}
+
+static gcn_status cuda_download(gcn_ctx *ctx, void *host, const void *src, size_t bytes)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    GCN_CUDA(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, cs->stream));
+    GCN_CUDA(cudaStreamSynchronize(cs->stream));
+    return GCN_OK;
+}
+
+static gcn_status cuda_copy(gcn_ctx *ctx, void *dst, const void *src, size_t bytes)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    GCN_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cs->stream));
+    return GCN_OK;
+}
+
+static gcn_status cuda_sync(gcn_ctx *ctx)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    GCN_CUDA(cudaStreamSynchronize(cs->stream));
+    return GCN_OK;
+}
+
+/* ---- element-wise kernels ---------------------------------------------------
+ * Mapping for every kernel in this section: a grid-stride loop, one thread per
+ * element i in [0, n) (dropout: per group of four elements). */
+
+__global__ void fill_kernel(int64_t n, float *x, float value)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        x[i] = value;
+}
+
+static gcn_status cuda_fill(gcn_ctx *ctx, float *x, int64_t n, float value)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    if (n <= 0)
+        return GCN_OK;
+    uint32_t bits;
+    memcpy(&bits, &value, sizeof bits);
+    if (bits == 0) { /* +0.0f: all-zero bytes */
+        GCN_CUDA(cudaMemsetAsync(x, 0, (size_t)n * sizeof *x, cs->stream));
+        return GCN_OK;
+    }
+    fill_kernel<<<gcn_blocks(n, GCN_THREADS), GCN_THREADS, 0, cs->stream>>>(n, x, value);
+    GCN_LAUNCHED("fill_kernel");
+    return GCN_OK;
+}
+
+/* y = alpha x + (beta == 0 ? 0 : beta y) */
+__global__ void axpby_kernel(int64_t n, float alpha, const float *x, float beta, float *y)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = __fadd_rn(__fmul_rn(alpha, x[i]), beta == 0.0f ? 0.0f : __fmul_rn(beta, y[i]));
+}
+
+static gcn_status cuda_axpby(gcn_ctx *ctx, int64_t n, float alpha, const float *x, float beta,
+                             float *y)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    if (n <= 0)
+        return GCN_OK;
+    axpby_kernel<<<gcn_blocks(n, GCN_THREADS), GCN_THREADS, 0, cs->stream>>>(n, alpha, x, beta,
+                                                                              y);
+    GCN_LAUNCHED("axpby_kernel");
+    return GCN_OK;
+}
+
+__global__ void add_kernel(int64_t n, const float *a, const float *b, float *out)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        out[i] = a[i] + b[i];
+}
+
+static gcn_status cuda_add(gcn_ctx *ctx, int64_t n, const float *a, const float *b, float *out)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    if (n <= 0)
+        return GCN_OK;
+    add_kernel<<<gcn_blocks(n, GCN_THREADS), GCN_THREADS, 0, cs->stream>>>(n, a, b, out);
+    GCN_LAUNCHED("add_kernel");
+    return GCN_OK;
+}
+
+/* Element i of the [rows, cols] matrix is row i / cols, column i % cols. */
+__global__ void add_bias_kernel(int64_t n, int64_t cols, const float *x, const float *bias,
+                                float *out)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        out[i] = x[i] + bias[i % cols];
+}
+
+static gcn_status cuda_add_bias(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
+                                const float *bias, float *out)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    int64_t n = rows * cols;
+    if (n <= 0)
+        return GCN_OK;
+    add_bias_kernel<<<gcn_blocks(n, GCN_THREADS), GCN_THREADS, 0, cs->stream>>>(n, cols, x, bias,
+                                                                                 out);
+    GCN_LAUNCHED("add_bias_kernel");
+    return GCN_OK;
+}
+
+__global__ void relu_kernel(int64_t n, const float *x, float *y)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+static gcn_status cuda_relu(gcn_ctx *ctx, int64_t n, const float *x, float *y)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    if (n <= 0)
+        return GCN_OK;
+    relu_kernel<<<gcn_blocks(n, GCN_THREADS), GCN_THREADS, 0, cs->stream>>>(n, x, y);
+    GCN_LAUNCHED("relu_kernel");
+    return GCN_OK;
+}
+
+__global__ void relu_backward_kernel(int64_t n, const float *y, const float *dy, float *dx,
+                                     bool acc)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        dx[i] = (y[i] > 0.0f ? dy[i] : 0.0f) + (acc ? dx[i] : 0.0f);
+}
+
+static gcn_status cuda_relu_backward(gcn_ctx *ctx, int64_t n, const float *y, const float *dy,
+                                     float *dx, bool acc)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    if (n <= 0)
+        return GCN_OK;
+    relu_backward_kernel<<<gcn_blocks(n, GCN_THREADS), GCN_THREADS, 0, cs->stream>>>(n, y, dy,
+                                                                                      dx, acc);
+    GCN_LAUNCHED("relu_backward_kernel");
+    return GCN_OK;
+}
+
+/* Thread g draws Philox counter offset + g once and uses its four words for
+ * elements 4g .. 4g + 3: word i % 4 of counter offset + i / 4, as on the CPU. */
+__global__ void dropout_kernel(int64_t n, const float *x, float *y, float p, float scale,
+                               uint32_t key0, uint32_t key1, uint64_t offset, bool acc)
+{
+    const uint32_t key[2] = {key0, key1};
+    int64_t groups = (n + 3) / 4;
+    for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < groups;
+         g += (int64_t)gridDim.x * blockDim.x) {
+        uint64_t ctr = offset + (uint64_t)g;
+        uint32_t counter[4] = {(uint32_t)ctr, (uint32_t)(ctr >> 32), (uint32_t)GCN_RNG_DROPOUT,
+                               0u};
+        uint32_t w[4];
+        gcn_philox4x32_10(counter, key, w);
+        for (int k = 0; k < 4; k++) {
+            int64_t i = 4 * g + k;
+            if (i >= n)
+                break;
+            float u = gcn_philox_uniform(w[k]);
+            y[i] = (u >= p ? __fmul_rn(x[i], scale) : 0.0f) + (acc ? y[i] : 0.0f);
+        }
+    }
+}
+
+static gcn_status cuda_dropout(gcn_ctx *ctx, int64_t n, const float *x, float *y, float p,
+                               const uint32_t key[2], uint64_t offset, bool acc)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    if (n <= 0)
+        return GCN_OK;
+    float scale = 1.0f / (1.0f - p);
+    dropout_kernel<<<gcn_blocks((n + 3) / 4, GCN_THREADS), GCN_THREADS, 0, cs->stream>>>(
+        n, x, y, p, scale, key[0], key[1], offset, acc);
+    GCN_LAUNCHED("dropout_kernel");
+    return GCN_OK;
+}
+
+/* Element i of the [rows, width] block is row i / width, column i % width. */
+__global__ void copy_cols_kernel(int64_t n, int64_t width, const float *src, int64_t src_ld,
+                                 float *dst, int64_t dst_ld, bool acc)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r = i / width, c = i % width;
+        float *d = dst + r * dst_ld + c;
+        *d = src[r * src_ld + c] + (acc ? *d : 0.0f);
+    }
+}
+
+static gcn_status cuda_copy_cols(gcn_ctx *ctx, int64_t rows, int64_t width, const float *src,
+                                 int64_t src_ld, float *dst, int64_t dst_ld, bool acc)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    int64_t n = rows * width;
+    if (n <= 0)
+        return GCN_OK;
+    copy_cols_kernel<<<gcn_blocks(n, GCN_THREADS), GCN_THREADS, 0, cs->stream>>>(
+        n, width, src, src_ld, dst, dst_ld, acc);
+    GCN_LAUNCHED("copy_cols_kernel");
+    return GCN_OK;
+}
+
+/* ---- gemm ------------------------------------------------------------------ */
+
+/* Row-major C[m,n] = op(A) op(B) is column-major C^T[n,m] = op(B)^T op(A)^T,
+ * and a row-major matrix with row stride ld is its own transpose seen
+ * column-major with leading dimension ld.  So cuBLAS gets B first, then A,
+ * with the same transpose flags and strides, and no data moves. */
+static gcn_status cuda_gemm(gcn_ctx *ctx, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                            int64_t k, float alpha, const float *a, int64_t lda, const float *b,
+                            int64_t ldb, float beta, float *c, int64_t ldc)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    if (m <= 0 || n <= 0)
+        return GCN_OK;
+    if (k <= 0) { /* nothing to multiply: c = beta c, as the CPU does */
+        int64_t n_rows = ldc == n ? 1 : m, len = ldc == n ? m * n : n;
+        for (int64_t i = 0; i < n_rows; i++) {
+            float *ci = c + i * ldc;
+            if (beta == 0.0f)
+                GCN_CUDA(cudaMemsetAsync(ci, 0, (size_t)len * sizeof *ci, cs->stream));
+            else
+                GCN_TRY(cuda_axpby(ctx, len, beta, ci, 0.0f, ci));
+        }
+        return GCN_OK;
+    }
+    cublasHandle_t h;
+    GCN_TRY(gcn_cuda_cublas(ctx, &h));
+    cublasComputeType_t compute = ctx->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    GCN_CUBLAS(cublasGemmEx_64(h, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                               trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, CUDA_R_32F,
+                               ldb, a, CUDA_R_32F, lda, &beta, c, CUDA_R_32F, ldc, compute,
+                               CUBLAS_GEMM_DEFAULT));
+    return GCN_OK;
+}
+
+const gcn_backend gcn_backend_cuda = {
+    .name = "cuda",
+    .alloc = cuda_alloc,
+    .release = cuda_release,
+    .upload = cuda_upload,
+    .download = cuda_download,
+    .copy = cuda_copy,
+    .fill = cuda_fill,
+    .sync = cuda_sync,
+    .gemm = cuda_gemm,
+    .axpby = cuda_axpby,
+    .add = cuda_add,
+    .add_bias = cuda_add_bias,
+    .col_sum = gcn_cuda_col_sum,
+    .sum = gcn_cuda_sum,
+    .sum_backward = gcn_cuda_sum_backward,
+    .relu = cuda_relu,
+    .relu_backward = cuda_relu_backward,
+    .dropout = cuda_dropout,
+    .batchnorm_train = gcn_cuda_batchnorm_train,
+    .batchnorm_eval = gcn_cuda_batchnorm_eval,
+    .batchnorm_backward = gcn_cuda_batchnorm_backward,
+    .batchnorm_eval_backward = gcn_cuda_batchnorm_eval_backward,
+    .log_softmax = gcn_cuda_log_softmax,
+    .log_softmax_backward = gcn_cuda_log_softmax_backward,
+    .nll = gcn_cuda_nll,
+    .nll_backward = gcn_cuda_nll_backward,
+    .copy_cols = cuda_copy_cols,
+    .count_correct = gcn_cuda_count_correct,
+    .sgd_step = gcn_cuda_sgd_step,
+    .adam_step = gcn_cuda_adam_step,
+};

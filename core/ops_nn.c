@@ -1,0 +1,304 @@
+/* The differentiable ops specific to neural networks (batch norm,
+ * log_softmax, NLL loss), column concatenation, reductions and accuracy. */
+#include "internal.h"
+
+#define NUMEL(t) ((t)->rows * (t)->cols)
+
+static gcn_status begin(gcn_ctx *ctx, gcn_tensor **out)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    if (!out)
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "output pointer is NULL");
+    *out = NULL;
+    return GCN_OK;
+}
+
+/* Returns the grad buffer of t when it requires one, else NULL. */
+static gcn_status opt_slot(gcn_ctx *ctx, gcn_tensor *t, float **buf, bool *acc)
+{
+    *buf = NULL;
+    *acc = false;
+    return t->requires_grad ? gcn_grad_slot(ctx, t, buf, acc) : GCN_OK;
+}
+
+/* ---- batch norm ---------------------------------------------------------- */
+
+/* in = {x, gamma, beta}; saved = {mean, invstd} in training, {running_mean,
+ * running_var} in eval; param = {training, eps}. */
+static gcn_status batchnorm_backward(gcn_ctx *ctx, gcn_node *nd)
+{
+    gcn_tensor *x = nd->in[0], *gamma = nd->in[1], *beta = nd->in[2];
+    float *dx, *dg, *db;
+    bool ax, ag, ab;
+    GCN_TRY(opt_slot(ctx, x, &dx, &ax));
+    GCN_TRY(opt_slot(ctx, gamma, &dg, &ag));
+    GCN_TRY(opt_slot(ctx, beta, &db, &ab));
+    const float *dy = nd->out->grad->data;
+    if (nd->param[0] != 0)
+        return ctx->be->batchnorm_backward(ctx, x->rows, x->cols, x->data, gamma->data,
+                                           nd->saved[0]->data, nd->saved[1]->data, dy, dx, dg,
+                                           db, ax, ag, ab);
+    return ctx->be->batchnorm_eval_backward(ctx, x->rows, x->cols, x->data, gamma->data,
+                                            nd->saved[0]->data, nd->saved[1]->data,
+                                            (float)nd->param[1], dy, dx, dg, db, ax, ag, ab);
+}
+
+static gcn_status check_bn_vec(gcn_ctx *ctx, const gcn_tensor *v, const char *what, int64_t f)
+{
+    GCN_TRY(gcn_check_tensor(ctx, v, what));
+    if (v->rows != 1 || v->cols != f)
+        return GCN_ERROR(ctx, GCN_ERR_SHAPE, "batchnorm: %s is [%lld, %lld], expected [1, %lld]",
+                         what, (long long)v->rows, (long long)v->cols, (long long)f);
+    return GCN_OK;
+}
+
+gcn_status gcn_batchnorm(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *gamma, gcn_tensor *beta,
+                         gcn_tensor *running_mean, gcn_tensor *running_var, bool training,
+                         float momentum, float eps, gcn_tensor **out)
+{
+    GCN_TRY(begin(ctx, out));
+    GCN_TRY(gcn_check_tensor(ctx, x, "batchnorm input"));
+    GCN_TRY(check_bn_vec(ctx, gamma, "gamma", x->cols));
+    GCN_TRY(check_bn_vec(ctx, beta, "beta", x->cols));
+    GCN_TRY(check_bn_vec(ctx, running_mean, "running_mean", x->cols));
+    GCN_TRY(check_bn_vec(ctx, running_var, "running_var", x->cols));
+    if (!(eps > 0.0f) || !(momentum >= 0.0f && momentum <= 1.0f))
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG,
+                         "batchnorm: eps = %g must be > 0 and momentum = %g in [0, 1]",
+                         (double)eps, (double)momentum);
+    if (training && x->rows < 2)
+        return GCN_ERROR(ctx, GCN_ERR_SHAPE,
+                         "batchnorm: training needs at least 2 rows, got %lld", (long long)x->rows);
+    gcn_tensor *y = NULL, *mean = NULL, *invstd = NULL;
+    gcn_node *nd;
+    gcn_status st;
+    GCN_CHECK(gcn_tensor_create(ctx, &y, x->rows, x->cols));
+    if (training) {
+        GCN_CHECK(gcn_tensor_create(ctx, &mean, 1, x->cols));
+        GCN_CHECK(gcn_tensor_create(ctx, &invstd, 1, x->cols));
+        GCN_CHECK(ctx->be->batchnorm_train(ctx, x->rows, x->cols, x->data, gamma->data,
+                                           beta->data, y->data, mean->data, invstd->data,
+                                           running_mean->data, running_var->data, momentum, eps));
+    } else {
+        GCN_CHECK(ctx->be->batchnorm_eval(ctx, x->rows, x->cols, x->data, gamma->data,
+                                          beta->data, running_mean->data, running_var->data, eps,
+                                          y->data));
+        mean = gcn_tensor_retain(running_mean);
+        invstd = gcn_tensor_retain(running_var);
+    }
+    gcn_tensor *in[3] = {x, gamma, beta};
+    GCN_CHECK(gcn_tape_record(ctx, "batchnorm", batchnorm_backward, in, 3, y, &nd));
+    if (nd) {
+        nd->saved[0] = mean;
+        nd->saved[1] = invstd;
+        mean = invstd = NULL;
+        nd->param[0] = training;
+        nd->param[1] = eps;
+    }
+    *out = y;
+    y = NULL;
+cleanup:
+    gcn_tensor_free(&mean);
+    gcn_tensor_free(&invstd);
+    gcn_tensor_free(&y);
+    return st;
+}
+
+/* ---- log_softmax and NLL ------------------------------------------------- */
+
+static gcn_status log_softmax_backward(gcn_ctx *ctx, gcn_node *nd)
+{
+    gcn_tensor *x = nd->in[0];
+    float *buf;
+    bool acc;
+    GCN_TRY(gcn_grad_slot(ctx, x, &buf, &acc));
+    return ctx->be->log_softmax_backward(ctx, x->rows, x->cols, nd->out->data,
+                                         nd->out->grad->data, buf, acc);
+}
+
+gcn_status gcn_log_softmax(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out)
+{
+    GCN_TRY(begin(ctx, out));
+    GCN_TRY(gcn_check_tensor(ctx, x, "log_softmax input"));
+    if (x->cols < 1)
+        return GCN_ERROR(ctx, GCN_ERR_SHAPE, "log_softmax: input has no columns");
+    gcn_tensor *y = NULL;
+    gcn_node *nd;
+    gcn_status st;
+    GCN_CHECK(gcn_tensor_create(ctx, &y, x->rows, x->cols));
+    GCN_CHECK(ctx->be->log_softmax(ctx, x->rows, x->cols, x->data, y->data));
+    GCN_CHECK(gcn_tape_record(ctx, "log_softmax", log_softmax_backward, &x, 1, y, &nd));
+    *out = y;
+    return GCN_OK;
+cleanup:
+    gcn_tensor_free(&y);
+    return st;
+}
+
+static gcn_status nll_backward(gcn_ctx *ctx, gcn_node *nd)
+{
+    gcn_tensor *logp = nd->in[0];
+    float *buf;
+    bool acc;
+    GCN_TRY(gcn_grad_slot(ctx, logp, &buf, &acc));
+    const gcn_index *labels = nd->index[0], *rows = nd->index[1];
+    return ctx->be->nll_backward(ctx, logp->rows, logp->cols, labels->data, rows->data, rows->n,
+                                 nd->out->grad->data, buf, acc);
+}
+
+/* Range checks that need no device round trip: index extremes are known. */
+static gcn_status check_labels(gcn_ctx *ctx, const gcn_tensor *scores, const gcn_index *labels,
+                               const gcn_index *rows, const char *op)
+{
+    GCN_TRY(gcn_check_tensor(ctx, scores, op));
+    GCN_TRY(gcn_check_index(ctx, labels, "labels"));
+    GCN_TRY(gcn_check_index(ctx, rows, "rows"));
+    if (labels->n != scores->rows)
+        return GCN_ERROR(ctx, GCN_ERR_SHAPE, "%s: %lld labels for %lld rows", op,
+                         (long long)labels->n, (long long)scores->rows);
+    if (rows->n > 0 && (rows->min < 0 || rows->max >= scores->rows))
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "%s: row ids span [%d, %d], outside [0, %lld)",
+                         op, rows->min, rows->max, (long long)scores->rows);
+    if (labels->n > 0 && labels->max >= scores->cols)
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "%s: label %d is not below %lld classes", op,
+                         labels->max, (long long)scores->cols);
+    return GCN_OK;
+}
+
+gcn_status gcn_nll_loss(gcn_ctx *ctx, gcn_tensor *logp, const gcn_index *labels,
+                        const gcn_index *rows, gcn_tensor **out)
+{
+    GCN_TRY(begin(ctx, out));
+    GCN_TRY(check_labels(ctx, logp, labels, rows, "nll_loss"));
+    if (rows->n == 0)
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "nll_loss: the row list is empty");
+    gcn_tensor *y = NULL;
+    gcn_node *nd;
+    gcn_status st;
+    GCN_CHECK(gcn_tensor_create(ctx, &y, 1, 1));
+    GCN_CHECK(ctx->be->nll(ctx, logp->cols, logp->data, labels->data, rows->data, rows->n,
+                           y->data));
+    GCN_CHECK(gcn_tape_record(ctx, "nll_loss", nll_backward, &logp, 1, y, &nd));
+    if (nd) {
+        nd->index[0] = gcn_index_retain((gcn_index *)labels);
+        nd->index[1] = gcn_index_retain((gcn_index *)rows);
+    }
+    *out = y;
+    return GCN_OK;
+cleanup:
+    gcn_tensor_free(&y);
+    return st;
+}
+
+gcn_status gcn_accuracy(gcn_ctx *ctx, const gcn_tensor *scores, const gcn_index *labels,
+                        const gcn_index *rows, double *acc)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, acc);
+    *acc = 0.0;
+    GCN_TRY(check_labels(ctx, scores, labels, rows, "accuracy"));
+    if (rows->n == 0)
+        return GCN_OK;
+    int64_t correct = 0;
+    GCN_TRY(ctx->be->count_correct(ctx, scores->cols, scores->data, labels->data, rows->data,
+                                   rows->n, &correct));
+    *acc = (double)correct / (double)rows->n;
+    return GCN_OK;
+}
+
+/* ---- concatenation and reductions ----------------------------------------- */
+
+static gcn_status concat_backward(gcn_ctx *ctx, gcn_node *nd)
+{
+    gcn_tensor *dy = nd->out->grad;
+    int64_t col = 0;
+    for (int i = 0; i < nd->n_in; i++) {
+        gcn_tensor *p = nd->in[i];
+        if (p->requires_grad) {
+            float *buf;
+            bool acc;
+            GCN_TRY(gcn_grad_slot(ctx, p, &buf, &acc));
+            GCN_TRY(ctx->be->copy_cols(ctx, p->rows, p->cols, dy->data + col, dy->cols, buf,
+                                       p->cols, acc));
+        }
+        col += p->cols;
+    }
+    return GCN_OK;
+}
+
+gcn_status gcn_concat_cols(gcn_ctx *ctx, gcn_tensor *const *parts, int n_parts, gcn_tensor **out)
+{
+    GCN_TRY(begin(ctx, out));
+    GCN_ARG(ctx, parts && n_parts >= 1);
+    int64_t cols = 0;
+    for (int i = 0; i < n_parts; i++) {
+        GCN_TRY(gcn_check_tensor(ctx, parts[i], "concat part"));
+        if (parts[i]->rows != parts[0]->rows)
+            return GCN_ERROR(ctx, GCN_ERR_SHAPE, "concat_cols: part %d has %lld rows, part 0 %lld",
+                             i, (long long)parts[i]->rows, (long long)parts[0]->rows);
+        cols += parts[i]->cols;
+    }
+    gcn_tensor *y = NULL;
+    gcn_node *nd;
+    gcn_status st;
+    GCN_CHECK(gcn_tensor_create(ctx, &y, parts[0]->rows, cols));
+    int64_t col = 0;
+    for (int i = 0; i < n_parts; i++) {
+        GCN_CHECK(ctx->be->copy_cols(ctx, y->rows, parts[i]->cols, parts[i]->data,
+                                     parts[i]->cols, y->data + col, cols, false));
+        col += parts[i]->cols;
+    }
+    GCN_CHECK(gcn_tape_record(ctx, "concat_cols", concat_backward, parts, n_parts, y, &nd));
+    *out = y;
+    return GCN_OK;
+cleanup:
+    gcn_tensor_free(&y);
+    return st;
+}
+
+static gcn_status sum_backward(gcn_ctx *ctx, gcn_node *nd)
+{
+    gcn_tensor *x = nd->in[0];
+    float *buf;
+    bool acc;
+    GCN_TRY(gcn_grad_slot(ctx, x, &buf, &acc));
+    return ctx->be->sum_backward(ctx, NUMEL(x), nd->out->grad->data, (float)nd->param[0], buf,
+                                 acc);
+}
+
+/* out = scale * sum(x). */
+static gcn_status scaled_sum(gcn_ctx *ctx, gcn_tensor *x, float scale, const char *op,
+                             gcn_tensor **out)
+{
+    GCN_TRY(begin(ctx, out));
+    GCN_TRY(gcn_check_tensor(ctx, x, op));
+    gcn_tensor *y = NULL;
+    gcn_node *nd;
+    gcn_status st;
+    GCN_CHECK(gcn_tensor_create(ctx, &y, 1, 1));
+    GCN_CHECK(ctx->be->sum(ctx, NUMEL(x), x->data, y->data));
+    if (scale != 1.0f)
+        GCN_CHECK(ctx->be->axpby(ctx, 1, scale, y->data, 0.0f, y->data));
+    GCN_CHECK(gcn_tape_record(ctx, op, sum_backward, &x, 1, y, &nd));
+    if (nd)
+        nd->param[0] = scale;
+    *out = y;
+    return GCN_OK;
+cleanup:
+    gcn_tensor_free(&y);
+    return st;
+}
+
+gcn_status gcn_sum(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out)
+{
+    return scaled_sum(ctx, x, 1.0f, "sum", out);
+}
+
+gcn_status gcn_mean(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out)
+{
+    if (x && NUMEL(x) == 0)
+        return GCN_ERROR(ctx, GCN_ERR_SHAPE, "mean of an empty tensor");
+    return scaled_sum(ctx, x, x ? 1.0f / (float)NUMEL(x) : 1.0f, "mean", out);
+}

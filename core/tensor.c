@@ -1,0 +1,246 @@
+/* Tensor and index-array lifetime, host transfers and argument checks. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static size_t tensor_bytes(int64_t rows, int64_t cols)
+{
+    return (size_t)rows * (size_t)cols * sizeof(float);
+}
+
+gcn_status gcn_tensor_create(gcn_ctx *ctx, gcn_tensor **out, int64_t rows, int64_t cols)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, out);
+    *out = NULL;
+    if (rows < 0 || cols < 0 || (cols > 0 && rows > INT64_MAX / 4 / cols))
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "tensor shape [%lld, %lld] is invalid",
+                         (long long)rows, (long long)cols);
+    gcn_tensor *t = calloc(1, sizeof *t);
+    if (!t)
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory for a tensor header");
+    gcn_status st = gcn_mem_alloc(ctx, (void **)&t->data, tensor_bytes(rows, cols));
+    if (st != GCN_OK) {
+        free(t);
+        return st;
+    }
+    t->rows = rows;
+    t->cols = cols;
+    t->ctx = ctx;
+    t->device = ctx->device;
+    t->refs = 1;
+    t->is_leaf = true;
+    *out = t;
+    return GCN_OK;
+}
+
+gcn_status gcn_tensor_zeros(gcn_ctx *ctx, gcn_tensor **out, int64_t rows, int64_t cols)
+{
+    GCN_TRY(gcn_tensor_create(ctx, out, rows, cols));
+    gcn_status st = gcn_tensor_fill(ctx, *out, 0.0f);
+    if (st != GCN_OK)
+        gcn_tensor_free(out);
+    return st;
+}
+
+gcn_status gcn_tensor_from_host(gcn_ctx *ctx, gcn_tensor **out, const float *host, int64_t rows,
+                                int64_t cols)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, host || rows * cols == 0);
+    GCN_TRY(gcn_tensor_create(ctx, out, rows, cols));
+    gcn_status st = GCN_OK;
+    if (rows * cols > 0)
+        st = ctx->be->upload(ctx, (*out)->data, host, tensor_bytes(rows, cols));
+    if (st != GCN_OK)
+        gcn_tensor_free(out);
+    return st;
+}
+
+gcn_status gcn_tensor_to_host(gcn_ctx *ctx, const gcn_tensor *t, float *host)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_TRY(gcn_check_tensor(ctx, t, "tensor"));
+    GCN_ARG(ctx, host || t->rows * t->cols == 0);
+    if (t->rows * t->cols == 0)
+        return GCN_OK;
+    return ctx->be->download(ctx, host, t->data, tensor_bytes(t->rows, t->cols));
+}
+
+gcn_status gcn_tensor_clone(gcn_ctx *ctx, const gcn_tensor *src, gcn_tensor **out)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_TRY(gcn_check_tensor(ctx, src, "source"));
+    GCN_TRY(gcn_tensor_create(ctx, out, src->rows, src->cols));
+    gcn_status st = gcn_tensor_copy(ctx, *out, src);
+    if (st != GCN_OK)
+        gcn_tensor_free(out);
+    return st;
+}
+
+gcn_status gcn_tensor_copy(gcn_ctx *ctx, gcn_tensor *dst, const gcn_tensor *src)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_TRY(gcn_check_tensor(ctx, dst, "destination"));
+    GCN_TRY(gcn_check_tensor(ctx, src, "source"));
+    if (dst->rows != src->rows || dst->cols != src->cols)
+        return GCN_ERROR(ctx, GCN_ERR_SHAPE, "copy: destination [%lld, %lld] != source [%lld, %lld]",
+                         (long long)dst->rows, (long long)dst->cols, (long long)src->rows,
+                         (long long)src->cols);
+    if (dst == src || src->rows * src->cols == 0)
+        return GCN_OK;
+    return ctx->be->copy(ctx, dst->data, src->data, tensor_bytes(src->rows, src->cols));
+}
+
+gcn_status gcn_tensor_fill(gcn_ctx *ctx, gcn_tensor *t, float value)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_TRY(gcn_check_tensor(ctx, t, "tensor"));
+    if (t->rows * t->cols == 0)
+        return GCN_OK;
+    return ctx->be->fill(ctx, t->data, t->rows * t->cols, value);
+}
+
+gcn_tensor *gcn_tensor_retain(gcn_tensor *t)
+{
+    if (t)
+        t->refs++;
+    return t;
+}
+
+void gcn_tensor_free(gcn_tensor **pt)
+{
+    if (!pt || !*pt)
+        return;
+    gcn_tensor *t = *pt;
+    *pt = NULL;
+    if (--t->refs > 0)
+        return;
+    gcn_tensor_free(&t->grad);
+    gcn_mem_release(t->ctx, t->data, tensor_bytes(t->rows, t->cols));
+    free(t);
+}
+
+int64_t gcn_tensor_rows(const gcn_tensor *t) { return t ? t->rows : 0; }
+int64_t gcn_tensor_cols(const gcn_tensor *t) { return t ? t->cols : 0; }
+int64_t gcn_tensor_numel(const gcn_tensor *t) { return t ? t->rows * t->cols : 0; }
+gcn_device gcn_tensor_device(const gcn_tensor *t) { return t ? t->device : GCN_DEVICE_CPU; }
+float *gcn_tensor_data(gcn_tensor *t) { return t ? t->data : NULL; }
+const float *gcn_tensor_cdata(const gcn_tensor *t) { return t ? t->data : NULL; }
+bool gcn_tensor_requires_grad(const gcn_tensor *t) { return t && t->requires_grad; }
+gcn_tensor *gcn_tensor_grad(const gcn_tensor *t) { return t ? t->grad : NULL; }
+
+gcn_status gcn_tensor_set_requires_grad(gcn_tensor *t, bool requires_grad)
+{
+    if (!t)
+        return GCN_ERR_INVALID_ARG;
+    if (!t->is_leaf)
+        return GCN_ERROR(t->ctx, GCN_ERR_STATE,
+                         "requires_grad can only be set on a leaf tensor, not an op's output");
+    t->requires_grad = requires_grad;
+    return GCN_OK;
+}
+
+gcn_status gcn_tensor_zero_grad(gcn_ctx *ctx, gcn_tensor *t)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_TRY(gcn_check_tensor(ctx, t, "tensor"));
+    return t->grad ? gcn_tensor_fill(ctx, t->grad, 0.0f) : GCN_OK;
+}
+
+gcn_status gcn_check_tensor(gcn_ctx *ctx, const gcn_tensor *t, const char *what)
+{
+    if (!t)
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "%s is NULL", what);
+    if (t->ctx != ctx || t->device != ctx->device)
+        return GCN_ERROR(ctx, GCN_ERR_DEVICE, "%s lives on %s, not on this context's %s", what,
+                         t->ctx == ctx ? gcn_device_name(t->device) : "another context",
+                         gcn_device_name(ctx->device));
+    return GCN_OK;
+}
+
+gcn_status gcn_check_index(gcn_ctx *ctx, const gcn_index *idx, const char *what)
+{
+    if (!idx)
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "%s is NULL", what);
+    if (idx->ctx != ctx || idx->device != ctx->device)
+        return GCN_ERROR(ctx, GCN_ERR_DEVICE, "%s lives on %s, not on this context's %s", what,
+                         idx->ctx == ctx ? gcn_device_name(idx->device) : "another context",
+                         gcn_device_name(ctx->device));
+    return GCN_OK;
+}
+
+gcn_status gcn_index_from_host(gcn_ctx *ctx, gcn_index **out, const int32_t *host, int64_t n)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, out);
+    GCN_ARG(ctx, n >= 0);
+    GCN_ARG(ctx, host || n == 0);
+    *out = NULL;
+    gcn_index *idx = calloc(1, sizeof *idx);
+    if (!idx)
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory for an index header");
+    size_t bytes = (size_t)n * sizeof(int32_t);
+    gcn_status st = gcn_mem_alloc(ctx, (void **)&idx->data, bytes);
+    if (st == GCN_OK && n > 0)
+        st = ctx->be->upload(ctx, idx->data, host, bytes);
+    idx->n = n;
+    idx->min = 0;
+    idx->max = -1;
+    for (int64_t i = 0; i < n; i++) {
+        if (i == 0 || host[i] < idx->min)
+            idx->min = host[i];
+        if (i == 0 || host[i] > idx->max)
+            idx->max = host[i];
+    }
+    idx->ctx = ctx;
+    idx->device = ctx->device;
+    idx->refs = 1;
+    if (st != GCN_OK) {
+        gcn_index_free(&idx);
+        return st;
+    }
+    *out = idx;
+    return GCN_OK;
+}
+
+gcn_status gcn_index_to_host(gcn_ctx *ctx, const gcn_index *idx, int32_t *host)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_TRY(gcn_check_index(ctx, idx, "index"));
+    GCN_ARG(ctx, host || idx->n == 0);
+    if (idx->n == 0)
+        return GCN_OK;
+    return ctx->be->download(ctx, host, idx->data, (size_t)idx->n * sizeof(int32_t));
+}
+
+int64_t gcn_index_len(const gcn_index *idx) { return idx ? idx->n : 0; }
+
+gcn_index *gcn_index_retain(gcn_index *idx)
+{
+    if (idx)
+        idx->refs++;
+    return idx;
+}
+
+void gcn_index_free(gcn_index **pidx)
+{
+    if (!pidx || !*pidx)
+        return;
+    gcn_index *idx = *pidx;
+    *pidx = NULL;
+    if (--idx->refs > 0)
+        return;
+    gcn_mem_release(idx->ctx, idx->data, (size_t)idx->n * sizeof(int32_t));
+    free(idx);
+}

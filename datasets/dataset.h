@@ -1,0 +1,159 @@
+/* gcn_dataset: a graph with node features, labels and a train/valid/test
+ * split in host memory, loaded from OGB, plain-text, edge-list or Matrix
+ * Market files (with a binary cache) or generated; docs/datasets.md. */
+#ifndef GCN_DATASET_H
+#define GCN_DATASET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../core/csr.h"
+#include "../core/tensor.h"
+#include "graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gcn_dataset {
+    char name[64];
+    int32_t n_nodes;
+    gcn_graph *graph;     /* after the symmetrize / remove_self_loops options */
+    int64_t n_raw_edges;  /* distinct directed entries as stored in the files */
+    int32_t n_features;   /* 0: structure only */
+    float *features;      /* [n_nodes, n_features] row-major, or NULL */
+    char feature_source[32]; /* "file", "random:D", "degree" or "none" */
+    int32_t *labels;      /* [n_nodes], -1 = unlabelled, or NULL */
+    int32_t n_classes;
+    int32_t *train, *valid, *test; /* node ids, or NULL when the list is empty */
+    int32_t n_train, n_valid, n_test;
+    bool split_drawn;     /* the loader drew the split (none was shipped) */
+    bool from_cache;      /* read from the binary cache instead of parsed */
+} gcn_dataset;
+
+typedef struct gcn_dataset_opts {
+    const char *root;      /* where names resolve; default "data" */
+    /* NULL or "file": the dataset's own features (an error if a format that
+     * should have them lacks the file); "random:D": D seeded N(0,1) columns
+     * from the context's GCN_RNG_DATA stream; "degree": one column,
+     * log(1 + degree). */
+    const char *features;
+    bool normalize_features; /* divide each row by its sum (Kipf's Planetoid preprocessing) */
+    bool symmetrize;         /* graph = A + A^T (default true) */
+    bool remove_self_loops;  /* drop stored self-loops (default true; GCN adds I itself) */
+    /* "auto" (default): the shipped split, else one drawn from GCN_RNG_SPLIT;
+     * "file": the shipped split or an error; "random": always drawn. */
+    const char *split;
+    const char *split_scheme; /* OGB split/<scheme>; NULL: the only one present */
+    int32_t train_per_class;  /* drawn split: labelled nodes per class for training (20) */
+    int32_t n_valid, n_test;  /* drawn split: sizes (500, 1000), clipped to what is left */
+    bool cache;               /* read/write the binary cache (default true) */
+    const char *cache_dir;    /* NULL: <dataset dir>/processed */
+} gcn_dataset_opts;
+
+gcn_dataset_opts gcn_dataset_default_opts(void);
+
+/* Loads a dataset.  spec is one of
+ *   - a name: "ogbn-arxiv" / "ogbn_arxiv" (any ogbn-*), "cora", "citeseer",
+ *     "pubmed", "blogcatalog", "flickr", a folder or file under root, or a
+ *     graph file under <root>/graphs without its extension ("Wiki-Vote");
+ *   - a path to an OGB folder, a plain-text folder (edges.txt ...), an edge
+ *     list (.txt, .el, .csv, optionally .gz) or a Matrix Market file
+ *     (.mtx, .mtx.gz);
+ *   - a generator: "sbm[:k=v,...]", "rmat[:k=v,...]", "chunglu[:k=v,...]",
+ *     "synthetic" (= sbm with its defaults).
+ * opts may be NULL for the defaults.  Errors name the file and line.
+ * Caller frees with gcn_dataset_free. */
+gcn_status gcn_dataset_load(gcn_ctx *ctx, gcn_dataset **ds, const char *spec,
+                            const gcn_dataset_opts *opts);
+
+/* Accepts NULL and sets *ds to NULL. */
+void gcn_dataset_free(gcn_dataset **ds);
+
+/* One paragraph: name, nodes, edges, degree statistics, features, classes,
+ * split.  Writes at most size bytes (NUL-terminated) and returns the length
+ * the whole text needs, as snprintf does. */
+int gcn_dataset_describe(const gcn_dataset *ds, char *buf, size_t size);
+
+typedef enum gcn_adjacency {
+    GCN_ADJ_GCN = 0, /* D^-1/2 (A + I) D^-1/2 */
+    GCN_ADJ_RAW      /* A: entries 1, no self-loops added (GIN sums neighbours) */
+} gcn_adjacency;
+
+/* The dataset's graph as a gcn_csr on the context's device.  Caller frees
+ * with gcn_csr_free. */
+gcn_status gcn_dataset_adjacency(gcn_ctx *ctx, const gcn_dataset *ds, gcn_adjacency kind,
+                                 gcn_csr **out);
+
+/* Features, labels and split on the context's device.  Every field is a new
+ * reference the caller frees; a field is NULL where the dataset has nothing
+ * (no features, no labels, an empty split list). */
+typedef struct gcn_dataset_device {
+    gcn_tensor *features; /* [n_nodes, n_features] */
+    gcn_index *labels;    /* [n_nodes] */
+    gcn_index *train, *valid, *test;
+} gcn_dataset_device;
+
+gcn_status gcn_dataset_upload(gcn_ctx *ctx, const gcn_dataset *ds, gcn_dataset_device *out);
+void gcn_dataset_device_free(gcn_dataset_device *dev);
+
+/* Replaces the features: "random:D", "degree" or "none" (see opts). */
+gcn_status gcn_dataset_substitute_features(gcn_ctx *ctx, gcn_dataset *ds, const char *how);
+
+/* Divides each feature row by its sum; rows summing to 0 stay 0. */
+gcn_status gcn_dataset_normalize_features(gcn_ctx *ctx, gcn_dataset *ds);
+
+/* Draws a split from GCN_RNG_SPLIT: per class, train_per_class labelled
+ * nodes (fewer if the class is small) for training, then n_valid and n_test
+ * of the remaining labelled nodes, each list sorted ascending.  Replaces any
+ * split the dataset had. */
+gcn_status gcn_dataset_draw_split(gcn_ctx *ctx, gcn_dataset *ds, int32_t train_per_class,
+                                  int32_t n_valid, int32_t n_test);
+
+/* ---- synthetic data --------------------------------------------------- */
+
+/* Stochastic block model: n_classes blocks of random sizes, each node of
+ * class c with expected avg_degree * homophily neighbours in c and the rest
+ * in other classes; features N(mu_c, I) with class means mu_c drawn
+ * N(0, feature_signal^2 I); planted split of train_per_class per class,
+ * n_valid, n_test. */
+typedef struct gcn_sbm_opts {
+    int32_t n_nodes;      /* 3000 */
+    int32_t n_classes;    /* 6 */
+    int32_t n_features;   /* 64 */
+    double avg_degree;    /* 8 */
+    double homophily;     /* 0.8: share of edges inside a class */
+    float feature_signal; /* 0.35 */
+    int32_t train_per_class, n_valid, n_test; /* 20, 500, 1000 */
+} gcn_sbm_opts;
+
+gcn_sbm_opts gcn_sbm_default_opts(void);
+
+/* Draws from GCN_RNG_DATA and GCN_RNG_SPLIT: the same context seed gives
+ * the same dataset.  The graph is symmetric without self-loops. */
+gcn_status gcn_dataset_sbm(gcn_ctx *ctx, gcn_dataset **out, const gcn_sbm_opts *opts);
+
+/* R-MAT (Chakrabarti et al.; Graph500's Kronecker generator): n_edges
+ * distinct directed edges without self-loops among n_nodes nodes, each
+ * placed by recursive quadrant choice with probabilities a, b, c and
+ * 1 - a - b - c, node ids randomly permuted.  Draws from GCN_RNG_DATA.
+ * Duplicates are redrawn, so n_edges must be well below n_nodes^2. */
+gcn_status gcn_graph_rmat(gcn_ctx *ctx, gcn_graph **out, int32_t n_nodes, int64_t n_edges,
+                          double a, double b, double c);
+
+/* Chung-Lu: n_edges distinct directed edges without self-loops, each
+ * endpoint drawn with probability proportional to weight[i] (the expected
+ * degree sequence).  Draws from GCN_RNG_DATA. */
+gcn_status gcn_graph_chung_lu(gcn_ctx *ctx, gcn_graph **out, int32_t n_nodes,
+                              const double *weight, int64_t n_edges);
+
+/* A power-law expected degree sequence w_i = (i + i0)^(-1 / (gamma - 1)),
+ * scaled to sum to 2 * n_edges, for gcn_graph_chung_lu. */
+gcn_status gcn_powerlaw_weights(gcn_ctx *ctx, int32_t n_nodes, int64_t n_edges, double gamma,
+                                double *weight);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

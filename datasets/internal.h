@@ -1,0 +1,204 @@
+/* Internal to datasets/: allocation and growable-array helpers, the
+ * streaming line reader every parser uses, the format loaders and the
+ * binary cache.  Not installed. */
+#ifndef GCN_DATASETS_INTERNAL_H
+#define GCN_DATASETS_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <zlib.h>
+
+#include "../core/internal.h"
+#include "dataset.h"
+
+/* ---- memory --------------------------------------------------------- */
+
+/* malloc/calloc of count * size bytes (at least one byte), with overflow
+ * check; GCN_ERR_NOMEM names the size on failure. */
+gcn_status gcn_ds_malloc(gcn_ctx *ctx, void **p, size_t count, size_t size);
+gcn_status gcn_ds_calloc(gcn_ctx *ctx, void **p, size_t count, size_t size);
+
+/* Growable arrays: push amortised O(1). */
+typedef struct gcn_i32vec {
+    int32_t *data;
+    int64_t len, cap;
+} gcn_i32vec;
+
+typedef struct gcn_i64vec {
+    int64_t *data;
+    int64_t len, cap;
+} gcn_i64vec;
+
+gcn_status gcn_vec_grow(gcn_ctx *ctx, void **data, int64_t *cap, size_t elem);
+
+static inline gcn_status gcn_i32vec_push(gcn_ctx *ctx, gcn_i32vec *v, int32_t x)
+{
+    if (v->len == v->cap)
+        GCN_TRY(gcn_vec_grow(ctx, (void **)&v->data, &v->cap, sizeof *v->data));
+    v->data[v->len++] = x;
+    return GCN_OK;
+}
+
+static inline gcn_status gcn_i64vec_push(gcn_ctx *ctx, gcn_i64vec *v, int64_t x)
+{
+    if (v->len == v->cap)
+        GCN_TRY(gcn_vec_grow(ctx, (void **)&v->data, &v->cap, sizeof *v->data));
+    v->data[v->len++] = x;
+    return GCN_OK;
+}
+
+/* ---- line reader ----------------------------------------------------- */
+
+/* Streams a plain or gzip file (zlib detects which) one line at a time
+ * through a single buffer. */
+typedef struct gcn_reader {
+    gcn_ctx *ctx;
+    gzFile gz;
+    char *path;
+    char *buf;
+    size_t cap, start, end; /* unread bytes are buf[start, end) */
+    long line_no;           /* of the line last returned */
+    bool eof;
+} gcn_reader;
+
+/* Opens path; GCN_ERR_IO names it when missing or unreadable. */
+gcn_status gcn_reader_open(gcn_ctx *ctx, gcn_reader *r, const char *path);
+
+/* The next line, NUL-terminated, without its "\n" or "\r\n"; *line is NULL
+ * at the end of the file.  The line stays valid until the next call and
+ * may be modified.  Fails on corrupt or truncated gzip data, NUL bytes and
+ * lines over 64 MiB. */
+gcn_status gcn_reader_line(gcn_reader *r, char **line);
+
+void gcn_reader_close(gcn_reader *r);
+
+/* Records "path:line: message" on the context and returns st. */
+gcn_status gcn_reader_fail(gcn_reader *r, gcn_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Splits line in place at sep (',' for CSV) or at runs of blanks (sep 0),
+ * into at most max_fields fields; a line with fewer than min_fields or more
+ * than max_fields fields is an error naming both counts. */
+gcn_status gcn_reader_fields(gcn_reader *r, char *line, char sep, char **fields, int min_fields,
+                             int max_fields, int *n_fields);
+
+/* Parses field number col (1-based, for the message) as an integer in
+ * [lo, hi]; `what` names it in errors ("node id"). */
+gcn_status gcn_reader_int(gcn_reader *r, const char *field, int col, int64_t lo, int64_t hi,
+                          const char *what, int64_t *out);
+
+/* Parses a float; non-numbers are GCN_ERR_FORMAT, NaN/Inf GCN_ERR_NUMERIC. */
+gcn_status gcn_reader_float(gcn_reader *r, const char *field, int col, float *out);
+
+/* Whether the line is empty or only blanks. */
+bool gcn_line_blank(const char *line);
+
+/* ---- paths ---------------------------------------------------------- */
+
+/* "<a>/<b>" into a new string; caller frees. */
+gcn_status gcn_path_join(gcn_ctx *ctx, char **out, const char *a, const char *b);
+bool gcn_path_is_dir(const char *path);
+bool gcn_path_is_file(const char *path);
+
+/* ---- shared parsing steps (parse.c) ---------------------------------- */
+
+/* Largest node count a parser accepts from a header or count file, and the
+ * largest dense feature matrix it allocates.  Fuzzing builds lower both so
+ * that a claimed size cannot exhaust memory before the data disproves it. */
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+#define GCN_DS_MAX_NODES ((int64_t)1 << 16)
+#define GCN_DS_MAX_FEATURE_VALUES ((int64_t)1 << 22)
+#else
+#define GCN_DS_MAX_NODES ((int64_t)INT32_MAX - 1)
+#define GCN_DS_MAX_FEATURE_VALUES ((int64_t)1 << 40)
+#endif
+
+/* Reads a file holding one non-negative integer (OGB num-*-list). */
+gcn_status gcn_read_count(gcn_ctx *ctx, const char *path, int64_t max, int64_t *count);
+
+/* Reads a list of node ids in [0, n_nodes), one per line.  seen[id] (n_nodes
+ * bytes, shared by the lists of one split) is set to tag; an id already
+ * seen, in this or another list, is an error naming the list it was in. */
+gcn_status gcn_read_id_list(gcn_ctx *ctx, const char *path, int32_t n_nodes, uint8_t *seen,
+                            uint8_t tag, int32_t **ids, int32_t *n_ids);
+
+/* Reads the three lists of a split; a missing file leaves its list empty
+ * unless required. */
+gcn_status gcn_read_split(gcn_ctx *ctx, gcn_dataset *ds, const char *const paths[3],
+                          bool required);
+
+/* Renumbers raw node ids (any non-negative int64) to 0..n-1 in ascending id
+ * order, in place; *n_nodes receives the number of distinct ids. */
+gcn_status gcn_compact_ids(gcn_ctx *ctx, int64_t *ids, int64_t n, int32_t *n_nodes);
+
+/* ---- format loaders -------------------------------------------------- */
+
+/* Each fills a zeroed dataset with what its files hold: graph = the stored
+ * directed entries (sorted, duplicates merged, self-loops kept),
+ * n_raw_edges = its nnz; features, labels, split when present. */
+gcn_status gcn_load_ogb(gcn_ctx *ctx, const char *dir, const char *scheme, gcn_dataset *ds);
+gcn_status gcn_load_textdir(gcn_ctx *ctx, const char *dir, gcn_dataset *ds);
+gcn_status gcn_load_edgelist(gcn_ctx *ctx, const char *path, gcn_dataset *ds);
+gcn_status gcn_load_mtx(gcn_ctx *ctx, const char *path, gcn_dataset *ds);
+
+/* The OGB split scheme to use in dir: `wanted`, or the only folder under
+ * split/ (none: *scheme NULL).  Caller frees *scheme. */
+gcn_status gcn_ogb_scheme(gcn_ctx *ctx, const char *dir, const char *wanted, char **scheme);
+
+/* Files (relative to the folder, NULL-terminated) each folder format may
+ * read, for the cache fingerprint; OGB's split files are added by scheme. */
+extern const char *const gcn_ogb_files[];
+extern const char *const gcn_textdir_files[];
+
+/* Checks split lists read from a cache: ids in range, none repeated. */
+gcn_status gcn_ds_check_split(gcn_ctx *ctx, const gcn_dataset *ds, const char *what);
+
+/* Builds ds->graph from an edge list and sets n_raw_edges. */
+gcn_status gcn_ds_set_graph(gcn_ctx *ctx, gcn_dataset *ds, const gcn_i32vec *src,
+                            const gcn_i32vec *dst);
+
+/* ---- binary cache (cache.c) ------------------------------------------ */
+
+#define GCN_CACHE_MAGIC "GCNDSv1\n"
+#define GCN_CACHE_VERSION 1u
+
+/* File layout: this header, then the payload: row_ptr [n_nodes + 1],
+ * col_idx [nnz], features [n_nodes * n_features], labels [n_nodes] if
+ * has_labels, train, valid, test.  All little-endian host order. */
+typedef struct gcn_cache_header {
+    char magic[8];
+    uint32_t version;
+    uint32_t endian;       /* 0x01020304 as written */
+    uint64_t fingerprint;  /* of the source files and the loader settings */
+    char name[64];
+    int32_t n_nodes, nnz, n_features, n_classes;
+    int32_t n_train, n_valid, n_test, has_labels;
+    uint64_t payload_bytes;
+    uint32_t payload_crc;  /* zlib crc32 of the payload */
+    uint32_t header_crc;   /* crc32 of every byte above */
+} gcn_cache_header;
+
+/* Hash of the files' names, sizes and modification times (missing files
+ * count too) and a salt for loader settings. */
+uint64_t gcn_cache_fingerprint(const char *dir, const char *const *files, uint64_t salt);
+
+/* Writes ds's graph, features, labels and split to path through a
+ * temporary file in the same folder and rename(). */
+gcn_status gcn_cache_write(gcn_ctx *ctx, const char *path, uint64_t fingerprint,
+                           const gcn_dataset *ds);
+
+/* Loads path into a zeroed ds when it exists and is a valid, current cache
+ * (*hit true).  A missing, unreadable, stale or corrupt cache leaves *hit
+ * false and ds empty (all but a missing one are logged); only running out
+ * of memory fails. */
+gcn_status gcn_cache_read(gcn_ctx *ctx, const char *path, uint64_t fingerprint, gcn_dataset *ds,
+                          bool *hit);
+
+/* Frees what a dataset holds and zeroes it (the struct itself stays). */
+void gcn_ds_clear(gcn_dataset *ds);
+
+#endif

@@ -1,0 +1,194 @@
+/* Parsing steps shared by the loaders: count files, node-id lists and
+ * splits, renumbering of sparse node ids, and building the graph from the
+ * edges read. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+gcn_status gcn_read_count(gcn_ctx *ctx, const char *path, int64_t max, int64_t *count)
+{
+    gcn_reader r;
+    GCN_TRY(gcn_reader_open(ctx, &r, path));
+    gcn_status st = GCN_OK;
+    bool found = false;
+    char *line, *f[1];
+    int nf;
+    for (;;) {
+        GCN_CHECK(gcn_reader_line(&r, &line));
+        if (!line)
+            break;
+        if (gcn_line_blank(line))
+            continue;
+        if (found) {
+            st = gcn_reader_fail(&r, GCN_ERR_FORMAT,
+                                 "expected a single count (one graph), found a second line");
+            goto cleanup;
+        }
+        GCN_CHECK(gcn_reader_fields(&r, line, ',', f, 1, 1, &nf));
+        GCN_CHECK(gcn_reader_int(&r, f[0], 1, 0, max, "count", count));
+        found = true;
+    }
+    if (!found)
+        st = gcn_reader_fail(&r, GCN_ERR_FORMAT, "empty file, expected a count");
+cleanup:
+    gcn_reader_close(&r);
+    return st;
+}
+
+gcn_status gcn_read_id_list(gcn_ctx *ctx, const char *path, int32_t n_nodes, uint8_t *seen,
+                            uint8_t tag, int32_t **ids, int32_t *n_ids)
+{
+    static const char *const list_name[] = {"", "train", "valid", "test"};
+    gcn_reader r;
+    gcn_i32vec v = {0};
+    *ids = NULL;
+    *n_ids = 0;
+    GCN_TRY(gcn_reader_open(ctx, &r, path));
+    gcn_status st = GCN_OK;
+    char *line, *f[1];
+    int nf;
+    for (;;) {
+        GCN_CHECK(gcn_reader_line(&r, &line));
+        if (!line)
+            break;
+        if (gcn_line_blank(line))
+            continue;
+        int64_t id;
+        GCN_CHECK(gcn_reader_fields(&r, line, ',', f, 1, 1, &nf));
+        GCN_CHECK(gcn_reader_int(&r, f[0], 1, 0, (int64_t)n_nodes - 1, "node id", &id));
+        if (seen[id]) {
+            st = gcn_reader_fail(&r, GCN_ERR_FORMAT, "node %lld is listed twice (also in %s)",
+                                 (long long)id, list_name[seen[id] & 3]);
+            goto cleanup;
+        }
+        seen[id] = tag;
+        GCN_CHECK(gcn_i32vec_push(ctx, &v, (int32_t)id));
+    }
+    if (v.len == 0) {
+        st = gcn_reader_fail(&r, GCN_ERR_FORMAT, "empty file, expected node ids");
+        goto cleanup;
+    }
+    *ids = v.data;
+    *n_ids = (int32_t)v.len;
+    v.data = NULL;
+cleanup:
+    free(v.data);
+    gcn_reader_close(&r);
+    return st;
+}
+
+gcn_status gcn_read_split(gcn_ctx *ctx, gcn_dataset *ds, const char *const paths[3],
+                          bool required)
+{
+    uint8_t *seen = NULL;
+    int32_t **lists[3] = {&ds->train, &ds->valid, &ds->test};
+    int32_t *counts[3] = {&ds->n_train, &ds->n_valid, &ds->n_test};
+    GCN_TRY(gcn_ds_calloc(ctx, (void **)&seen, (size_t)ds->n_nodes, 1));
+    gcn_status st = GCN_OK;
+    for (int k = 0; k < 3; k++) {
+        if (!required && !gcn_path_is_file(paths[k]))
+            continue;
+        GCN_CHECK(gcn_read_id_list(ctx, paths[k], ds->n_nodes, seen, (uint8_t)(k + 1),
+                                   lists[k], counts[k]));
+    }
+cleanup:
+    free(seen);
+    return st;
+}
+
+gcn_status gcn_ds_check_split(gcn_ctx *ctx, const gcn_dataset *ds, const char *what)
+{
+    const int32_t *lists[3] = {ds->train, ds->valid, ds->test};
+    const int32_t counts[3] = {ds->n_train, ds->n_valid, ds->n_test};
+    uint8_t *seen = NULL;
+    GCN_TRY(gcn_ds_calloc(ctx, (void **)&seen, (size_t)ds->n_nodes, 1));
+    gcn_status st = GCN_OK;
+    for (int k = 0; k < 3 && st == GCN_OK; k++)
+        for (int32_t i = 0; i < counts[k]; i++) {
+            int32_t id = lists[k][i];
+            if (id < 0 || id >= ds->n_nodes || seen[id]) {
+                st = GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s: split node id %d out of range or repeated",
+                               what, id);
+                break;
+            }
+            seen[id] = 1;
+        }
+    free(seen);
+    return st;
+}
+
+/* LSD radix sort of n keys, 16 bits per pass, skipping passes in which
+ * every key has the same digit.  tmp holds n keys. */
+static gcn_status radix_sort_u64(gcn_ctx *ctx, uint64_t *keys, int64_t n)
+{
+    uint64_t *tmp = NULL;
+    int64_t *count = NULL;
+    gcn_status st = GCN_OK;
+    GCN_CHECK(gcn_ds_malloc(ctx, (void **)&tmp, (size_t)n, sizeof *tmp));
+    GCN_CHECK(gcn_ds_malloc(ctx, (void **)&count, 65536, sizeof *count));
+    for (int shift = 0; shift < 64; shift += 16) {
+        memset(count, 0, 65536 * sizeof *count);
+        for (int64_t i = 0; i < n; i++)
+            count[(keys[i] >> shift) & 0xffff]++;
+        if (n > 0 && count[(keys[0] >> shift) & 0xffff] == n)
+            continue;
+        int64_t sum = 0;
+        for (int d = 0; d < 65536; d++) {
+            int64_t c = count[d];
+            count[d] = sum;
+            sum += c;
+        }
+        for (int64_t i = 0; i < n; i++)
+            tmp[count[(keys[i] >> shift) & 0xffff]++] = keys[i];
+        memcpy(keys, tmp, (size_t)n * sizeof *keys);
+    }
+cleanup:
+    free(tmp);
+    free(count);
+    return st;
+}
+
+gcn_status gcn_compact_ids(gcn_ctx *ctx, int64_t *ids, int64_t n, int32_t *n_nodes)
+{
+    uint64_t *sorted = NULL;
+    GCN_TRY(gcn_ds_malloc(ctx, (void **)&sorted, (size_t)n, sizeof *sorted));
+    for (int64_t i = 0; i < n; i++)
+        sorted[i] = (uint64_t)ids[i];
+    gcn_status st = radix_sort_u64(ctx, sorted, n);
+    if (st != GCN_OK) {
+        free(sorted);
+        return st;
+    }
+    int64_t u = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (i == 0 || sorted[i] != sorted[u - 1])
+            sorted[u++] = sorted[i];
+    if (u > GCN_DS_MAX_NODES) {
+        free(sorted);
+        return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "%lld distinct node ids: too many nodes",
+                         (long long)u);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        int64_t lo = 0, hi = u;
+        while (lo < hi) {
+            int64_t mid = lo + (hi - lo) / 2;
+            if (sorted[mid] < (uint64_t)ids[i])
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        ids[i] = lo;
+    }
+    free(sorted);
+    *n_nodes = (int32_t)u;
+    return GCN_OK;
+}
+
+gcn_status gcn_ds_set_graph(gcn_ctx *ctx, gcn_dataset *ds, const gcn_i32vec *src,
+                            const gcn_i32vec *dst)
+{
+    GCN_TRY(gcn_graph_from_coo(ctx, &ds->graph, ds->n_nodes, src->len, src->data, dst->data));
+    ds->n_raw_edges = ds->graph->nnz;
+    return GCN_OK;
+}

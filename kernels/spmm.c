@@ -1,0 +1,166 @@
+/* The SpMM registry, kernel choice per context, plan caching on matrices,
+ * and the differentiable op Y = A X with backward dX = A^T dY. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/internal.h"
+#include "spmm_impls.h"
+
+/* In order of preference: "auto" takes the first that supports a call. */
+static const gcn_spmm_impl *const registry[] = {
+    &gcn_spmm_cpu,
+};
+
+#define N_IMPLS ((int)(sizeof registry / sizeof registry[0]))
+
+const gcn_spmm_impl *const *gcn_spmm_registry(int *n_impls)
+{
+    if (n_impls)
+        *n_impls = N_IMPLS;
+    return registry;
+}
+
+const gcn_spmm_impl *gcn_spmm_find(const char *name)
+{
+    for (int i = 0; name && i < N_IMPLS; i++)
+        if (!strcmp(registry[i]->name, name))
+            return registry[i];
+    return NULL;
+}
+
+gcn_status gcn_spmm_set_kernel(gcn_ctx *ctx, const char *name)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, name);
+    if (strcmp(name, "auto") != 0) {
+        const gcn_spmm_impl *impl = gcn_spmm_find(name);
+        if (!impl || impl->device != ctx->device)
+            return GCN_ERROR(ctx, GCN_ERR_NOT_FOUND, "spmm kernel '%s' does not exist for %s",
+                             name, gcn_device_name(ctx->device));
+    }
+    if (strlen(name) >= sizeof ctx->spmm_kernel)
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "spmm kernel name '%s' is too long", name);
+    strcpy(ctx->spmm_kernel, name);
+    return GCN_OK;
+}
+
+const char *gcn_spmm_kernel(const gcn_ctx *ctx)
+{
+    return ctx ? ctx->spmm_kernel : "auto";
+}
+
+/* The implementation the context uses for a call on matrix a. */
+static gcn_status choose(gcn_ctx *ctx, const gcn_csr *a, int feat, const gcn_spmm_impl **impl)
+{
+    if (strcmp(ctx->spmm_kernel, "auto") != 0) {
+        *impl = gcn_spmm_find(ctx->spmm_kernel);
+        if (!(*impl)->supports(a, feat))
+            return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED,
+                             "spmm kernel '%s' does not support this matrix at width %d",
+                             ctx->spmm_kernel, feat);
+        return GCN_OK;
+    }
+    for (int i = 0; i < N_IMPLS; i++)
+        if (registry[i]->device == ctx->device && registry[i]->supports(a, feat)) {
+            *impl = registry[i];
+            return GCN_OK;
+        }
+    return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "no spmm kernel supports width %d on %s", feat,
+                     gcn_device_name(ctx->device));
+}
+
+/* The plan for (impl, feat) on a, built and cached on first use. */
+static gcn_status get_plan(gcn_ctx *ctx, const gcn_spmm_impl *impl, const gcn_csr *a, int feat,
+                           void **plan)
+{
+    for (gcn_csr_plan *p = a->priv->plans; p; p = p->next)
+        if (p->impl == impl && p->feat == feat) {
+            *plan = p->plan;
+            return GCN_OK;
+        }
+    gcn_csr_plan *p = calloc(1, sizeof *p);
+    if (!p)
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "spmm: out of host memory for a plan record");
+    gcn_status st = impl->plan(ctx, a, feat, &p->plan);
+    if (st != GCN_OK) {
+        free(p);
+        return st;
+    }
+    p->impl = impl;
+    p->feat = feat;
+    p->free_plan = impl->free_plan;
+    p->next = a->priv->plans;
+    a->priv->plans = p;
+    *plan = p->plan;
+    return GCN_OK;
+}
+
+gcn_status gcn_spmm_run(gcn_ctx *ctx, const gcn_spmm_impl *impl, const gcn_csr *a,
+                        const float *x, float *y, int feat, bool accumulate)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, impl && a && a->priv && feat >= 1);
+    if (a->priv->ctx != ctx || impl->device != ctx->device)
+        return GCN_ERROR(ctx, GCN_ERR_DEVICE, "spmm: kernel '%s' or matrix is not on this context",
+                         impl->name);
+    if (!impl->supports(a, feat))
+        return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "spmm kernel '%s' does not support width %d",
+                         impl->name, feat);
+    if (a->n_rows == 0)
+        return GCN_OK;
+    void *plan = NULL;
+    GCN_TRY(get_plan(ctx, impl, a, feat, &plan));
+    return impl->run(ctx, plan, a, x, y, feat, accumulate);
+}
+
+/* Runs the context's chosen kernel. */
+static gcn_status spmm_apply(gcn_ctx *ctx, const gcn_csr *a, const float *x, float *y, int feat,
+                             bool accumulate)
+{
+    const gcn_spmm_impl *impl = NULL;
+    GCN_TRY(choose(ctx, a, feat, &impl));
+    return gcn_spmm_run(ctx, impl, a, x, y, feat, accumulate);
+}
+
+static gcn_status spmm_backward(gcn_ctx *ctx, gcn_node *nd)
+{
+    gcn_tensor *x = nd->in[0];
+    const gcn_csr *at = gcn_csr_transpose(nd->matrix);
+    float *buf;
+    bool acc;
+    GCN_TRY(gcn_grad_slot(ctx, x, &buf, &acc));
+    if (at->n_rows > 0 && x->cols > 0)
+        return spmm_apply(ctx, at, nd->out->grad->data, buf, (int)x->cols, acc);
+    return acc ? GCN_OK : ctx->be->fill(ctx, buf, x->rows * x->cols, 0.0f);
+}
+
+gcn_status gcn_spmm(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, gcn_tensor **out)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, out);
+    *out = NULL;
+    GCN_ARG(ctx, a && a->priv);
+    GCN_TRY(gcn_check_tensor(ctx, x, "spmm x"));
+    if (a->priv->ctx != ctx)
+        return GCN_ERROR(ctx, GCN_ERR_DEVICE, "spmm: the matrix belongs to another context");
+    if (x->rows != a->n_cols || x->cols > INT32_MAX)
+        return GCN_ERROR(ctx, GCN_ERR_SHAPE, "spmm: matrix is %d x %d but x is [%lld, %lld]",
+                         a->n_rows, a->n_cols, (long long)x->rows, (long long)x->cols);
+    gcn_tensor *y = NULL;
+    gcn_node *nd;
+    gcn_status st;
+    GCN_CHECK(gcn_tensor_create(ctx, &y, a->n_rows, x->cols));
+    if (x->cols > 0)
+        GCN_CHECK(spmm_apply(ctx, a, x->data, y->data, (int)x->cols, false));
+    GCN_CHECK(gcn_tape_record(ctx, "spmm", spmm_backward, &x, 1, y, &nd));
+    if (nd)
+        nd->matrix = a;
+    *out = y;
+    return GCN_OK;
+cleanup:
+    gcn_tensor_free(&y);
+    return st;
+}

@@ -1,0 +1,231 @@
+/* The cuSPARSE baseline SpMM, "cusparse": y (+)= A x through the generic
+ * cusparseSpMM on a CSR matrix with row-major dense operands.  The plan,
+ * built once per (matrix, feature width), holds the descriptors, the
+ * algorithm chosen by timing CUSPARSE_SPMM_ALG_DEFAULT, CSR_ALG1 and
+ * CSR_ALG2, and that algorithm's external buffer; a run only points the
+ * dense descriptors at x and y.  A is never applied transposed: backward
+ * runs this on the matrix's stored transpose (opA = TRANSPOSE is not
+ * deterministic). */
+#include <stdlib.h>
+
+#include "../core/cuda_impl.h"
+#include "spmm_impls.h"
+
+#define TIMED_RUNS 5
+
+typedef struct cusparse_plan {
+    gcn_ctx *ctx;             /* owns the buffer; outlives the plan */
+    const int32_t *row_ptr;   /* the matrix the plan describes */
+    int64_t n_rows;
+    int feat;
+    bool empty;               /* nothing to multiply: run only clears y */
+    cusparseSpMatDescr_t mat;
+    cusparseDnMatDescr_t x, y;
+    cusparseSpMMAlg_t alg;
+    void *buffer;
+    size_t buffer_bytes;
+} cusparse_plan;
+
+typedef struct candidate {
+    cusparseSpMMAlg_t alg;
+    const char *name;
+} candidate;
+
+#define N_CANDIDATES 3
+static const candidate candidates[N_CANDIDATES] = {
+    {CUSPARSE_SPMM_ALG_DEFAULT, "ALG_DEFAULT"},
+    {CUSPARSE_SPMM_CSR_ALG1, "CSR_ALG1"},
+    {CUSPARSE_SPMM_CSR_ALG2, "CSR_ALG2"},
+};
+
+static bool cusparse_supports(const gcn_csr *a, int feat)
+{
+    return a && a->device == GCN_DEVICE_CUDA && feat >= 0 && (a->nnz == 0 || a->values);
+}
+
+static void cusparse_free_plan(void *plan)
+{
+    cusparse_plan *p = (cusparse_plan *)plan;
+    if (!p)
+        return;
+    if (p->mat)
+        cusparseDestroySpMat(p->mat);
+    if (p->x)
+        cusparseDestroyDnMat(p->x);
+    if (p->y)
+        cusparseDestroyDnMat(p->y);
+    gcn_mem_release(p->ctx, p->buffer, p->buffer_bytes);
+    free(p);
+}
+
+/* Milliseconds for TIMED_RUNS products with one algorithm after a warm-up,
+ * or a negative value when cuSPARSE refuses the algorithm for this case. */
+static gcn_status time_alg(gcn_ctx *ctx, cusparseHandle_t h, cusparse_plan *p,
+                           cusparseSpMMAlg_t alg, void *buffer, cudaEvent_t ev[2], float *ms)
+{
+    gcn_cuda_state *cs = (gcn_cuda_state *)ctx->cuda;
+    const float one = 1.0f, zero = 0.0f;
+    *ms = -1.0f;
+    cusparseStatus_t err =
+        cusparseSpMM(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &one,
+                     p->mat, p->x, &zero, p->y, CUDA_R_32F, alg, buffer);
+    if (err == CUSPARSE_STATUS_NOT_SUPPORTED || err == CUSPARSE_STATUS_INVALID_VALUE)
+        return GCN_OK;
+    GCN_CUSPARSE(err);
+    GCN_CUDA(cudaEventRecord(ev[0], cs->stream));
+    for (int i = 0; i < TIMED_RUNS; i++)
+        GCN_CUSPARSE(cusparseSpMM(h, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                  CUSPARSE_OPERATION_NON_TRANSPOSE, &one, p->mat, p->x, &zero,
+                                  p->y, CUDA_R_32F, alg, buffer));
+    GCN_CUDA(cudaEventRecord(ev[1], cs->stream));
+    GCN_CUDA(cudaEventSynchronize(ev[1]));
+    GCN_CUDA(cudaEventElapsedTime(ms, ev[0], ev[1]));
+    return GCN_OK;
+}
+
+/* Times every candidate on scratch operands and keeps the fastest, with a
+ * buffer of exactly the size it asks for. */
+static gcn_status choose_alg(gcn_ctx *ctx, cusparseHandle_t h, cusparse_plan *p)
+{
+    const float one = 1.0f, zero = 0.0f;
+    size_t sizes[N_CANDIDATES], max_size = 0;
+    for (int c = 0; c < N_CANDIDATES; c++) {
+        cusparseStatus_t err = cusparseSpMM_bufferSize(
+            h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, p->mat,
+            p->x, &zero, p->y, CUDA_R_32F, candidates[c].alg, &sizes[c]);
+        if (err != CUSPARSE_STATUS_SUCCESS)
+            sizes[c] = SIZE_MAX;
+        else if (sizes[c] > max_size)
+            max_size = sizes[c];
+    }
+    void *buffer = NULL;
+    cudaEvent_t ev[2] = {NULL, NULL};
+    float ms[N_CANDIDATES], best_ms = -1.0f;
+    int best = -1;
+    gcn_status st;
+    GCN_CHECK(gcn_mem_alloc(ctx, &buffer, max_size));
+    GCN_CHECK(GCN_CUDA_ST(cudaEventCreate(&ev[0])));
+    GCN_CHECK(GCN_CUDA_ST(cudaEventCreate(&ev[1])));
+    for (int c = 0; c < N_CANDIDATES; c++) {
+        ms[c] = -1.0f;
+        if (sizes[c] != SIZE_MAX)
+            GCN_CHECK(time_alg(ctx, h, p, candidates[c].alg, buffer, ev, &ms[c]));
+        if (ms[c] >= 0.0f && (best < 0 || ms[c] < best_ms)) {
+            best = c;
+            best_ms = ms[c];
+        }
+    }
+    if (best < 0) {
+        st = GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED,
+                       "cusparse SpMM: no algorithm accepts this %lld-row CSR matrix with %d "
+                       "features",
+                       (long long)p->n_rows, p->feat);
+        goto cleanup;
+    }
+    gcn_log(ctx, GCN_LOG_DEBUG,
+            "cusparse SpMM %lld rows, f = %d: %s chosen (ms for %d runs: default %.3f, alg1 "
+            "%.3f, alg2 %.3f; negative = refused)",
+            (long long)p->n_rows, p->feat, candidates[best].name, TIMED_RUNS, ms[0], ms[1], ms[2]);
+    p->alg = candidates[best].alg;
+    p->buffer_bytes = sizes[best];
+    GCN_CHECK(gcn_mem_alloc(ctx, &p->buffer, p->buffer_bytes));
+cleanup:
+    for (int e = 0; e < 2; e++)
+        if (ev[e])
+            cudaEventDestroy(ev[e]);
+    gcn_mem_release(ctx, buffer, max_size);
+    return st;
+}
+
+/* Builds the descriptors on scratch dense operands, chooses the algorithm,
+ * then leaves the dense descriptors to be pointed at each run's x and y. */
+static gcn_status build_plan(gcn_ctx *ctx, const gcn_csr *a, cusparse_plan *p)
+{
+    gcn_cuda_state *cs;
+    cusparseHandle_t h;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    GCN_TRY(gcn_cuda_cusparse(ctx, &h));
+    size_t x_bytes = (size_t)a->n_cols * (size_t)p->feat * sizeof(float);
+    size_t y_bytes = (size_t)a->n_rows * (size_t)p->feat * sizeof(float);
+    float *x = NULL, *y = NULL;
+    gcn_status st;
+    GCN_CHECK(gcn_mem_alloc(ctx, (void **)&x, x_bytes));
+    GCN_CHECK(gcn_mem_alloc(ctx, (void **)&y, y_bytes));
+    GCN_CHECK(GCN_CUDA_ST(cudaMemsetAsync(x, 0, x_bytes, cs->stream)));
+    GCN_CHECK(GCN_CUSPARSE_ST(cusparseCreateCsr(
+        &p->mat, a->n_rows, a->n_cols, a->nnz, a->row_ptr, a->col_idx, a->values,
+        CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F)));
+    GCN_CHECK(GCN_CUSPARSE_ST(
+        cusparseCreateDnMat(&p->x, a->n_cols, p->feat, p->feat, x, CUDA_R_32F, CUSPARSE_ORDER_ROW)));
+    GCN_CHECK(GCN_CUSPARSE_ST(
+        cusparseCreateDnMat(&p->y, a->n_rows, p->feat, p->feat, y, CUDA_R_32F, CUSPARSE_ORDER_ROW)));
+    GCN_CHECK(choose_alg(ctx, h, p));
+    GCN_CHECK(GCN_CUDA_ST(cudaStreamSynchronize(cs->stream)));
+cleanup:
+    gcn_mem_release(ctx, x, x_bytes);
+    gcn_mem_release(ctx, y, y_bytes);
+    return st;
+}
+
+static gcn_status cusparse_plan_create(gcn_ctx *ctx, const gcn_csr *a, int feat, void **plan)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, plan);
+    *plan = NULL;
+    if (!cusparse_supports(a, feat))
+        return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED,
+                         "cusparse SpMM needs a CUDA matrix with values and feat >= 0");
+    cusparse_plan *p = (cusparse_plan *)calloc(1, sizeof *p);
+    if (!p)
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory for a cusparse plan");
+    p->ctx = ctx;
+    p->row_ptr = a->row_ptr;
+    p->n_rows = a->n_rows;
+    p->feat = feat;
+    p->empty = a->nnz == 0 || a->n_rows == 0 || a->n_cols == 0 || feat == 0;
+    if (!p->empty) {
+        gcn_status st = build_plan(ctx, a, p);
+        if (st != GCN_OK) {
+            cusparse_free_plan(p);
+            return st;
+        }
+    }
+    *plan = p;
+    return GCN_OK;
+}
+
+static gcn_status cusparse_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const float *x,
+                               float *y, int feat, bool accumulate)
+{
+    cusparse_plan *p = (cusparse_plan *)plan;
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    if (!p || p->ctx != ctx || p->row_ptr != a->row_ptr || p->feat != feat)
+        return GCN_ERROR(ctx, GCN_ERR_STATE, "cusparse SpMM: plan built for another matrix, "
+                                             "context or feature width");
+    if (p->empty) {
+        if (!accumulate && p->n_rows * feat > 0)
+            GCN_CUDA(cudaMemsetAsync(y, 0, (size_t)(p->n_rows * feat) * sizeof *y, cs->stream));
+        return GCN_OK;
+    }
+    cusparseHandle_t h;
+    GCN_TRY(gcn_cuda_cusparse(ctx, &h));
+    GCN_CUSPARSE(cusparseDnMatSetValues(p->x, (void *)x));
+    GCN_CUSPARSE(cusparseDnMatSetValues(p->y, y));
+    const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+    GCN_CUSPARSE(cusparseSpMM(h, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                              CUSPARSE_OPERATION_NON_TRANSPOSE, &one, p->mat, p->x, &beta, p->y,
+                              CUDA_R_32F, p->alg, p->buffer));
+    return GCN_OK;
+}
+
+const gcn_spmm_impl gcn_spmm_cusparse = {
+    .name = "cusparse",
+    .device = GCN_DEVICE_CUDA,
+    .deterministic = true,
+    .supports = cusparse_supports,
+    .plan = cusparse_plan_create,
+    .run = cusparse_run,
+    .free_plan = cusparse_free_plan,
+};

@@ -1,0 +1,65 @@
+/* Optimisers: SGD with momentum, Adam and AdamW, with PyTorch's update
+ * rules, over a list of parameter tensors. */
+#ifndef GCN_OPTIM_H
+#define GCN_OPTIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../core/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum gcn_optim_kind {
+    GCN_OPTIM_SGD = 0,
+    GCN_OPTIM_ADAM,  /* weight_decay added to the gradient (L2) */
+    GCN_OPTIM_ADAMW  /* weight_decay applied to the parameter (decoupled) */
+} gcn_optim_kind;
+
+typedef struct gcn_optim_opts {
+    gcn_optim_kind kind;
+    float lr;
+    float weight_decay;
+    float momentum;   /* SGD */
+    float dampening;  /* SGD */
+    bool nesterov;    /* SGD */
+    float beta1, beta2, eps; /* Adam, AdamW */
+} gcn_optim_opts;
+
+/* PyTorch's defaults for the kind: SGD lr 0.01 (no momentum); Adam lr 1e-3,
+ * betas (0.9, 0.999), eps 1e-8, no weight decay; AdamW the same with
+ * weight_decay 0.01. */
+gcn_optim_opts gcn_optim_default_opts(gcn_optim_kind kind);
+
+typedef struct gcn_optim gcn_optim;
+
+/* An optimiser over n_params parameters (each retained until free).  The
+ * state buffers are allocated on the context's device.  Caller frees. */
+gcn_status gcn_optim_create(gcn_ctx *ctx, gcn_optim **out, gcn_tensor *const *params,
+                            int n_params, const gcn_optim_opts *opts);
+
+/* One update of every parameter from its grad; parameters without a grad
+ * are skipped, as in PyTorch. */
+gcn_status gcn_optim_step(gcn_ctx *ctx, gcn_optim *opt);
+
+/* Zeroes every parameter's grad. */
+gcn_status gcn_optim_zero_grad(gcn_ctx *ctx, gcn_optim *opt);
+
+/* Learning rate, for schedules. */
+void gcn_optim_set_lr(gcn_optim *opt, float lr);
+
+/* State for checkpoints: number of steps taken, and the per-parameter
+ * state tensors (slot 0: SGD momentum buffer or Adam first moment; slot 1:
+ * Adam second moment).  Borrowed; NULL where the kind has no such slot. */
+int64_t gcn_optim_steps(const gcn_optim *opt);
+void gcn_optim_set_steps(gcn_optim *opt, int64_t steps);
+gcn_tensor *gcn_optim_state(const gcn_optim *opt, int param, int slot);
+
+void gcn_optim_free(gcn_optim **opt);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

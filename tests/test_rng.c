@@ -1,0 +1,140 @@
+/* Philox known-answer vectors, stream independence, reproducibility,
+ * dropout statistics and the initialisers' ranges. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+
+/* Known-answer vectors of Philox4x32-10 published with Random123. */
+Test(rng, philox_known_answers)
+{
+    struct { uint32_t ctr[4], key[2], out[4]; } kat[3] = {
+        {{0, 0, 0, 0}, {0, 0}, {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
+        {{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}, {0xffffffff, 0xffffffff},
+         {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
+        {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, {0xa4093822, 0x299f31d0},
+         {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}},
+    };
+    for (int k = 0; k < 3; k++) {
+        uint32_t out[4];
+        gcn_philox4x32(kat[k].ctr, kat[k].key, out);
+        for (int i = 0; i < 4; i++)
+            cr_assert_eq(out[i], kat[k].out[i], "vector %d word %d: %08x", k, i, out[i]);
+    }
+}
+
+Test(rng, same_seed_same_draws_streams_differ)
+{
+    gcn_ctx *a = test_cpu_ctx(42), *b = test_cpu_ctx(42), *c = test_cpu_ctx(43);
+    float x[1000], y[1000], z[1000], w[1000];
+    cr_assert_eq(gcn_rng_uniform(a, GCN_RNG_INIT, x, 1000), GCN_OK);
+    cr_assert_eq(gcn_rng_uniform(b, GCN_RNG_INIT, y, 1000), GCN_OK);
+    cr_assert_eq(gcn_rng_uniform(c, GCN_RNG_INIT, z, 1000), GCN_OK);
+    cr_assert_eq(gcn_rng_uniform(a, GCN_RNG_DROPOUT, w, 1000), GCN_OK);
+    cr_assert_arr_eq(x, y, sizeof x);
+    cr_assert_neq(memcmp(x, z, sizeof x), 0);
+    cr_assert_neq(memcmp(x, w, sizeof x), 0);
+    /* the stream moved on: a second draw differs from the first */
+    cr_assert_eq(gcn_rng_uniform(b, GCN_RNG_INIT, y, 1000), GCN_OK);
+    cr_assert_neq(memcmp(x, y, sizeof x), 0);
+    /* restoring the offsets replays it */
+    uint64_t off[GCN_RNG_N_STREAMS] = {0};
+    gcn_rng_set_state(b, off);
+    cr_assert_eq(gcn_rng_uniform(b, GCN_RNG_INIT, y, 1000), GCN_OK);
+    cr_assert_arr_eq(x, y, sizeof x);
+    gcn_ctx_free(&a);
+    gcn_ctx_free(&b);
+    gcn_ctx_free(&c);
+}
+
+Test(rng, distributions)
+{
+    gcn_ctx *ctx = test_cpu_ctx(5);
+    enum { N = 200000 };
+    float *u = malloc(N * sizeof *u);
+    cr_assert_eq(gcn_rng_uniform(ctx, GCN_RNG_DATA, u, N), GCN_OK);
+    double mean = 0, var = 0;
+    for (int i = 0; i < N; i++) {
+        cr_assert(u[i] >= 0.0f && u[i] < 1.0f);
+        mean += u[i] / N;
+    }
+    cr_assert(fabs(mean - 0.5) < 0.005, "uniform mean %g", mean);
+    cr_assert_eq(gcn_rng_normal(ctx, GCN_RNG_DATA, u, N - 1), GCN_OK);
+    mean = 0;
+    for (int i = 0; i < N - 1; i++)
+        mean += u[i] / (N - 1);
+    for (int i = 0; i < N - 1; i++)
+        var += (u[i] - mean) * (u[i] - mean) / (N - 2);
+    cr_assert(fabs(mean) < 0.01 && fabs(var - 1.0) < 0.02, "normal mean %g var %g", mean, var);
+    uint32_t *k = malloc(N * sizeof *k);
+    int hist[7] = {0};
+    cr_assert_eq(gcn_rng_below(ctx, GCN_RNG_SPLIT, 7, k, N), GCN_OK);
+    for (int i = 0; i < N; i++) {
+        cr_assert(k[i] < 7);
+        hist[k[i]]++;
+    }
+    for (int b = 0; b < 7; b++)
+        cr_assert(fabs(hist[b] - N / 7.0) < 5 * sqrt(N / 7.0), "bucket %d holds %d", b, hist[b]);
+    free(k);
+    free(u);
+    gcn_ctx_free(&ctx);
+}
+
+static float *dropout_mask(uint64_t seed, float p, int64_t n)
+{
+    gcn_ctx *ctx = test_cpu_ctx(seed);
+    float *ones = malloc((size_t)n * sizeof *ones);
+    for (int64_t i = 0; i < n; i++)
+        ones[i] = 1.0f;
+    gcn_tensor *x = test_tensor(ctx, ones, n, 1), *y = NULL;
+    cr_assert_eq(gcn_dropout(ctx, x, p, true, &y), GCN_OK);
+    float *mask = test_read(ctx, y);
+    gcn_tensor_free(&x);
+    gcn_tensor_free(&y);
+    gcn_ctx_free(&ctx);
+    free(ones);
+    return mask;
+}
+
+Test(rng, dropout_keeps_expected_fraction_and_is_reproducible)
+{
+    enum { N = 100003 };
+    float *m1 = dropout_mask(11, 0.3f, N), *m2 = dropout_mask(11, 0.3f, N);
+    float *m3 = dropout_mask(12, 0.3f, N);
+    cr_assert_arr_eq(m1, m2, N * sizeof *m1);
+    cr_assert_neq(memcmp(m1, m3, N * sizeof *m1), 0);
+    int kept = 0;
+    for (int i = 0; i < N; i++) {
+        cr_assert(m1[i] == 0.0f || fabsf(m1[i] - 1.0f / 0.7f) < 1e-6f);
+        kept += m1[i] != 0.0f;
+    }
+    double frac = (double)kept / N, sd = sqrt(0.7 * 0.3 / N);
+    cr_assert(fabs(frac - 0.7) < 5 * sd, "kept %g of the elements", frac);
+    free(m1);
+    free(m2);
+    free(m3);
+}
+
+Test(rng, initialisers_respect_bounds)
+{
+    gcn_ctx *ctx = test_cpu_ctx(9);
+    gcn_tensor *w = NULL;
+    cr_assert_eq(gcn_tensor_create(ctx, &w, 300, 100), GCN_OK);
+    cr_assert_eq(gcn_init_glorot_uniform(ctx, w, 300, 100, 1.0f), GCN_OK);
+    float *h = test_read(ctx, w), b = sqrtf(6.0f / 400.0f), mx = 0;
+    for (int i = 0; i < 30000; i++) {
+        cr_assert(fabsf(h[i]) <= b);
+        mx = fabsf(h[i]) > mx ? fabsf(h[i]) : mx;
+    }
+    cr_assert(mx > 0.99f * b, "Glorot draws should fill their range");
+    free(h);
+    cr_assert_eq(gcn_init_kaiming_uniform(ctx, w, 300, sqrtf(5.0f)), GCN_OK);
+    h = test_read(ctx, w);
+    for (int i = 0; i < 30000; i++)
+        cr_assert(fabsf(h[i]) <= 1.0f / sqrtf(300.0f) + 1e-7f);
+    free(h);
+    gcn_tensor_free(&w);
+    gcn_ctx_free(&ctx);
+}
