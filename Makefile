@@ -24,7 +24,7 @@ endif
 CPPFLAGS  := -I. -I$(CUDA_HOME)/include -MMD -MP
 CFLAGS    := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -fPIC $(OPT) $(EXTRA_CFLAGS)
 NVFLAGS   := -std=c++17 -arch=$(CUDA_ARCH) -I. -Xcompiler -fPIC,-Wall -MMD -MP $(if $(filter 1,$(DEBUG)),-G -O0,-O3 -lineinfo)
-LDLIBS    := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcusparse -lcudart_static -ldl -lrt -lpthread -lstdc++ -lm
+LDLIBS    := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcusparse -lcudart_static -ldl -lrt -lpthread -lcjson -lstdc++ -lm
 TEST_LIBS := -lcriterion
 
 LIB_DIRS  := core kernels optim datasets layers models
@@ -34,8 +34,8 @@ LIB_OBJ   := $(LIB_C:%.c=$(BUILD)/obj/%.o) $(LIB_CU:%.cu=$(BUILD)/obj/%.cu.o)
 TEST_C    := $(wildcard tests/*.c)
 TEST_OBJ  := $(TEST_C:%.c=$(BUILD)/obj/%.o)
 TOOLS     := $(patsubst tools/%.c,$(BUILD)/%,$(wildcard tools/*.c))
-HEADERS   := gcn.h $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.h))
-PUBLIC_H  := gcn.h $(filter-out %/internal.h %_impl.h,$(HEADERS))
+# The installed headers: gcn.h and the module headers it includes.
+PUBLIC_H  := gcn.h $(shell sed -n 's/^\#include "\(.*\)"/\1/p' gcn.h)
 
 TEST_ARGS ?=
 
@@ -65,7 +65,7 @@ $(BUILD)/gcn_tests: $(TEST_OBJ) $(BUILD)/libgcn.a
 
 # Criterion forks a worker per test; -j2 matches the machines CI runs on.
 test: all $(BUILD)/gcn_tests
-	$(BUILD)/gcn_tests -j2 $(TEST_ARGS)
+	GCN_TOOLS=$(BUILD) $(BUILD)/gcn_tests -j2 $(TEST_ARGS)
 
 # Sanitised build in its own tree; protect_shadow_gap=0 lets the CUDA
 # runtime map its memory under ASan.  Criterion reports a test as passing
@@ -73,8 +73,8 @@ test: all $(BUILD)/gcn_tests
 asan:
 	$(MAKE) BUILD=$(BUILD)/asan DEBUG=1 \
 	    EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
-	    $(BUILD)/asan/gcn_tests
-	set -o pipefail; ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	    all $(BUILD)/asan/gcn_tests
+	set -o pipefail; GCN_TOOLS=$(BUILD)/asan ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	    $(BUILD)/asan/gcn_tests -j2 $(TEST_ARGS) 2>&1 | tee $(BUILD)/asan.log
 	@! grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' $(BUILD)/asan.log || \
 	    { echo "asan: sanitizer reports in $(BUILD)/asan.log" >&2; exit 1; }
@@ -91,9 +91,67 @@ install: all
 	install -m 644 $(BUILD)/libgcn.a $(BUILD)/libgcn.so $(DESTDIR)$(PREFIX)/lib/
 	for h in $(PUBLIC_H); do install -D -m 644 $$h $(DESTDIR)$(PREFIX)/include/gcn/$$h; done
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/.*GCN_VERSION_STRING "\(.*\)"/\1/p' gcn.h)|' \
-	    -e 's|@CUDA_HOME@|$(CUDA_HOME)|' gcn.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/gcn.pc
+	    -e 's|@LIBS_PRIVATE@|$(LDLIBS)|' gcn.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/gcn.pc
 
 clean:
 	rm -rf $(BUILD)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# ---- GPU bundle --------------------------------------------------------------
+# make bundle: $(BUILD)/bundle/ is a relocatable folder with the test runner,
+# the tools, the shared libraries they load that a bare GPU host may lack
+# (Criterion and its dependencies, cJSON, METIS, zlib, ...; collected with
+# ldd) in lib/, and `run`, which puts lib/ on LD_LIBRARY_PATH and execs its
+# arguments (a bare name is looked up in the bundle first):
+#     build/bundle/run gcn_tests --filter 'gpu_*/*'
+# Left to the host: the C and C++ runtimes, the CUDA driver, and the CUDA
+# libraries (cuBLAS, cuSPARSE), which a GPU host has in the versions its
+# driver supports.
+BUNDLE      := $(BUILD)/bundle
+BUNDLE_HOST := linux-vdso|ld-linux|/lib(c|m|dl|pthread|rt|util|resolv|gcc_s|stdc\+\+)\.so|/libcuda\.so|/libcudart|/libcublas|/libcusparse|/libnvJitLink
+
+.PHONY: bundle
+bundle: all $(BUILD)/gcn_tests
+	rm -rf $(BUNDLE)
+	mkdir -p $(BUNDLE)/lib
+	cp $(BUILD)/gcn_tests $(TOOLS) $(BUNDLE)/
+	for b in $(BUILD)/gcn_tests $(TOOLS); do ldd $$b; done | \
+	    awk '$$2 == "=>" && $$3 ~ /^\// { print $$3 }' | grep -vE '$(BUNDLE_HOST)' | sort -u | \
+	    while read -r lib; do cp -L "$$lib" $(BUNDLE)/lib/; done
+	printf '%s\n' '#!/bin/sh' \
+	    '# Runs a command with the bundled libraries: run gcn_tests [args] | run CMD [args]' \
+	    'here=$$(cd "$$(dirname "$$0")" && pwd)' \
+	    'export LD_LIBRARY_PATH="$$here/lib:$${CUDA_HOME:-/usr/local/cuda}/lib64$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}"' \
+	    '[ $$# -gt 0 ] || { echo "usage: $$0 PROGRAM [ARGS...]" >&2; exit 2; }' \
+	    'case "$$1" in */*) ;; *) [ -x "$$here/$$1" ] && { p="$$here/$$1"; shift; set -- "$$p" "$$@"; } ;; esac' \
+	    'exec "$$@"' > $(BUNDLE)/run
+	chmod +x $(BUNDLE)/run
+	@du -sh $(BUNDLE) | awk '{ print "bundle: " $$1 " in $(BUNDLE)" }'
+	@ls $(BUNDLE)/lib
+
+# ---- datasets (issue 4) -----------------------------------------------------
+# datasets/ reads gzip files and checksums its cache with zlib.
+LDLIBS += -lz
+
+# ---- fuzz (issue 4): one libFuzzer target per dataset parser ---------------
+#   make fuzz        build/fuzz/fuzz_{edgelist,mtx,textdir,ogb,cache}
+#   build/fuzz/fuzz_ogb -jobs=1 -max_total_time=300 -timeout=10 fuzz/corpus/ogb
+# Built with clang, ASan and UBSan, from the datasets and the C core only
+# (fuzz/cuda_stub.c stands in for the .cu symbols the core refers to).
+FUZZ_CC     ?= clang
+FUZZ_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION \
+               -I. -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined -MMD -MP
+FUZZ_SRC    := $(wildcard datasets/*.c) $(wildcard core/*.c) fuzz/harness.c fuzz/cuda_stub.c
+FUZZ_OBJ    := $(FUZZ_SRC:%.c=$(BUILD)/fuzz/obj/%.o)
+FUZZ_BINS   := $(patsubst fuzz/fuzz_%.c,$(BUILD)/fuzz/fuzz_%,$(wildcard fuzz/fuzz_*.c))
+
+.PHONY: fuzz
+fuzz: $(FUZZ_BINS)
+
+$(BUILD)/fuzz/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
+
+$(BUILD)/fuzz/fuzz_%: $(BUILD)/fuzz/obj/fuzz/fuzz_%.o $(FUZZ_OBJ)
+	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined -o $@ $^ -lz -lm

@@ -17,5 +17,11 @@
 #include "core/autograd.h"
 #include "kernels/spmm.h"
 #include "optim/optim.h"
+#include "layers/layers.h"
+#include "models/config.h"
+#include "models/model.h"
+#include "models/trainer.h"
+#include "datasets/graph.h"
+#include "datasets/dataset.h"
 
 #endif

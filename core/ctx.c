@@ -61,9 +61,7 @@ gcn_status gcn_ctx_create(gcn_ctx **out, const gcn_ctx_opts *opts)
     ctx->log_level = o.log_level;
     ctx->log_fn = o.log_fn;
     ctx->log_user = o.log_user;
-    ctx->seed = o.seed;
-    ctx->rng_key[0] = (uint32_t)o.seed;
-    ctx->rng_key[1] = (uint32_t)(o.seed >> 32);
+    gcn_rng_seed(ctx, o.seed);
     ctx->grad_enabled = true;
     strcpy(ctx->spmm_kernel, "auto");
     gcn_status st = choose_device(ctx, &o);

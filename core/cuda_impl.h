@@ -87,17 +87,9 @@ static inline unsigned gcn_blocks(int64_t n, int threads)
 
 /* ---- backend functions, by file (semantics: gcn_backend in internal.h) ---- */
 
-/* ops_cuda_reduce.cu */
+/* ops_cuda_cols.cu */
 gcn_status gcn_cuda_col_sum(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x, float *out,
                             bool acc);
-gcn_status gcn_cuda_sum(gcn_ctx *ctx, int64_t n, const float *x, float *out);
-gcn_status gcn_cuda_nll(gcn_ctx *ctx, int64_t cols, const float *logp, const int32_t *labels,
-                        const int32_t *rows, int64_t n_rows, float *out);
-gcn_status gcn_cuda_count_correct(gcn_ctx *ctx, int64_t cols, const float *scores,
-                                  const int32_t *labels, const int32_t *rows, int64_t n_rows,
-                                  int64_t *correct);
-
-/* ops_cuda_bn.cu */
 gcn_status gcn_cuda_batchnorm_train(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
                                     const float *gamma, const float *beta, float *y,
                                     float *save_mean, float *save_invstd, float *running_mean,
@@ -118,6 +110,14 @@ gcn_status gcn_cuda_batchnorm_eval_backward(gcn_ctx *ctx, int64_t rows, int64_t 
                                             bool acc_beta);
 
 /* ops_cuda_nn.cu */
+gcn_status gcn_cuda_sum(gcn_ctx *ctx, int64_t n, const float *x, float *out);
+gcn_status gcn_cuda_dot(gcn_ctx *ctx, int64_t n, const float *a, const float *b, float *out,
+                        bool acc);
+gcn_status gcn_cuda_nll(gcn_ctx *ctx, int64_t cols, const float *logp, const int32_t *labels,
+                        const int32_t *rows, int64_t n_rows, float *out);
+gcn_status gcn_cuda_count_correct(gcn_ctx *ctx, int64_t cols, const float *scores,
+                                  const int32_t *labels, const int32_t *rows, int64_t n_rows,
+                                  int64_t *correct);
 gcn_status gcn_cuda_sum_backward(gcn_ctx *ctx, int64_t n, const float *dy, float scale,
                                  float *dx, bool acc);
 gcn_status gcn_cuda_log_softmax(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,

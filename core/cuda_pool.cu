@@ -1,18 +1,18 @@
-/* The caching device allocator behind a CUDA context: blocks from cudaMalloc
- * are rounded up to a size class and, when released, kept on that class's
- * free list for the next request of the class instead of going back to the
- * driver.  One context uses one stream, so a block released while kernels
- * that use it are queued can be handed out again at once: its next user is
- * queued behind them.
- *
- * Size classes: 512 bytes and below is class 0; above, each power-of-two
- * octave (2^e, 2^(e+1)] is cut into 8 equal steps, so a block wastes at most
- * 1/8 of its size.  Statistics go to ctx->mem: reserved (bytes held from
- * cudaMalloc), device_allocs and device_frees (cudaMalloc/cudaFree calls);
- * gcn_mem_alloc keeps in_use and peak. */
+/* The caching device allocator behind a CUDA context: size classes over
+ * cudaMalloc with a free list per class, and the statistics in ctx->mem
+ * (reserved bytes, cudaMalloc and cudaFree calls; gcn_mem_alloc keeps in_use). */
 #include <stdlib.h>
 
 #include "cuda_impl.h"
+
+/* A released block stays on its class's free list for the next request of
+ * the class instead of going back to the driver.  One context uses one
+ * stream, so a block released while kernels that use it are queued can be
+ * handed out again at once: its next user is queued behind them.
+ *
+ * Size classes: 512 bytes and below is class 0; above, each power-of-two
+ * octave (2^e, 2^(e+1)] is cut into 8 equal steps, so a block wastes at most
+ * 1/8 of its size. */
 
 #define MIN_BLOCK 512
 #define STEPS_LOG2 3 /* 8 steps per octave */

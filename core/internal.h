@@ -96,6 +96,16 @@ typedef struct gcn_backend {
     gcn_status (*relu)(gcn_ctx *ctx, int64_t n, const float *x, float *y);
     gcn_status (*relu_backward)(gcn_ctx *ctx, int64_t n, const float *y, const float *dy,
                                 float *dx, bool acc);
+    gcn_status (*elu)(gcn_ctx *ctx, int64_t n, const float *x, float alpha, float *y);
+    /* from the output y: dx (+)= dy * (y > 0 ? 1 : y + alpha) */
+    gcn_status (*elu_backward)(gcn_ctx *ctx, int64_t n, const float *y, float alpha,
+                               const float *dy, float *dx, bool acc);
+    /* y (+)= s[0] * x with s a device scalar */
+    gcn_status (*scale_by)(gcn_ctx *ctx, int64_t n, const float *x, const float *s, float *y,
+                           bool acc);
+    /* out[0] (+)= sum_i a[i] b[i] */
+    gcn_status (*dot)(gcn_ctx *ctx, int64_t n, const float *a, const float *b, float *out,
+                      bool acc);
     /* Mask element i from Philox(counter = {offset + i/4 lo, hi, stream, 0}),
      * word i % 4: kept when its uniform value >= p. */
     gcn_status (*dropout)(gcn_ctx *ctx, int64_t n, const float *x, float *y, float p,
@@ -252,6 +262,9 @@ void gcn_mem_release(gcn_ctx *ctx, void *p, size_t bytes);
 /* Reserves `words` Philox words on a stream; returns the first offset
  * (in units of 4-word counters) for the caller's draw. */
 uint64_t gcn_rng_reserve(gcn_ctx *ctx, gcn_rng_stream stream, uint64_t words);
+
+/* Prologue of every op: ctx and out must be non-NULL; clears *out. */
+gcn_status gcn_op_begin(gcn_ctx *ctx, gcn_tensor **out);
 
 /* Shape and device checks that set a descriptive error. */
 gcn_status gcn_check_tensor(gcn_ctx *ctx, const gcn_tensor *t, const char *what);

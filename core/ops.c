@@ -4,17 +4,6 @@
 
 #define NUMEL(t) ((t)->rows * (t)->cols)
 
-/* Common prologue: out must be a valid pointer, and is cleared. */
-static gcn_status begin(gcn_ctx *ctx, gcn_tensor **out)
-{
-    if (!ctx)
-        return GCN_ERR_INVALID_ARG;
-    if (!out)
-        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "output pointer is NULL");
-    *out = NULL;
-    return GCN_OK;
-}
-
 static gcn_status shape_error(gcn_ctx *ctx, const char *op, const gcn_tensor *a,
                               const gcn_tensor *b)
 {
@@ -56,7 +45,7 @@ static gcn_status matmul_backward(gcn_ctx *ctx, gcn_node *nd)
 gcn_status gcn_matmul(gcn_ctx *ctx, gcn_tensor *a, gcn_tensor *b, bool trans_a, bool trans_b,
                       gcn_tensor **out)
 {
-    GCN_TRY(begin(ctx, out));
+    GCN_TRY(gcn_op_begin(ctx, out));
     GCN_TRY(gcn_check_tensor(ctx, a, "matmul a"));
     GCN_TRY(gcn_check_tensor(ctx, b, "matmul b"));
     int64_t m = trans_a ? a->cols : a->rows, k = trans_a ? a->rows : a->cols;
@@ -105,7 +94,7 @@ static gcn_status add_backward(gcn_ctx *ctx, gcn_node *nd)
 
 gcn_status gcn_add(gcn_ctx *ctx, gcn_tensor *a, gcn_tensor *b, gcn_tensor **out)
 {
-    GCN_TRY(begin(ctx, out));
+    GCN_TRY(gcn_op_begin(ctx, out));
     GCN_TRY(gcn_check_tensor(ctx, a, "add a"));
     GCN_TRY(gcn_check_tensor(ctx, b, "add b"));
     if (a->rows != b->rows || a->cols != b->cols)
@@ -138,7 +127,7 @@ static gcn_status add_bias_backward(gcn_ctx *ctx, gcn_node *nd)
 
 gcn_status gcn_add_bias(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *bias, gcn_tensor **out)
 {
-    GCN_TRY(begin(ctx, out));
+    GCN_TRY(gcn_op_begin(ctx, out));
     GCN_TRY(gcn_check_tensor(ctx, x, "add_bias x"));
     GCN_TRY(gcn_check_tensor(ctx, bias, "add_bias bias"));
     if (bias->rows != 1 || bias->cols != x->cols)
@@ -164,7 +153,7 @@ static gcn_status scale_backward(gcn_ctx *ctx, gcn_node *nd)
 
 gcn_status gcn_scale(gcn_ctx *ctx, gcn_tensor *x, float alpha, gcn_tensor **out)
 {
-    GCN_TRY(begin(ctx, out));
+    GCN_TRY(gcn_op_begin(ctx, out));
     GCN_TRY(gcn_check_tensor(ctx, x, "scale input"));
     gcn_tensor *y = NULL;
     gcn_node *nd;
@@ -192,7 +181,7 @@ static gcn_status relu_backward(gcn_ctx *ctx, gcn_node *nd)
 
 gcn_status gcn_relu(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out)
 {
-    GCN_TRY(begin(ctx, out));
+    GCN_TRY(gcn_op_begin(ctx, out));
     GCN_TRY(gcn_check_tensor(ctx, x, "relu input"));
     gcn_tensor *y = NULL;
     gcn_node *nd;
@@ -200,6 +189,76 @@ gcn_status gcn_relu(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out)
     GCN_CHECK(gcn_tensor_create(ctx, &y, x->rows, x->cols));
     GCN_CHECK(ctx->be->relu(ctx, NUMEL(x), x->data, y->data));
     GCN_CHECK(gcn_tape_record(ctx, "relu", relu_backward, &x, 1, y, &nd));
+    *out = y;
+    return GCN_OK;
+cleanup:
+    gcn_tensor_free(&y);
+    return st;
+}
+
+static gcn_status elu_backward(gcn_ctx *ctx, gcn_node *nd)
+{
+    gcn_tensor *x = nd->in[0];
+    float *buf;
+    bool acc;
+    GCN_TRY(gcn_grad_slot(ctx, x, &buf, &acc));
+    return ctx->be->elu_backward(ctx, NUMEL(x), nd->out->data, (float)nd->param[0],
+                                 nd->out->grad->data, buf, acc);
+}
+
+gcn_status gcn_elu(gcn_ctx *ctx, gcn_tensor *x, float alpha, gcn_tensor **out)
+{
+    GCN_TRY(gcn_op_begin(ctx, out));
+    GCN_TRY(gcn_check_tensor(ctx, x, "elu input"));
+    if (!(alpha > 0.0f))
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "elu: alpha = %g must be > 0", (double)alpha);
+    gcn_tensor *y = NULL;
+    gcn_node *nd;
+    gcn_status st;
+    GCN_CHECK(gcn_tensor_create(ctx, &y, x->rows, x->cols));
+    GCN_CHECK(ctx->be->elu(ctx, NUMEL(x), x->data, alpha, y->data));
+    GCN_CHECK(gcn_tape_record(ctx, "elu", elu_backward, &x, 1, y, &nd));
+    if (nd)
+        nd->param[0] = alpha;
+    *out = y;
+    return GCN_OK;
+cleanup:
+    gcn_tensor_free(&y);
+    return st;
+}
+
+/* d x = s dy;  d s = sum(x * dy). */
+static gcn_status scale_by_backward(gcn_ctx *ctx, gcn_node *nd)
+{
+    gcn_tensor *x = nd->in[0], *s = nd->in[1], *dy = nd->out->grad;
+    float *buf;
+    bool acc;
+    if (x->requires_grad) {
+        GCN_TRY(gcn_grad_slot(ctx, x, &buf, &acc));
+        GCN_TRY(ctx->be->scale_by(ctx, NUMEL(x), dy->data, s->data, buf, acc));
+    }
+    if (s->requires_grad) {
+        GCN_TRY(gcn_grad_slot(ctx, s, &buf, &acc));
+        GCN_TRY(ctx->be->dot(ctx, NUMEL(x), x->data, dy->data, buf, acc));
+    }
+    return GCN_OK;
+}
+
+gcn_status gcn_scale_by(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *s, gcn_tensor **out)
+{
+    GCN_TRY(gcn_op_begin(ctx, out));
+    GCN_TRY(gcn_check_tensor(ctx, x, "scale_by x"));
+    GCN_TRY(gcn_check_tensor(ctx, s, "scale_by s"));
+    if (s->rows != 1 || s->cols != 1)
+        return GCN_ERROR(ctx, GCN_ERR_SHAPE, "scale_by: s must be [1, 1], got [%lld, %lld]",
+                         (long long)s->rows, (long long)s->cols);
+    gcn_tensor *y = NULL;
+    gcn_node *nd;
+    gcn_status st;
+    GCN_CHECK(gcn_tensor_create(ctx, &y, x->rows, x->cols));
+    GCN_CHECK(ctx->be->scale_by(ctx, NUMEL(x), x->data, s->data, y->data, false));
+    gcn_tensor *in[2] = {x, s};
+    GCN_CHECK(gcn_tape_record(ctx, "scale_by", scale_by_backward, in, 2, y, &nd));
     *out = y;
     return GCN_OK;
 cleanup:
@@ -221,7 +280,7 @@ static gcn_status dropout_backward(gcn_ctx *ctx, gcn_node *nd)
 
 gcn_status gcn_dropout(gcn_ctx *ctx, gcn_tensor *x, float p, bool training, gcn_tensor **out)
 {
-    GCN_TRY(begin(ctx, out));
+    GCN_TRY(gcn_op_begin(ctx, out));
     GCN_TRY(gcn_check_tensor(ctx, x, "dropout input"));
     if (!(p >= 0.0f && p < 1.0f))
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "dropout: p = %g is not in [0, 1)", (double)p);

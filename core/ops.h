@@ -32,6 +32,13 @@ gcn_status gcn_scale(gcn_ctx *ctx, gcn_tensor *x, float alpha, gcn_tensor **out)
 /* out = max(x, 0). */
 gcn_status gcn_relu(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out);
 
+/* out = x for x > 0, alpha (exp(x) - 1) otherwise (alpha > 0). */
+gcn_status gcn_elu(gcn_ctx *ctx, gcn_tensor *x, float alpha, gcn_tensor **out);
+
+/* out = s * x with s a [1, 1] tensor, differentiable in both (a trainable
+ * scalar such as GIN's epsilon). */
+gcn_status gcn_scale_by(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *s, gcn_tensor **out);
+
 /* Inverted dropout.  training: each element is kept with probability 1 - p
  * and scaled by 1 / (1 - p); the mask comes from the context's dropout
  * random stream, so it is identical on every backend for one seed.

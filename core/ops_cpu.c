@@ -1,6 +1,7 @@
 /* The CPU backend: heap memory and the dense kernels in plain loops.  It is
  * the reference the CUDA backend is tested against, and the fallback when
  * no GPU is present. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,18 +51,22 @@ static gcn_status cpu_sync(gcn_ctx *ctx)
 
 /* ---- gemm -------------------------------------------------------------- */
 
-/* c[i, :] = alpha sum_l opA(i, l) b[l, :] + c[i, :], b not transposed:
- * the inner loop runs along contiguous rows of b and c, so it vectorises. */
+/* c[i, :] += alpha sum_l opA(i, l) b[l, :], b not transposed: the inner
+ * loop runs along contiguous rows of b and c, so it vectorises; zeros of A
+ * (sparse features) are skipped.  With A transposed, rows of A are walked
+ * in order and scattered into the rows of c. */
 static void gemm_nn_rows(bool ta, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                          int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc)
 {
-    for (int64_t i = 0; i < m; i++) {
-        float *ci = c + i * ldc;
-        for (int64_t l = 0; l < k; l++) {
-            float av = alpha * (ta ? a[l * lda + i] : a[i * lda + l]);
+    for (int64_t outer = 0; outer < (ta ? k : m); outer++) {
+        const float *arow = a + outer * lda;
+        for (int64_t inner = 0; inner < (ta ? m : k); inner++) {
+            float av = alpha * arow[inner];
             if (av == 0.0f)
                 continue;
+            int64_t i = ta ? inner : outer, l = ta ? outer : inner;
             const float *bl = b + l * ldb;
+            float *ci = c + i * ldc;
             for (int64_t j = 0; j < n; j++)
                 ci[j] += av * bl[j];
         }
@@ -192,14 +197,69 @@ static gcn_status cpu_relu_backward(gcn_ctx *ctx, int64_t n, const float *y, con
     return GCN_OK;
 }
 
+static gcn_status cpu_elu(gcn_ctx *ctx, int64_t n, const float *x, float alpha, float *y)
+{
+    (void)ctx;
+    for (int64_t i = 0; i < n; i++)
+        y[i] = x[i] > 0.0f ? x[i] : alpha * expm1f(x[i]);
+    return GCN_OK;
+}
+
+static gcn_status cpu_elu_backward(gcn_ctx *ctx, int64_t n, const float *y, float alpha,
+                                   const float *dy, float *dx, bool acc)
+{
+    (void)ctx;
+    for (int64_t i = 0; i < n; i++)
+        dx[i] = dy[i] * (y[i] > 0.0f ? 1.0f : y[i] + alpha) + (acc ? dx[i] : 0.0f);
+    return GCN_OK;
+}
+
+static gcn_status cpu_scale_by(gcn_ctx *ctx, int64_t n, const float *x, const float *s, float *y,
+                               bool acc)
+{
+    (void)ctx;
+    float k = s[0];
+    for (int64_t i = 0; i < n; i++)
+        y[i] = k * x[i] + (acc ? y[i] : 0.0f);
+    return GCN_OK;
+}
+
+static gcn_status cpu_dot(gcn_ctx *ctx, int64_t n, const float *a, const float *b, float *out,
+                          bool acc)
+{
+    (void)ctx;
+    double s = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        s += (double)a[i] * b[i];
+    out[0] = (float)s + (acc ? out[0] : 0.0f);
+    return GCN_OK;
+}
+
+/* One Philox block gives the mask of four consecutive elements.  A block
+ * of four zeros (common in sparse input features) is zero whatever its
+ * mask, so it skips the draw. */
 static gcn_status cpu_dropout(gcn_ctx *ctx, int64_t n, const float *x, float *y, float p,
                               const uint32_t key[2], uint64_t offset, bool acc)
 {
     (void)ctx;
     float scale = 1.0f / (1.0f - p);
-    for (int64_t i = 0; i < n; i++) {
-        float u = gcn_philox_uniform(gcn_philox_word(key, GCN_RNG_DROPOUT, offset, (uint64_t)i));
-        y[i] = (u >= p ? x[i] * scale : 0.0f) + (acc ? y[i] : 0.0f);
+    for (int64_t base = 0; base < n; base += 4) {
+        int64_t len = n - base < 4 ? n - base : 4;
+        const float *xb = x + base;
+        float *yb = y + base;
+        bool zeros = true;
+        for (int64_t i = 0; i < len; i++)
+            zeros = zeros && xb[i] == 0.0f;
+        uint32_t w[4] = {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu};
+        if (!zeros) {
+            uint64_t ctr = offset + (uint64_t)base / 4;
+            uint32_t counter[4] = {(uint32_t)ctr, (uint32_t)(ctr >> 32), GCN_RNG_DROPOUT, 0u};
+            gcn_philox4x32_10(counter, key, w);
+        }
+        for (int64_t i = 0; i < len; i++) {
+            float kept = gcn_philox_uniform(w[i]) >= p ? xb[i] * scale : 0.0f;
+            yb[i] = kept + (acc ? yb[i] : 0.0f);
+        }
     }
     return GCN_OK;
 }
@@ -232,6 +292,10 @@ const gcn_backend gcn_backend_cpu = {
     .sum_backward = cpu_sum_backward,
     .relu = cpu_relu,
     .relu_backward = cpu_relu_backward,
+    .elu = cpu_elu,
+    .elu_backward = cpu_elu_backward,
+    .scale_by = cpu_scale_by,
+    .dot = cpu_dot,
     .dropout = cpu_dropout,
     .batchnorm_train = gcn_cpu_batchnorm_train,
     .batchnorm_eval = gcn_cpu_batchnorm_eval,

@@ -1,12 +1,13 @@
 /* The CUDA backend table: memory through the context's pool, transfers on its
- * stream, cuBLAS matmuls on row-major tensors, and the element-wise kernels.
- * Arithmetic mirrors core/ops_cpu.c expression by expression, with explicit
- * _rn intrinsics where the compiler would otherwise fuse a multiply-add, so
- * element-wise results are bit-identical to the CPU reference. */
+ * stream, cuBLAS matmuls on row-major tensors, and the element-wise kernels. */
 #include <string.h>
 
 #include "cuda_impl.h"
 #include "philox.h"
+
+/* Arithmetic mirrors core/ops_cpu.c expression by expression, with explicit
+ * _rn intrinsics where the compiler would otherwise fuse a multiply-add, so
+ * element-wise results are bit-identical to the CPU reference. */
 
 /* ---- memory --------------------------------------------------------------- */
 
@@ -187,6 +188,68 @@ static gcn_status cuda_relu_backward(gcn_ctx *ctx, int64_t n, const float *y, co
     return GCN_OK;
 }
 
+/* y = x > 0 ? x : alpha (e^x - 1) */
+__global__ void elu_kernel(int64_t n, const float *x, float alpha, float *y)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = x[i] > 0.0f ? x[i] : __fmul_rn(alpha, expm1f(x[i]));
+}
+
+static gcn_status cuda_elu(gcn_ctx *ctx, int64_t n, const float *x, float alpha, float *y)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    if (n <= 0)
+        return GCN_OK;
+    elu_kernel<<<gcn_blocks(n, GCN_THREADS), GCN_THREADS, 0, cs->stream>>>(n, x, alpha, y);
+    GCN_LAUNCHED("elu_kernel");
+    return GCN_OK;
+}
+
+/* dx (+)= dy (y > 0 ? 1 : y + alpha), from the output y */
+__global__ void elu_backward_kernel(int64_t n, const float *y, float alpha, const float *dy,
+                                    float *dx, bool acc)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        dx[i] = __fmul_rn(dy[i], y[i] > 0.0f ? 1.0f : y[i] + alpha) + (acc ? dx[i] : 0.0f);
+}
+
+static gcn_status cuda_elu_backward(gcn_ctx *ctx, int64_t n, const float *y, float alpha,
+                                    const float *dy, float *dx, bool acc)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    if (n <= 0)
+        return GCN_OK;
+    elu_backward_kernel<<<gcn_blocks(n, GCN_THREADS), GCN_THREADS, 0, cs->stream>>>(
+        n, y, alpha, dy, dx, acc);
+    GCN_LAUNCHED("elu_backward_kernel");
+    return GCN_OK;
+}
+
+/* y (+)= s[0] x, the scale read on the device */
+__global__ void scale_by_kernel(int64_t n, const float *x, const float *s, float *y, bool acc)
+{
+    float k = s[0];
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = __fmul_rn(k, x[i]) + (acc ? y[i] : 0.0f);
+}
+
+static gcn_status cuda_scale_by(gcn_ctx *ctx, int64_t n, const float *x, const float *s,
+                                float *y, bool acc)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    if (n <= 0)
+        return GCN_OK;
+    scale_by_kernel<<<gcn_blocks(n, GCN_THREADS), GCN_THREADS, 0, cs->stream>>>(n, x, s, y, acc);
+    GCN_LAUNCHED("scale_by_kernel");
+    return GCN_OK;
+}
+
 /* Thread g draws Philox counter offset + g once and uses its four words for
  * elements 4g .. 4g + 3: word i % 4 of counter offset + i / 4, as on the CPU. */
 __global__ void dropout_kernel(int64_t n, const float *x, float *y, float p, float scale,
@@ -304,6 +367,10 @@ const gcn_backend gcn_backend_cuda = {
     .sum_backward = gcn_cuda_sum_backward,
     .relu = cuda_relu,
     .relu_backward = cuda_relu_backward,
+    .elu = cuda_elu,
+    .elu_backward = cuda_elu_backward,
+    .scale_by = cuda_scale_by,
+    .dot = gcn_cuda_dot,
     .dropout = cuda_dropout,
     .batchnorm_train = gcn_cuda_batchnorm_train,
     .batchnorm_eval = gcn_cuda_batchnorm_eval,

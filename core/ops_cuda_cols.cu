@@ -1,9 +1,11 @@
 /* Per-column reductions on the GPU: col_sum and batch normalisation (train,
- * eval, and both backwards).  Sums accumulate in double like the CPU
- * reference, in a fixed order (per-chunk partials, then a second pass), so
- * results are deterministic and use no atomics.  Element-wise arithmetic
- * mirrors core/ops_cpu_nn.c with _rn intrinsics (no fused multiply-add). */
+ * eval, and both backwards). */
 #include "cuda_impl.h"
+
+/* Sums accumulate in double like the CPU reference, in a fixed order
+ * (per-chunk partials, then a second pass), so results are deterministic and
+ * use no atomics.  Element-wise arithmetic mirrors core/ops_cpu_nn.c with _rn
+ * intrinsics (no fused multiply-add). */
 
 #define COL_TILE 32  /* columns per block: threadIdx.x */
 #define ROW_LANES 8  /* rows a block reads at once: threadIdx.y */

@@ -1,8 +1,10 @@
-/* Scalar reductions (sum, NLL loss, accuracy count), row-wise log_softmax and
- * the backward passes of sum and NLL on the GPU.  Sums accumulate in double
- * in a fixed order (block partials, then one block), like the CPU reference
- * in core/ops_cpu_nn.c, whose expressions the kernels mirror. */
+/* Scalar reductions (sum, dot, NLL loss, accuracy count), row-wise log_softmax
+ * and the backward passes of sum and NLL on the GPU. */
 #include "cuda_impl.h"
+
+/* Sums accumulate in double in a fixed order (block partials, then one
+ * block), like the CPU reference in core/ops_cpu_nn.c, whose expressions the
+ * kernels mirror. */
 
 #define MAX_SUM_BLOCKS 1024
 #define WARP 32
@@ -96,6 +98,29 @@ gcn_status gcn_cuda_sum(gcn_ctx *ctx, int64_t n, const float *x, float *out)
     gcn_cuda_state *cs;
     GCN_TRY(gcn_cuda_begin(ctx, &cs));
     return reduce_sum(ctx, cs, n, elem_value{x}, store_float{out, 1.0});
+}
+
+/* a[i] b[i] in double, as the CPU multiplies */
+struct product {
+    const float *a, *b;
+    __device__ double operator()(int64_t i) const { return __dmul_rn(a[i], b[i]); }
+};
+
+struct store_acc {
+    float *out;
+    bool acc;
+    __device__ void operator()(double total) const
+    {
+        out[0] = (float)total + ACC(out[0], acc);
+    }
+};
+
+gcn_status gcn_cuda_dot(gcn_ctx *ctx, int64_t n, const float *a, const float *b, float *out,
+                        bool acc)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    return reduce_sum(ctx, cs, n, product{a, b}, store_acc{out, acc});
 }
 
 /* One thread per element i (grid-stride). */

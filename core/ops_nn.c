@@ -4,16 +4,6 @@
 
 #define NUMEL(t) ((t)->rows * (t)->cols)
 
-static gcn_status begin(gcn_ctx *ctx, gcn_tensor **out)
-{
-    if (!ctx)
-        return GCN_ERR_INVALID_ARG;
-    if (!out)
-        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "output pointer is NULL");
-    *out = NULL;
-    return GCN_OK;
-}
-
 /* Returns the grad buffer of t when it requires one, else NULL. */
 static gcn_status opt_slot(gcn_ctx *ctx, gcn_tensor *t, float **buf, bool *acc)
 {
@@ -57,7 +47,7 @@ gcn_status gcn_batchnorm(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *gamma, gcn_ten
                          gcn_tensor *running_mean, gcn_tensor *running_var, bool training,
                          float momentum, float eps, gcn_tensor **out)
 {
-    GCN_TRY(begin(ctx, out));
+    GCN_TRY(gcn_op_begin(ctx, out));
     GCN_TRY(gcn_check_tensor(ctx, x, "batchnorm input"));
     GCN_TRY(check_bn_vec(ctx, gamma, "gamma", x->cols));
     GCN_TRY(check_bn_vec(ctx, beta, "beta", x->cols));
@@ -119,7 +109,7 @@ static gcn_status log_softmax_backward(gcn_ctx *ctx, gcn_node *nd)
 
 gcn_status gcn_log_softmax(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out)
 {
-    GCN_TRY(begin(ctx, out));
+    GCN_TRY(gcn_op_begin(ctx, out));
     GCN_TRY(gcn_check_tensor(ctx, x, "log_softmax input"));
     if (x->cols < 1)
         return GCN_ERROR(ctx, GCN_ERR_SHAPE, "log_softmax: input has no columns");
@@ -169,7 +159,7 @@ static gcn_status check_labels(gcn_ctx *ctx, const gcn_tensor *scores, const gcn
 gcn_status gcn_nll_loss(gcn_ctx *ctx, gcn_tensor *logp, const gcn_index *labels,
                         const gcn_index *rows, gcn_tensor **out)
 {
-    GCN_TRY(begin(ctx, out));
+    GCN_TRY(gcn_op_begin(ctx, out));
     GCN_TRY(check_labels(ctx, logp, labels, rows, "nll_loss"));
     if (rows->n == 0)
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "nll_loss: the row list is empty");
@@ -230,7 +220,7 @@ static gcn_status concat_backward(gcn_ctx *ctx, gcn_node *nd)
 
 gcn_status gcn_concat_cols(gcn_ctx *ctx, gcn_tensor *const *parts, int n_parts, gcn_tensor **out)
 {
-    GCN_TRY(begin(ctx, out));
+    GCN_TRY(gcn_op_begin(ctx, out));
     GCN_ARG(ctx, parts && n_parts >= 1);
     int64_t cols = 0;
     for (int i = 0; i < n_parts; i++) {
@@ -272,7 +262,7 @@ static gcn_status sum_backward(gcn_ctx *ctx, gcn_node *nd)
 static gcn_status scaled_sum(gcn_ctx *ctx, gcn_tensor *x, float scale, const char *op,
                              gcn_tensor **out)
 {
-    GCN_TRY(begin(ctx, out));
+    GCN_TRY(gcn_op_begin(ctx, out));
     GCN_TRY(gcn_check_tensor(ctx, x, op));
     gcn_tensor *y = NULL;
     gcn_node *nd;

@@ -1,11 +1,12 @@
 /* Fused optimiser updates on the GPU: one kernel launch per parameter for
- * SGD (momentum, dampening, Nesterov, weight decay) and Adam/AdamW.  Scalars
- * that depend only on the step are computed on the host exactly as
- * core/ops_cpu_nn.c computes them, and the per-element arithmetic uses _rn
- * intrinsics in the CPU's order, so both backends produce the same bits. */
+ * SGD (momentum, dampening, Nesterov, weight decay) and Adam/AdamW. */
 #include <math.h>
 
 #include "cuda_impl.h"
+
+/* Scalars that depend only on the step are computed on the host exactly as
+ * core/ops_cpu_nn.c computes them, and the per-element arithmetic uses _rn
+ * intrinsics in the CPU's order, so both backends produce the same bits. */
 
 /* One thread per element i (grid-stride). */
 __global__ void sgd_kernel(int64_t n, float *param, const float *grad, float *buf, float lr,
@@ -62,7 +63,8 @@ __global__ void adam_kernel(int64_t n, float *param, const float *grad, float *m
         else
             g = __fadd_rn(g, __fmul_rn(k.weight_decay, p));
         float mi = __fadd_rn(__fmul_rn(k.beta1, m[i]), __fmul_rn(k.one_minus_beta1, g));
-        float vi = __fadd_rn(__fmul_rn(k.beta2, v[i]), __fmul_rn(__fmul_rn(k.one_minus_beta2, g), g));
+        float vi = __fadd_rn(__fmul_rn(k.beta2, v[i]),
+                             __fmul_rn(__fmul_rn(k.one_minus_beta2, g), g));
         m[i] = mi;
         v[i] = vi;
         float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), k.bc2_sqrt), k.eps);

@@ -78,6 +78,14 @@ gcn_status gcn_rng_below(gcn_ctx *ctx, gcn_rng_stream stream, uint32_t bound, ui
     return GCN_OK;
 }
 
+void gcn_rng_seed(gcn_ctx *ctx, uint64_t seed)
+{
+    ctx->seed = seed;
+    ctx->rng_key[0] = (uint32_t)seed;
+    ctx->rng_key[1] = (uint32_t)(seed >> 32);
+    memset(ctx->rng_offset, 0, sizeof ctx->rng_offset);
+}
+
 void gcn_rng_get_state(const gcn_ctx *ctx, uint64_t offsets[GCN_RNG_N_STREAMS])
 {
     memcpy(offsets, ctx->rng_offset, sizeof ctx->rng_offset);

@@ -35,6 +35,10 @@ gcn_status gcn_rng_normal(gcn_ctx *ctx, gcn_rng_stream stream, float *host, int6
 gcn_status gcn_rng_below(gcn_ctx *ctx, gcn_rng_stream stream, uint32_t bound, uint32_t *host,
                          int64_t n);
 
+/* Restarts every stream from offset 0 under a new seed (e.g. one run of
+ * several, each with its own seed). */
+void gcn_rng_seed(gcn_ctx *ctx, uint64_t seed);
+
 /* Saves or restores the offsets of every stream (checkpoints). */
 void gcn_rng_get_state(const gcn_ctx *ctx, uint64_t offsets[GCN_RNG_N_STREAMS]);
 void gcn_rng_set_state(gcn_ctx *ctx, const uint64_t offsets[GCN_RNG_N_STREAMS]);

@@ -156,6 +156,16 @@ gcn_status gcn_tensor_zero_grad(gcn_ctx *ctx, gcn_tensor *t)
     return t->grad ? gcn_tensor_fill(ctx, t->grad, 0.0f) : GCN_OK;
 }
 
+gcn_status gcn_op_begin(gcn_ctx *ctx, gcn_tensor **out)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    if (!out)
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "output pointer is NULL");
+    *out = NULL;
+    return GCN_OK;
+}
+
 gcn_status gcn_check_tensor(gcn_ctx *ctx, const gcn_tensor *t, const char *what)
 {
     if (!t)

@@ -111,7 +111,7 @@ gcn_status gcn_cache_write(gcn_ctx *ctx, const char *path, uint64_t fingerprint,
         free(tmp);
         return st;
     }
-    FILE *f = fdopen(fd, "wb");
+    FILE *f = fchmod(fd, 0644) == 0 ? fdopen(fd, "wb") : NULL;
     bool ok = f && fwrite(&h, sizeof h, 1, f) == 1;
     for (int k = 0; ok && k < 7; k++)
         ok = s[k].bytes == 0 || fwrite(s[k].data, 1, s[k].bytes, f) == s[k].bytes;

@@ -124,7 +124,7 @@ typedef struct gcn_sbm_opts {
     int32_t n_features;   /* 64 */
     double avg_degree;    /* 8 */
     double homophily;     /* 0.8: share of edges inside a class */
-    float feature_signal; /* 0.35 */
+    float feature_signal; /* 0.25 */
     int32_t train_per_class, n_valid, n_test; /* 20, 500, 1000 */
 } gcn_sbm_opts;
 

@@ -208,21 +208,27 @@ static int32_t merge_row(const gcn_graph *a, const gcn_graph *b, int32_t i, int3
     return n;
 }
 
+gcn_status gcn_graph_union(gcn_ctx *ctx, const gcn_graph *a, const gcn_graph *b,
+                           gcn_graph **out)
+{
+    GCN_ARG(ctx, a && b && out && a->n_nodes == b->n_nodes);
+    int64_t total = 0;
+    for (int32_t i = 0; i < a->n_nodes; i++)
+        total += merge_row(a, b, i, NULL);
+    GCN_TRY(gcn_graph_create(ctx, out, a->n_nodes, total, false));
+    gcn_graph *s = *out;
+    for (int32_t i = 0; i < a->n_nodes; i++)
+        s->row_ptr[i + 1] = s->row_ptr[i] + merge_row(a, b, i, s->col_idx + s->row_ptr[i]);
+    return GCN_OK;
+}
+
 gcn_status gcn_graph_symmetrize(gcn_ctx *ctx, const gcn_graph *g, gcn_graph **out)
 {
     GCN_ARG(ctx, g && out);
     *out = NULL;
     gcn_graph *t = NULL;
     GCN_TRY(gcn_graph_transpose(ctx, g, &t));
-    int64_t total = 0;
-    for (int32_t i = 0; i < g->n_nodes; i++)
-        total += merge_row(g, t, i, NULL);
-    gcn_status st = gcn_graph_create(ctx, out, g->n_nodes, total, false);
-    if (st == GCN_OK) {
-        gcn_graph *s = *out;
-        for (int32_t i = 0; i < g->n_nodes; i++)
-            s->row_ptr[i + 1] = s->row_ptr[i] + merge_row(g, t, i, s->col_idx + s->row_ptr[i]);
-    }
+    gcn_status st = gcn_graph_union(ctx, g, t, out);
     gcn_graph_free(&t);
     return st;
 }
@@ -297,7 +303,7 @@ gcn_status gcn_graph_gcn_norm(gcn_ctx *ctx, const gcn_graph *g, gcn_graph **out)
     }
     for (int32_t i = 0; i < o->n_nodes; i++)
         for (int32_t k = o->row_ptr[i]; k < o->row_ptr[i + 1]; k++)
-            o->values[k] = (float)(o->values[k] * inv_sqrt[i] * inv_sqrt[o->col_idx[k]]);
+            o->values[k] = (float)(o->values[k] * (inv_sqrt[i] * inv_sqrt[o->col_idx[k]]));
     free(inv_sqrt);
     return GCN_OK;
 }

@@ -44,6 +44,11 @@ gcn_status gcn_graph_clone(gcn_ctx *ctx, const gcn_graph *g, gcn_graph **out);
 /* A^T.  Values move with their entries. */
 gcn_status gcn_graph_transpose(gcn_ctx *ctx, const gcn_graph *g, gcn_graph **out);
 
+/* The structure of A + B, both n x n (unweighted: the result has no
+ * values). */
+gcn_status gcn_graph_union(gcn_ctx *ctx, const gcn_graph *a, const gcn_graph *b,
+                           gcn_graph **out);
+
 /* The structure of A + A^T (unweighted: the result has no values). */
 gcn_status gcn_graph_symmetrize(gcn_ctx *ctx, const gcn_graph *g, gcn_graph **out);
 

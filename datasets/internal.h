@@ -145,6 +145,11 @@ gcn_status gcn_load_textdir(gcn_ctx *ctx, const char *dir, gcn_dataset *ds);
 gcn_status gcn_load_edgelist(gcn_ctx *ctx, const char *path, gcn_dataset *ds);
 gcn_status gcn_load_mtx(gcn_ctx *ctx, const char *path, gcn_dataset *ds);
 
+/* Fills ds when spec names a generator ("synthetic", "sbm", "rmat",
+ * "chunglu", optionally followed by ":key=value,..."); otherwise leaves it
+ * alone with *generated false. */
+gcn_status gcn_ds_generate(gcn_ctx *ctx, const char *spec, gcn_dataset *ds, bool *generated);
+
 /* The OGB split scheme to use in dir: `wanted`, or the only folder under
  * split/ (none: *scheme NULL).  Caller frees *scheme. */
 gcn_status gcn_ogb_scheme(gcn_ctx *ctx, const char *dir, const char *wanted, char **scheme);

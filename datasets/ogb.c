@@ -1,5 +1,6 @@
-/* OGB node-property-prediction folders as OGB ships them: raw/*.csv.gz
- * (edges, node features, labels, counts) and split/<scheme>/*.csv.gz. */
+/* OGB node-property-prediction folders as OGB ships them: raw/ (edges,
+ * node features, labels, counts as .csv.gz) and split/<scheme>/ (train,
+ * valid, test .csv.gz). */
 #include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
@@ -149,7 +150,8 @@ static gcn_status read_edges(gcn_ctx *ctx, const char *path, int64_t n_edges, gc
     }
     if (src.len != n_edges) {
         st = gcn_reader_fail(&r, GCN_ERR_FORMAT,
-                             "%lld edges, but num-edge-list.csv.gz says %lld",
+                             src.len ? "%lld edges, but num-edge-list.csv.gz says %lld"
+                                     : "empty file: %lld edges, num-edge-list.csv.gz says %lld",
                              (long long)src.len, (long long)n_edges);
         goto cleanup;
     }
@@ -184,7 +186,8 @@ static gcn_status read_features(gcn_ctx *ctx, const char *path, gcn_dataset *ds)
             width = 1;
             for (const char *p = line; *p && width <= OGB_MAX_FEATURES; p++)
                 width += *p == ',';
-            if (width > OGB_MAX_FEATURES || (int64_t)width * ds->n_nodes > GCN_DS_MAX_FEATURE_VALUES) {
+            if (width > OGB_MAX_FEATURES ||
+                (int64_t)width * ds->n_nodes > GCN_DS_MAX_FEATURE_VALUES) {
                 st = gcn_reader_fail(&r, GCN_ERR_UNSUPPORTED, "too many feature columns");
                 goto cleanup;
             }

@@ -56,6 +56,8 @@ gcn_status gcn_reader_fail(gcn_reader *r, gcn_status st, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    if (r->line_no == 0) /* nothing read: an empty file */
+        return GCN_ERROR(r->ctx, st, "%s: %s", r->path, msg);
     return GCN_ERROR(r->ctx, st, "%s:%ld: %s", r->path, r->line_no, msg);
 }
 

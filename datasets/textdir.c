@@ -1,6 +1,7 @@
-/* The plain-text folder format of shared/data/planetoid/* and attributed/*:
- * meta.txt, edges.txt, features.txt (sparse "node col value"), labels.txt,
+/* The plain-text folder format of shared/data/planetoid/ and attributed/
+ * datasets: meta.txt, edges.txt, features.txt (sparse "node col value"), labels.txt,
  * train.txt / val.txt / test.txt. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -9,6 +9,9 @@
 /* In order of preference: "auto" takes the first that supports a call. */
 static const gcn_spmm_impl *const registry[] = {
     &gcn_spmm_cpu,
+    &gcn_spmm_rowsplit,
+    &gcn_spmm_accel,
+    &gcn_spmm_mergepath,
 };
 
 #define N_IMPLS ((int)(sizeof registry / sizeof registry[0]))
@@ -138,10 +141,7 @@ static gcn_status spmm_backward(gcn_ctx *ctx, gcn_node *nd)
 
 gcn_status gcn_spmm(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, gcn_tensor **out)
 {
-    if (!ctx)
-        return GCN_ERR_INVALID_ARG;
-    GCN_ARG(ctx, out);
-    *out = NULL;
+    GCN_TRY(gcn_op_begin(ctx, out));
     GCN_ARG(ctx, a && a->priv);
     GCN_TRY(gcn_check_tensor(ctx, x, "spmm x"));
     if (a->priv->ctx != ctx)

@@ -16,6 +16,15 @@ extern const gcn_spmm_impl gcn_spmm_cpu;
  * (kernels/spmm_cusparse.cu). */
 extern const gcn_spmm_impl gcn_spmm_cusparse;
 
+/* "rowsplit": row-parallel CSR, deterministic (kernels/spmm_rowsplit.cu). */
+extern const gcn_spmm_impl gcn_spmm_rowsplit;
+
+/* "accel": Accel-GCN degree-sorted block partition (kernels/spmm_accel.cu). */
+extern const gcn_spmm_impl gcn_spmm_accel;
+
+/* "mergepath": MergePath-SpMM (kernels/spmm_mergepath.cu). */
+extern const gcn_spmm_impl gcn_spmm_mergepath;
+
 #ifdef __cplusplus
 }
 #endif

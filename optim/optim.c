@@ -122,6 +122,11 @@ void gcn_optim_set_lr(gcn_optim *opt, float lr)
         opt->opts.lr = lr;
 }
 
+int gcn_optim_n_params(const gcn_optim *opt)
+{
+    return opt ? opt->n_params : 0;
+}
+
 int64_t gcn_optim_steps(const gcn_optim *opt)
 {
     return opt ? opt->steps : 0;

@@ -53,6 +53,7 @@ void gcn_optim_set_lr(gcn_optim *opt, float lr);
 /* State for checkpoints: number of steps taken, and the per-parameter
  * state tensors (slot 0: SGD momentum buffer or Adam first moment; slot 1:
  * Adam second moment).  Borrowed; NULL where the kind has no such slot. */
+int gcn_optim_n_params(const gcn_optim *opt);
 int64_t gcn_optim_steps(const gcn_optim *opt);
 void gcn_optim_set_steps(gcn_optim *opt, int64_t steps);
 gcn_tensor *gcn_optim_state(const gcn_optim *opt, int param, int slot);

@@ -114,3 +114,28 @@ void expect_same(const float *got, const float *want, int64_t n, const char *wha
                   (double)want[i]);
     }
 }
+
+dual dual_new(gcn_ctx *gpu, const float *init, int64_t n)
+{
+    dual x = {host_copy(init, n), NULL, n};
+    x.d = gpu_upload(gpu, init, (size_t)n * sizeof(float));
+    return x;
+}
+
+void dual_check(gcn_ctx *gpu, const dual *x, double tol, const char *what)
+{
+    float *got = host_floats(x->n);
+    gpu_download(gpu, got, x->d, (size_t)x->n * sizeof(float));
+    if (tol == 0.0)
+        expect_same(got, x->h, x->n, what);
+    else
+        expect_close(got, x->h, x->n, tol, what);
+    free(got);
+}
+
+void dual_free(gcn_ctx *gpu, dual *x)
+{
+    gpu_release(gpu, x->d, (size_t)x->n * sizeof(float));
+    free(x->h);
+    x->h = x->d = NULL;
+}

@@ -39,6 +39,18 @@ float *host_floats(int64_t n);
 float *host_random(uint64_t *state, int64_t n, float lo, float hi);
 float *host_copy(const float *src, int64_t n);
 
+/* One array on both backends: h for the CPU backend, d on the GPU, both
+ * starting from the same values. */
+typedef struct dual {
+    float *h, *d;
+    int64_t n;
+} dual;
+
+dual dual_new(gcn_ctx *gpu, const float *init, int64_t n);
+/* Downloads d and compares it with h (expect_close; tol 0 means bit for bit). */
+void dual_check(gcn_ctx *gpu, const dual *x, double tol, const char *what);
+void dual_free(gcn_ctx *gpu, dual *x);
+
 /* Fails unless max_i |got - want| <= tol * max_i |want| (the infinity-norm
  * relative error); NaN must meet NaN. */
 void expect_close(const float *got, const float *want, int64_t n, double tol, const char *what);

@@ -1,19 +1,21 @@
-/* The CUDA backend against the CPU reference, op by op through the backend
- * tables: matmuls (FP32 and TF32), element-wise ops, dropout masks,
- * reductions and optimiser steps, on awkward shapes (one row, one column,
- * sizes that are not multiples of 32, more than 65,535 rows); plus device
- * selection and the memory pool.  Tolerances: element-wise ops and dropout
- * mirror the CPU's arithmetic and must match bit for bit; sums accumulate in
- * double on both sides (1e-6); FP32 matmuls differ only in summation order
- * (1e-5 of the largest magnitude); TF32 rounds inputs to 10 mantissa bits,
- * a normwise error near 5e-4 (1e-3). */
+/* The CUDA backend against the CPU reference through the backend tables:
+ * matmuls, element-wise ops, dropout, reductions and optimiser steps on
+ * awkward shapes; device selection and the memory pool. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gpu_helpers.h"
 #include "helpers.h"
+
+/* Shapes: one row, one column, sizes not multiples of 32, > 65,535 rows.
+ * Tolerances: element-wise ops and dropout mirror the CPU's arithmetic and
+ * must match bit for bit; sums accumulate in double on both sides (1e-6);
+ * FP32 matmuls differ only in summation order (1e-5 of the largest
+ * magnitude); TF32 rounds inputs to 10 mantissa bits, a normwise error near
+ * 5e-4 (1e-3). */
 
 typedef struct shape {
     int64_t rows, cols;
@@ -125,7 +127,8 @@ static void check_gemm(gpu_pair *p, gemm_case g, bool ta, bool tb, float beta, d
     cr_assert_eq(p->cpu->be->gemm(p->cpu, ta, tb, g.m, g.n, g.k, 0.75f, a, lda, b, ldb, beta,
                                   want, ldc),
                  GCN_OK);
-    float *da = gpu_upload(p->gpu, a, FBYTES(ar * lda)), *db = gpu_upload(p->gpu, b, FBYTES(br * ldb));
+    float *da = gpu_upload(p->gpu, a, FBYTES(ar * lda));
+    float *db = gpu_upload(p->gpu, b, FBYTES(br * ldb));
     float *dc = gpu_upload(p->gpu, c, FBYTES(g.m * ldc));
     cr_assert_eq(p->gpu->be->gemm(p->gpu, ta, tb, g.m, g.n, g.k, 0.75f, da, lda, db, ldb, beta,
                                   dc, ldc),
@@ -193,7 +196,8 @@ typedef struct ew_args {
 
 typedef gcn_status (*ew_fn)(gcn_ctx *ctx, const ew_args *a, float *const *in, float *out);
 
-static void check_elementwise(gpu_pair *p, const ew_args *a, ew_fn fn, const char *what)
+static void check_elementwise(gpu_pair *p, const ew_args *a, ew_fn fn, double tol,
+                              const char *what)
 {
     float *want = host_copy(a->out, a->n), *got = host_floats(a->n);
     cr_assert_eq(fn(p->cpu, a, a->in, want), GCN_OK);
@@ -206,7 +210,10 @@ static void check_elementwise(gpu_pair *p, const ew_args *a, ew_fn fn, const cha
     gpu_download(p->gpu, got, dout, FBYTES(a->n));
     char msg[96];
     snprintf(msg, sizeof msg, "%s [%lld, %lld]", what, (long long)a->rows, (long long)a->cols);
-    expect_same(got, want, a->n, msg);
+    if (tol == 0.0)
+        expect_same(got, want, a->n, msg);
+    else
+        expect_close(got, want, a->n, tol, msg);
     for (int i = 0; i < 3; i++)
         gpu_release(p->gpu, din[i], din[i] ? FBYTES(a->n) : 0);
     gpu_release(p->gpu, dout, FBYTES(a->n));
@@ -255,6 +262,26 @@ static gcn_status op_sum_bw_acc(gcn_ctx *c, const ew_args *a, float *const *in, 
 {
     return c->be->sum_backward(c, a->n, in[0], -3.0f, out, true);
 }
+static gcn_status op_elu(gcn_ctx *c, const ew_args *a, float *const *in, float *out)
+{
+    return c->be->elu(c, a->n, in[0], 1.3f, out);
+}
+static gcn_status op_elu_bw(gcn_ctx *c, const ew_args *a, float *const *in, float *out)
+{
+    return c->be->elu_backward(c, a->n, in[0], 1.3f, in[1], out, false);
+}
+static gcn_status op_elu_bw_acc(gcn_ctx *c, const ew_args *a, float *const *in, float *out)
+{
+    return c->be->elu_backward(c, a->n, in[0], 0.7f, in[1], out, true);
+}
+static gcn_status op_scale_by(gcn_ctx *c, const ew_args *a, float *const *in, float *out)
+{
+    return c->be->scale_by(c, a->n, in[0], in[1], out, false);
+}
+static gcn_status op_scale_by_acc(gcn_ctx *c, const ew_args *a, float *const *in, float *out)
+{
+    return c->be->scale_by(c, a->n, in[0], in[2], out, true);
+}
 /* The left cols - 1 columns (at least one) between row strides of cols. */
 static gcn_status op_copy_cols(gcn_ctx *c, const ew_args *a, float *const *in, float *out)
 {
@@ -270,14 +297,29 @@ Test(gpu_ops, elementwise_bit_identical)
 {
     GPU_REQUIRED();
     gpu_pair p = gpu_pair_open(3, false);
+    /* tol 0: bit for bit; elu calls expm1f, which CUDA and glibc may round
+     * differently in the last place */
     const struct {
         ew_fn fn;
+        double tol;
         const char *name;
-    } ops[] = {{op_fill, "fill"},         {op_axpby0, "axpby beta=0"}, {op_axpby, "axpby"},
-               {op_add, "add"},           {op_add_bias, "add_bias"},   {op_relu, "relu"},
-               {op_relu_bw, "relu_backward"}, {op_relu_bw_acc, "relu_backward acc"},
-               {op_sum_bw, "sum_backward"}, {op_sum_bw_acc, "sum_backward acc"},
-               {op_copy_cols, "copy_cols"}, {op_copy_cols_acc, "copy_cols acc"}};
+    } ops[] = {{op_fill, 0, "fill"},
+               {op_axpby0, 0, "axpby beta=0"},
+               {op_axpby, 0, "axpby"},
+               {op_add, 0, "add"},
+               {op_add_bias, 0, "add_bias"},
+               {op_relu, 0, "relu"},
+               {op_relu_bw, 0, "relu_backward"},
+               {op_relu_bw_acc, 0, "relu_backward acc"},
+               {op_elu, 1e-6, "elu"},
+               {op_elu_bw, 0, "elu_backward"},
+               {op_elu_bw_acc, 0, "elu_backward acc"},
+               {op_scale_by, 0, "scale_by"},
+               {op_scale_by_acc, 0, "scale_by acc"},
+               {op_sum_bw, 0, "sum_backward"},
+               {op_sum_bw_acc, 0, "sum_backward acc"},
+               {op_copy_cols, 0, "copy_cols"},
+               {op_copy_cols_acc, 0, "copy_cols acc"}};
     for (int si = 0; si < N_SHAPES; si++) {
         uint64_t s = 1000 + (uint64_t)si;
         ew_args a = {shapes[si].rows, shapes[si].cols, shapes[si].rows * shapes[si].cols, {0}, 0};
@@ -287,10 +329,212 @@ Test(gpu_ops, elementwise_bit_identical)
             a.in[0][i] = 0.0f; /* relu at exactly zero */
         a.out = host_random(&s, a.n, -1, 1);
         for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++)
-            check_elementwise(&p, &a, ops[o].fn, ops[o].name);
+            check_elementwise(&p, &a, ops[o].fn, ops[o].tol, ops[o].name);
         for (int i = 0; i < 3; i++)
             free(a.in[i]);
         free(a.out);
     }
+    gpu_pair_close(&p);
+}
+
+/* ---- dropout ------------------------------------------------------------------------- */
+
+Test(gpu_ops, dropout_masks_identical)
+{
+    GPU_REQUIRED();
+    gpu_pair p = gpu_pair_open(4, false);
+    const int64_t sizes[] = {1, 3, 4, 5, 33, 210003};
+    const float probs[] = {0.0f, 0.1f, 0.5f, 0.9f};
+    const uint64_t offsets[] = {0, 1000003, 0xFFFFFFFFull}; /* the last crosses 2^32 */
+    const uint32_t key[2] = {0x12345678u, 0x9abcdef0u};
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+        int64_t n = sizes[si];
+        uint64_t s = 99 + (uint64_t)n;
+        float *x = host_random(&s, n, -1, 1), *y0 = host_random(&s, n, -1, 1);
+        float *dx = gpu_upload(p.gpu, x, FBYTES(n)), *dy = gpu_alloc(p.gpu, FBYTES(n));
+        float *want = host_floats(n), *got = host_floats(n);
+        for (size_t pi = 0; pi < sizeof probs / sizeof probs[0]; pi++)
+            for (size_t oi = 0; oi < sizeof offsets / sizeof offsets[0]; oi++)
+                for (int acc = 0; acc < 2; acc++) {
+                    memcpy(want, y0, FBYTES(n));
+                    cr_assert_eq(p.gpu->be->upload(p.gpu, dy, y0, FBYTES(n)), GCN_OK);
+                    cr_assert_eq(p.cpu->be->dropout(p.cpu, n, x, want, probs[pi], key,
+                                                    offsets[oi], acc),
+                                 GCN_OK);
+                    cr_assert_eq(p.gpu->be->dropout(p.gpu, n, dx, dy, probs[pi], key,
+                                                    offsets[oi], acc),
+                                 GCN_OK, "%s", gcn_last_error(p.gpu));
+                    gpu_download(p.gpu, got, dy, FBYTES(n));
+                    char what[96];
+                    snprintf(what, sizeof what, "dropout n=%lld p=%g offset=%llu acc=%d",
+                             (long long)n, (double)probs[pi], (unsigned long long)offsets[oi],
+                             acc);
+                    expect_same(got, want, n, what);
+                }
+        gpu_release(p.gpu, dx, FBYTES(n));
+        gpu_release(p.gpu, dy, FBYTES(n));
+        free(x);
+        free(y0);
+        free(want);
+        free(got);
+    }
+    gpu_pair_close(&p);
+}
+
+/* The public op on two contexts with one seed: same masks forward and
+ * backward, and the dropout stream advances alike. */
+Test(gpu_ops, dropout_op_same_seed)
+{
+    GPU_REQUIRED();
+    gpu_pair p = gpu_pair_open(5, false);
+    uint64_t s = 5;
+    float *h = host_random(&s, 70001 * 3, -1, 1);
+    gcn_ctx *c[2] = {p.cpu, p.gpu};
+    float *out[2], *grad[2];
+    uint64_t offs[2][GCN_RNG_N_STREAMS];
+    for (int d = 0; d < 2; d++) {
+        gcn_tensor *x = test_tensor(c[d], h, 70001, 3), *y1 = NULL, *y2 = NULL, *sum = NULL;
+        cr_assert_eq(gcn_tensor_set_requires_grad(x, true), GCN_OK);
+        cr_assert_eq(gcn_dropout(c[d], x, 0.3f, true, &y1), GCN_OK);
+        cr_assert_eq(gcn_dropout(c[d], y1, 0.6f, true, &y2), GCN_OK);
+        cr_assert_eq(gcn_sum(c[d], y2, &sum), GCN_OK);
+        cr_assert_eq(gcn_backward(c[d], sum), GCN_OK, "%s", gcn_last_error(c[d]));
+        out[d] = test_read(c[d], y2);
+        grad[d] = test_read(c[d], gcn_tensor_grad(x));
+        gcn_rng_get_state(c[d], offs[d]);
+        gcn_tensor_free(&x);
+        gcn_tensor_free(&y1);
+        gcn_tensor_free(&y2);
+        gcn_tensor_free(&sum);
+    }
+    expect_same(out[1], out[0], 70001 * 3, "dropout forward");
+    expect_same(grad[1], grad[0], 70001 * 3, "dropout backward");
+    cr_assert_eq(memcmp(offs[0], offs[1], sizeof offs[0]), 0);
+    for (int d = 0; d < 2; d++) {
+        free(out[d]);
+        free(grad[d]);
+    }
+    free(h);
+    gpu_pair_close(&p);
+}
+
+/* ---- reductions ------------------------------------------------------------------------ */
+
+Test(gpu_ops, sums)
+{
+    GPU_REQUIRED();
+    gpu_pair p = gpu_pair_open(6, false);
+    for (int si = 0; si < N_SHAPES; si++) {
+        int64_t r = shapes[si].rows, c = shapes[si].cols, n = r * c;
+        uint64_t s = 600 + (uint64_t)si;
+        float *x = host_random(&s, n, -1, 3), *o0 = host_random(&s, c, -1, 1);
+        float *dx = gpu_upload(p.gpu, x, FBYTES(n)), *dout = gpu_alloc(p.gpu, FBYTES(c));
+        float *want = host_floats(c), *got = host_floats(c);
+        for (int acc = 0; acc < 2; acc++) {
+            memcpy(want, o0, FBYTES(c));
+            cr_assert_eq(p.gpu->be->upload(p.gpu, dout, o0, FBYTES(c)), GCN_OK);
+            cr_assert_eq(p.cpu->be->col_sum(p.cpu, r, c, x, want, acc), GCN_OK);
+            cr_assert_eq(p.gpu->be->col_sum(p.gpu, r, c, dx, dout, acc), GCN_OK, "%s",
+                         gcn_last_error(p.gpu));
+            gpu_download(p.gpu, got, dout, FBYTES(c));
+            expect_close(got, want, c, 1e-6, acc ? "col_sum acc" : "col_sum");
+        }
+        cr_assert_eq(p.cpu->be->sum(p.cpu, n, x, want), GCN_OK);
+        cr_assert_eq(p.gpu->be->sum(p.gpu, n, dx, dout), GCN_OK, "%s", gcn_last_error(p.gpu));
+        gpu_download(p.gpu, got, dout, FBYTES(1));
+        expect_close(got, want, 1, 1e-6, "sum");
+        for (int acc = 0; acc < 2; acc++) { /* x . x[reversed] */
+            float *xr = host_floats(n);
+            for (int64_t i = 0; i < n; i++)
+                xr[i] = x[n - 1 - i];
+            float *dxr = gpu_upload(p.gpu, xr, FBYTES(n));
+            want[0] = got[0] = 0.25f;
+            cr_assert_eq(p.gpu->be->upload(p.gpu, dout, got, FBYTES(1)), GCN_OK);
+            cr_assert_eq(p.cpu->be->dot(p.cpu, n, x, xr, want, acc), GCN_OK);
+            cr_assert_eq(p.gpu->be->dot(p.gpu, n, dx, dxr, dout, acc), GCN_OK, "%s",
+                         gcn_last_error(p.gpu));
+            gpu_download(p.gpu, got, dout, FBYTES(1));
+            expect_close(got, want, 1, 1e-6, acc ? "dot acc" : "dot");
+            gpu_release(p.gpu, dxr, FBYTES(n));
+            free(xr);
+        }
+        gpu_release(p.gpu, dx, FBYTES(n));
+        gpu_release(p.gpu, dout, FBYTES(c));
+        free(x);
+        free(o0);
+        free(want);
+        free(got);
+    }
+    gpu_pair_close(&p);
+}
+
+/* ---- optimisers -------------------------------------------------------------------------- */
+
+typedef struct optim_case {
+    bool adam, decoupled, nesterov;
+    float momentum, dampening, weight_decay;
+} optim_case;
+
+/* Three steps on both backends from the same state; parameters and state
+ * must agree to 1e-6 after every step (the kernels mirror the CPU's
+ * arithmetic, so in practice they agree exactly). */
+static void check_optim(gpu_pair *p, optim_case oc, int64_t n)
+{
+    uint64_t s = 31 + (uint64_t)n;
+    float *param = host_random(&s, n, -1, 1), *st0 = host_floats(n), *st1 = host_floats(n);
+    memset(st0, 0, FBYTES(n));
+    memset(st1, 0, FBYTES(n));
+    float *dp = gpu_upload(p->gpu, param, FBYTES(n)), *ds0 = gpu_upload(p->gpu, st0, FBYTES(n));
+    float *ds1 = gpu_upload(p->gpu, st1, FBYTES(n)), *dg = gpu_alloc(p->gpu, FBYTES(n));
+    float *got = host_floats(n);
+    for (int step = 1; step <= 3; step++) {
+        float *grad = host_random(&s, n, -0.5f, 0.5f);
+        cr_assert_eq(p->gpu->be->upload(p->gpu, dg, grad, FBYTES(n)), GCN_OK);
+        gcn_ctx *c[2] = {p->cpu, p->gpu};
+        for (int d = 0; d < 2; d++) {
+            float *pp = d ? dp : param, *a = d ? ds0 : st0, *b = d ? ds1 : st1;
+            const float *g = d ? dg : grad;
+            gcn_status st = oc.adam ? c[d]->be->adam_step(c[d], n, pp, g, a, b, 1e-2f, 0.9f,
+                                                          0.999f, 1e-8f, oc.weight_decay,
+                                                          oc.decoupled, step)
+                                    : c[d]->be->sgd_step(c[d], n, pp, g, a, 0.05f, oc.momentum,
+                                                         oc.dampening, oc.weight_decay,
+                                                         oc.nesterov, step == 1);
+            cr_assert_eq(st, GCN_OK, "%s", gcn_last_error(c[d]));
+        }
+        gpu_download(p->gpu, got, dp, FBYTES(n));
+        expect_close(got, param, n, 1e-6, "parameter");
+        gpu_download(p->gpu, got, ds0, FBYTES(n));
+        expect_close(got, st0, n, 1e-6, "first state");
+        gpu_download(p->gpu, got, ds1, FBYTES(n));
+        expect_close(got, st1, n, 1e-6, "second state");
+        free(grad);
+    }
+    gpu_release(p->gpu, dp, FBYTES(n));
+    gpu_release(p->gpu, ds0, FBYTES(n));
+    gpu_release(p->gpu, ds1, FBYTES(n));
+    gpu_release(p->gpu, dg, FBYTES(n));
+    free(param);
+    free(st0);
+    free(st1);
+    free(got);
+}
+
+Test(gpu_ops, optimiser_steps)
+{
+    GPU_REQUIRED();
+    gpu_pair p = gpu_pair_open(7, false);
+    const optim_case cases[] = {
+        {false, false, false, 0.0f, 0.0f, 0.0f},  /* plain SGD */
+        {false, false, false, 0.9f, 0.1f, 1e-2f}, /* momentum, dampening, decay */
+        {false, false, true, 0.9f, 0.0f, 5e-4f},  /* Nesterov */
+        {true, false, false, 0, 0, 0.0f},         /* Adam */
+        {true, false, false, 0, 0, 1e-2f},        /* Adam, L2 */
+        {true, true, false, 0, 0, 1e-2f},         /* AdamW */
+    };
+    const int64_t sizes[] = {1, 33, 210003};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+            check_optim(&p, cases[i], sizes[k]);
     gpu_pair_close(&p);
 }

@@ -494,3 +494,54 @@ Test(grad, spmm_asymmetric_empty_rows_duplicates)
     gcn_csr_free(&a);
     gcn_ctx_free(&ctx);
 }
+
+static gcn_status elu_07(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **y)
+{
+    return gcn_elu(ctx, x, 0.7f, y);
+}
+
+static double ref_elu(double **in, void *user)
+{
+    unary_case *c = user;
+    double y[64];
+    for (int64_t i = 0; i < c->n * c->f; i++)
+        y[i] = in[0][i] > 0.0 ? in[0][i] : 0.7 * expm1(in[0][i]);
+    return weigh_ref(y, c->n, c->f);
+}
+
+Test(grad, elu)
+{
+    gcn_ctx *ctx = test_cpu_ctx(1);
+    unary_case c = {elu_07, 5, 6};
+    test_input in[1] = {{5, 6, -2, 2}};
+    test_gradcheck(ctx, in, 1, lib_unary, ref_elu, &c, TOL);
+    gcn_ctx_free(&ctx);
+}
+
+static gcn_status lib_scale_by(gcn_ctx *ctx, gcn_tensor **in, void *user, gcn_tensor **loss)
+{
+    (void)user;
+    gcn_tensor *y = NULL;
+    gcn_status st = gcn_scale_by(ctx, in[0], in[1], &y);
+    if (st == GCN_OK)
+        st = weigh(ctx, y, loss);
+    gcn_tensor_free(&y);
+    return st;
+}
+
+static double ref_scale_by(double **in, void *user)
+{
+    (void)user;
+    double y[4 * 5];
+    for (int i = 0; i < 20; i++)
+        y[i] = in[1][0] * in[0][i];
+    return weigh_ref(y, 4, 5);
+}
+
+Test(grad, scale_by_trainable_scalar)
+{
+    gcn_ctx *ctx = test_cpu_ctx(1);
+    test_input in[2] = {{4, 5, -1, 1}, {1, 1, 0.5f, 1.5f}};
+    test_gradcheck(ctx, in, 2, lib_scale_by, ref_scale_by, NULL, TOL);
+    gcn_ctx_free(&ctx);
+}

@@ -1,0 +1,21 @@
+/* Stand-ins for the core symbols that live in .cu files, so the fuzz
+ * targets link the C core without CUDA.  The fuzzers only create CPU
+ * contexts, so none of these is reached except the device count. */
+#include "core/cuda.h"
+
+const gcn_backend gcn_backend_cuda = {.name = "cuda (not linked)"};
+
+int gcn_cuda_device_count(void)
+{
+    return 0;
+}
+
+gcn_status gcn_cuda_init(gcn_ctx *ctx, int device_index)
+{
+    return GCN_ERROR(ctx, GCN_ERR_DEVICE, "fuzz build without CUDA (device %d)", device_index);
+}
+
+void gcn_cuda_release(gcn_ctx *ctx)
+{
+    (void)ctx;
+}

@@ -1,0 +1,175 @@
+/* Device and host helpers shared by the hand-written CUDA SpMM kernels
+ * (spmm_rowsplit.cu, spmm_accel.cu, spmm_mergepath.cu): loads and stores of
+ * 1, 2 or 4 consecutive floats, device limits for the plans, and host
+ * copies of CSR arrays.  Internal, CUDA C++ only. */
+#ifndef GCN_SPMM_CUDA_CUH
+#define GCN_SPMM_CUDA_CUH
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "../core/cuda_impl.h"
+#include "spmm_plan.h"
+
+/* ---- vectors of V floats in registers ------------------------------------ */
+
+template <int V>
+__device__ __forceinline__ void vzero(float (&r)[V])
+{
+#pragma unroll
+    for (int i = 0; i < V; i++)
+        r[i] = 0.0f;
+}
+
+/* Read-only path (X, partial sums never written by this launch's reader). */
+template <int V>
+__device__ __forceinline__ void vload_ro(const float *p, float (&r)[V])
+{
+    if constexpr (V == 4) {
+        float4 t = __ldg(reinterpret_cast<const float4 *>(p));
+        r[0] = t.x, r[1] = t.y, r[2] = t.z, r[3] = t.w;
+    } else if constexpr (V == 2) {
+        float2 t = __ldg(reinterpret_cast<const float2 *>(p));
+        r[0] = t.x, r[1] = t.y;
+    } else {
+        r[0] = __ldg(p);
+    }
+}
+
+/* Through L2 only, skipping a possibly stale L1 line (data other SMs wrote
+ * during this launch). */
+template <int V>
+__device__ __forceinline__ void vload_cg(const float *p, float (&r)[V])
+{
+    if constexpr (V == 4) {
+        float4 t = __ldcg(reinterpret_cast<const float4 *>(p));
+        r[0] = t.x, r[1] = t.y, r[2] = t.z, r[3] = t.w;
+    } else if constexpr (V == 2) {
+        float2 t = __ldcg(reinterpret_cast<const float2 *>(p));
+        r[0] = t.x, r[1] = t.y;
+    } else {
+        r[0] = __ldcg(p);
+    }
+}
+
+template <int V>
+__device__ __forceinline__ void vstore(float *p, const float (&r)[V])
+{
+    if constexpr (V == 4)
+        *reinterpret_cast<float4 *>(p) = make_float4(r[0], r[1], r[2], r[3]);
+    else if constexpr (V == 2)
+        *reinterpret_cast<float2 *>(p) = make_float2(r[0], r[1]);
+    else
+        *p = r[0];
+}
+
+/* Streaming store for Y, written once: evict-first keeps X in L2. */
+template <int V>
+__device__ __forceinline__ void vstore_cs(float *p, const float (&r)[V])
+{
+    if constexpr (V == 4)
+        __stcs(reinterpret_cast<float4 *>(p), make_float4(r[0], r[1], r[2], r[3]));
+    else if constexpr (V == 2)
+        __stcs(reinterpret_cast<float2 *>(p), make_float2(r[0], r[1]));
+    else
+        __stcs(p, r[0]);
+}
+
+/* y = r, or y += r when accumulate (the caller owns the row: no atomics). */
+template <int V>
+__device__ __forceinline__ void vwrite(float *p, float (&r)[V], bool accumulate)
+{
+    if (accumulate) {
+        float old[V];
+        if constexpr (V == 4) {
+            float4 t = *reinterpret_cast<const float4 *>(p);
+            old[0] = t.x, old[1] = t.y, old[2] = t.z, old[3] = t.w;
+        } else if constexpr (V == 2) {
+            float2 t = *reinterpret_cast<const float2 *>(p);
+            old[0] = t.x, old[1] = t.y;
+        } else {
+            old[0] = *p;
+        }
+#pragma unroll
+        for (int i = 0; i < V; i++)
+            r[i] += old[i];
+    }
+    vstore_cs<V>(p, r);
+}
+
+/* y += r with one atomic per element (or per vector where the GPU has
+ * vector float atomics). */
+template <int V>
+__device__ __forceinline__ void vatomic_add(float *p, const float (&r)[V])
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if constexpr (V == 4) {
+        atomicAdd(reinterpret_cast<float4 *>(p), make_float4(r[0], r[1], r[2], r[3]));
+    } else if constexpr (V == 2) {
+        atomicAdd(reinterpret_cast<float2 *>(p), make_float2(r[0], r[1]));
+    } else {
+        atomicAdd(p, r[0]);
+    }
+#else
+#pragma unroll
+    for (int i = 0; i < V; i++)
+        atomicAdd(p + i, r[i]);
+#endif
+}
+
+/* ---- host side ------------------------------------------------------------ */
+
+/* Multiprocessors and L2 bytes of the context's device. */
+static inline gcn_status gcn_spmm_device_limits(gcn_ctx *ctx, int *sms, size_t *l2_bytes)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    int n = 0, l2 = 0;
+    GCN_CUDA(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, cs->device));
+    GCN_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, cs->device));
+    *sms = n > 0 ? n : 1;
+    *l2_bytes = (size_t)(l2 > 0 ? l2 : 0);
+    return GCN_OK;
+}
+
+/* The L2 bytes a plan may count on for X: GCN_SPMM_L2_PERCENT (default 60)
+ * percent of the device's L2. */
+static inline size_t gcn_spmm_l2_budget(size_t l2_bytes)
+{
+    return l2_bytes / 100 * (size_t)gcn_spmm_knob("GCN_SPMM_L2_PERCENT", 60, 1, 1000);
+}
+
+/* Whether p is aligned for vec-float accesses. */
+static inline bool gcn_spmm_aligned(const void *p, int vec)
+{
+    return ((uintptr_t)p % ((uintptr_t)vec * sizeof(float))) == 0;
+}
+
+/* A host copy of a device row_ptr (n_rows + 1 entries); caller frees. */
+static inline gcn_status gcn_spmm_host_row_ptr(gcn_ctx *ctx, const gcn_csr *a, int32_t **out)
+{
+    size_t bytes = ((size_t)a->n_rows + 1) * sizeof(int32_t);
+    *out = (int32_t *)malloc(bytes);
+    if (!*out)
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "spmm plan: out of host memory for row_ptr");
+    return ctx->be->download(ctx, *out, a->row_ptr, bytes);
+}
+
+/* Device memory for `bytes` holding a copy of host data (bytes may be 0). */
+static inline gcn_status gcn_spmm_upload(gcn_ctx *ctx, void **dst, const void *host, size_t bytes)
+{
+    GCN_TRY(gcn_mem_alloc(ctx, dst, bytes));
+    return bytes > 0 ? ctx->be->upload(ctx, *dst, host, bytes) : GCN_OK;
+}
+
+/* y = 0 on the context's stream, for products with no non-zeros. */
+static inline gcn_status gcn_spmm_clear(gcn_ctx *ctx, float *y, int64_t n_rows, int feat)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    if (n_rows > 0 && feat > 0)
+        GCN_CUDA(cudaMemsetAsync(y, 0, (size_t)n_rows * (size_t)feat * sizeof(float), cs->stream));
+    return GCN_OK;
+}
+
+#endif

@@ -1,0 +1,124 @@
+/* Host planning shared by the CUDA SpMM kernels: tuning knobs from the
+ * environment, feature-tile layouts, and rowsplit's lane groups, automatic
+ * tile and long-row chunks (see spmm_plan.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "spmm_plan.h"
+
+int gcn_spmm_knob(const char *name, int def, int lo, int hi)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return def;
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v < lo || v > hi)
+        return def;
+    return (int)v;
+}
+
+int gcn_feat_vec(int feat, int max_vec)
+{
+    for (int v = 4; v > 1; v /= 2)
+        if (v <= max_vec && feat % v == 0)
+            return v;
+    return 1;
+}
+
+gcn_feat_layout gcn_feat_layout_make(int feat, int vec, int tile)
+{
+    gcn_feat_layout l;
+    l.feat = feat;
+    l.vec = vec;
+    if (tile <= 0 || tile > feat)
+        tile = feat;
+    tile -= tile % vec;
+    l.tile = tile < vec ? vec : tile;
+    l.n_tiles = (feat + l.tile - 1) / l.tile;
+    l.vecs = l.tile / vec;
+    return l;
+}
+
+static int pow2_ceil(int x)
+{
+    int p = 1;
+    while (p < x)
+        p *= 2;
+    return p;
+}
+
+gcn_rowsplit_shape gcn_rowsplit_shape_for(int vecs)
+{
+    gcn_rowsplit_shape s;
+    s.group = vecs >= 32 ? 32 : pow2_ceil(vecs);
+    s.per_lane = pow2_ceil((vecs + s.group - 1) / s.group);
+    return s;
+}
+
+int gcn_rowsplit_widest_tile(int vec)
+{
+    int floats = GCN_ROWSPLIT_MAX_PER_LANE * vec;
+    return 32 * (floats < GCN_ROWSPLIT_MAX_FLOATS ? floats : GCN_ROWSPLIT_MAX_FLOATS);
+}
+
+int gcn_rowsplit_auto_tile(int feat, int vec, int64_t n_cols, size_t l2_budget)
+{
+    int widest = gcn_rowsplit_widest_tile(vec);
+    int tile = feat < widest ? feat : widest;
+    if ((double)n_cols * (double)tile * sizeof(float) <= (double)l2_budget)
+        return tile;
+    for (int t = 1024; t >= 32; t /= 2)
+        if (t < tile && t % vec == 0 && (double)n_cols * t * sizeof(float) <= (double)l2_budget)
+            return t;
+    return tile;
+}
+
+void gcn_rowsplit_chunks_free(gcn_rowsplit_chunks *c)
+{
+    free(c->chunk);
+    free(c->long_info);
+    memset(c, 0, sizeof *c);
+}
+
+gcn_status gcn_rowsplit_chunks_build(gcn_ctx *ctx, const int32_t *row_ptr, int32_t n_rows,
+                                     int32_t chunk, gcn_rowsplit_chunks *out)
+{
+    memset(out, 0, sizeof *out);
+    if (chunk < 1)
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "rowsplit: chunk size %d < 1", chunk);
+    int64_t n_chunks = 0, n_long = 0;
+    for (int32_t i = 0; i < n_rows; i++) {
+        int32_t d = row_ptr[i + 1] - row_ptr[i];
+        if (d > chunk) {
+            n_long++;
+            n_chunks += (d + chunk - 1) / chunk;
+        }
+    }
+    out->chunk = malloc((size_t)(n_chunks > 0 ? n_chunks : 1) * 4 * sizeof(int32_t));
+    out->long_info = malloc((size_t)(n_long > 0 ? n_long : 1) * 2 * sizeof(int32_t));
+    if (!out->chunk || !out->long_info)
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "rowsplit: out of host memory for %lld chunks",
+                         (long long)n_chunks);
+    int32_t c = 0, l = 0;
+    for (int32_t i = 0; i < n_rows; i++) {
+        int32_t b = row_ptr[i], e = row_ptr[i + 1];
+        if (e - b <= chunk)
+            continue;
+        out->long_info[2 * l] = c;
+        out->long_info[2 * l + 1] = (e - b + chunk - 1) / chunk;
+        for (int32_t s = b; s < e; s += chunk, c++) {
+            int32_t *q = out->chunk + 4 * (int64_t)c;
+            q[0] = i;
+            q[1] = s;
+            q[2] = e - s > chunk ? s + chunk : e;
+            q[3] = l;
+        }
+        l++;
+    }
+    out->n_chunks = c;
+    out->n_long = l;
+    return GCN_OK;
+}

@@ -1,0 +1,179 @@
+/* Host-side planning of the CUDA SpMM kernels (rowsplit, accel, mergepath):
+ * tuning knobs, feature-tile layouts, long-row chunks, the Accel-GCN degree
+ * sort and block partition, and the merge-path split.  Plain C, unit-tested
+ * without a GPU (tests/test_spmm_plan.c).  Internal. */
+#ifndef GCN_SPMM_PLAN_H
+#define GCN_SPMM_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../core/internal.h"
+
+#ifdef __CUDACC__
+#define GCN_HD __host__ __device__
+#else
+#define GCN_HD
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- tuning knobs ------------------------------------------------------- */
+
+/* The integer environment variable `name` when it parses completely and lies
+ * in [lo, hi]; otherwise def.  Read by the plans only (docs/kernels.md). */
+int gcn_spmm_knob(const char *name, int def, int lo, int hi);
+
+/* ---- feature layout ----------------------------------------------------- */
+
+/* How a kernel walks the F feature columns: each lane reads `vec`
+ * consecutive floats (one 4-, 8- or 16-byte access), and the columns are cut
+ * into tiles of `tile` columns, one tile per grid.y index, so that the part
+ * of X a tile gathers can stay in L2. */
+typedef struct gcn_feat_layout {
+    int feat;    /* F */
+    int vec;     /* 4, 2 or 1; divides feat and tile */
+    int tile;    /* columns per tile (the last tile may be narrower) */
+    int n_tiles; /* ceil(feat / tile) */
+    int vecs;    /* tile / vec: vector accesses across a full tile row */
+} gcn_feat_layout;
+
+/* The widest of 4, 2, 1 that is <= max_vec and divides feat. */
+int gcn_feat_vec(int feat, int max_vec);
+
+/* The layout for feat with vector width vec (dividing feat) and tiles of
+ * `tile` columns, rounded down to a multiple of vec and clamped to
+ * [vec, feat]; tile <= 0 means one tile of all columns. */
+gcn_feat_layout gcn_feat_layout_make(int feat, int vec, int tile);
+
+/* ---- rowsplit ----------------------------------------------------------- */
+
+#define GCN_ROWSPLIT_MAX_PER_LANE 8   /* vectors */
+#define GCN_ROWSPLIT_MAX_FLOATS 16    /* floats a lane accumulates */
+
+/* A row is served by a group of `group` lanes (a power of two <= 32; 32 /
+ * group rows per warp), each lane holding `per_lane` (1, 2, 4 or 8) vectors
+ * of the tile: lane l owns vectors l, l + group, ... */
+typedef struct gcn_rowsplit_shape {
+    int group;
+    int per_lane;
+} gcn_rowsplit_shape;
+
+/* The smallest group covering `vecs` vectors with at most
+ * GCN_ROWSPLIT_MAX_PER_LANE per lane; vecs <= 32 * that maximum. */
+gcn_rowsplit_shape gcn_rowsplit_shape_for(int vecs);
+
+/* The widest tile 32 lanes can hold: 32 * min(8 vec, 16) columns (256 for
+ * vec 1, 512 otherwise), keeping a lane's sums within 16 registers. */
+int gcn_rowsplit_widest_tile(int vec);
+
+/* The widest tile (gcn_rowsplit_widest_tile), and, when X does not fit in
+ * `l2_budget` bytes, the widest power-of-two tile >= 32 columns whose slice
+ * of X (n_cols x tile floats) does.  A tile is a multiple of vec; feat when
+ * no narrower tile is called for. */
+int gcn_rowsplit_auto_tile(int feat, int vec, int64_t n_cols, size_t l2_budget);
+
+/* Rows with more than `chunk` non-zeros, cut into pieces of `chunk`: each
+ * piece is one warp's work, its partial row goes to a scratch slot, and the
+ * last warp to finish a row sums the slots in order (deterministic). */
+typedef struct gcn_rowsplit_chunks {
+    int32_t n_chunks;
+    int32_t n_long;
+    int32_t *chunk;     /* [n_chunks][4]: row, first non-zero, end, long-row id */
+    int32_t *long_info; /* [n_long][2]: first chunk, number of chunks */
+} gcn_rowsplit_chunks;
+
+/* Finds the long rows of a host CSR row_ptr.  Caller frees with
+ * gcn_rowsplit_chunks_free (also after a failure). */
+gcn_status gcn_rowsplit_chunks_build(gcn_ctx *ctx, const int32_t *row_ptr, int32_t n_rows,
+                                     int32_t chunk, gcn_rowsplit_chunks *out);
+void gcn_rowsplit_chunks_free(gcn_rowsplit_chunks *c);
+
+/* ---- accel (Accel-GCN) -------------------------------------------------- */
+
+typedef struct gcn_accel_params {
+    int block_warps; /* max_block_warps, 12 in the paper */
+    int warp_nzs;    /* max_warp_nzs, 32 in the paper */
+} gcn_accel_params;
+
+/* Warps serving a row of degree d, 1 <= d <= block_warps * warp_nzs: the
+ * smallest factor f of block_warps with f * warp_nzs >= d. */
+int gcn_accel_row_warps(const gcn_accel_params *p, int d);
+
+/* The degree-sorted rows and one int4 of metadata per thread block. */
+typedef struct gcn_accel_partition {
+    int32_t n_rows;
+    int32_t *rows;      /* [n_rows][2], ascending degree, stable: original row, first non-zero */
+    int32_t n_zero;     /* sorted rows [0, n_zero) are empty */
+    int32_t long_begin; /* sorted rows [long_begin, n_rows) exceed the degree bound */
+    int32_t n_blocks;
+    /* [n_blocks][4]: degree, first sorted row, first non-zero, and either
+     * warp_nzs << 16 | rows (degree <= bound) or the chunk's non-zeros. */
+    int32_t *meta;
+} gcn_accel_partition;
+
+/* Count-sorts the rows of a host row_ptr by degree (O(n)) and cuts them into
+ * blocks.  Caller frees with gcn_accel_partition_free (also after a
+ * failure). */
+gcn_status gcn_accel_partition_build(gcn_ctx *ctx, const int32_t *row_ptr, int32_t n_rows,
+                                     const gcn_accel_params *p, gcn_accel_partition *out);
+void gcn_accel_partition_free(gcn_accel_partition *part);
+
+/* Combined warps: `width` = 32 * ceil(vecs / 32) threads walk one feature row,
+ * and a block runs `per_block` of them (the largest divisor of block_warps
+ * that fits 1024 threads); each covers block_warps / per_block of the
+ * block's warps in turn. */
+typedef struct gcn_accel_shape {
+    int width;
+    int per_block;
+} gcn_accel_shape;
+
+gcn_accel_shape gcn_accel_shape_for(int vecs, int block_warps);
+
+/* The widest tile (<= feat) whose vectors fit one 1024-thread combined warp
+ * and whose shared rows (block_warps / 2 of them, at least 1) fit in
+ * smem_bytes. */
+int gcn_accel_max_tile(int feat, int vec, int block_warps, size_t smem_bytes);
+
+/* ---- mergepath (MergePath-SpMM) ------------------------------------------- */
+
+/* The paper's merge-path cost (items per worker) for a feature width:
+ * F = 2: 50, 4 and 8: 15, 16: 20, 32: 30, 64: 35, 128: 50, linear in log2 F
+ * between those, held constant outside [2, 128]. */
+int gcn_mergepath_default_cost(int feat);
+
+/* The cost a plan uses: `knob` when > 0; otherwise the default, lowered so
+ * that at least target_workers workers share the items (never below 1). */
+int gcn_mergepath_cost(int feat, int64_t items, int64_t target_workers, int knob);
+
+/* Lanes a worker uses for `vecs` vectors: vecs itself when <= 32 (32 / vecs
+ * workers share a warp), else whole warps (ceil(vecs / 32) of them). */
+int gcn_mergepath_lanes(int vecs);
+
+/* Where diagonal `diag` (0 <= diag <= n_rows + nnz) crosses the merge path
+ * of the row ends row_ptr[1..n_rows] and the non-zero indices 0..nnz-1: *row
+ * row ends and *nz non-zeros come before it (*row + *nz == diag).  Non-zero
+ * j precedes the end of row i exactly when j < row_ptr[i + 1]. */
+static inline GCN_HD void gcn_merge_path_search(int64_t diag, const int32_t *row_ptr,
+                                                int32_t n_rows, int32_t nnz, int32_t *row,
+                                                int32_t *nz)
+{
+    int64_t lo = diag > nnz ? diag - nnz : 0;
+    int64_t hi = diag < n_rows ? diag : n_rows;
+    while (lo < hi) {
+        int64_t mid = (lo + hi) / 2;
+        if ((int64_t)row_ptr[mid + 1] <= diag - mid - 1)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *row = (int32_t)lo;
+    *nz = (int32_t)(diag - lo);
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,77 @@
+/* GCNConv: y = A x W + b, in the cheaper of the two orders, with the
+ * aggregation of a constant input cached across epochs. */
+#include "../core/internal.h"
+#include "../kernels/spmm.h"
+#include "layers.h"
+
+gcn_status gcn_gcn_conv_init(gcn_ctx *ctx, gcn_gcn_conv *conv, int64_t in, int64_t out,
+                             bool bias)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, conv);
+    *conv = (gcn_gcn_conv){.order = GCN_ORDER_AUTO};
+    return gcn_linear_init(ctx, &conv->lin, in, out, bias);
+}
+
+bool gcn_gcn_conv_aggregates_first(const gcn_gcn_conv *conv)
+{
+    if (conv->order == GCN_ORDER_AUTO)
+        return conv->lin.in < conv->lin.out;
+    return conv->order == GCN_ORDER_AGGREGATE_FIRST;
+}
+
+/* A x, from the cache when x is the constant input it was computed for. */
+static gcn_status aggregate_input(gcn_ctx *ctx, gcn_gcn_conv *conv, const gcn_csr *adj,
+                                  gcn_tensor *x, gcn_tensor **ax)
+{
+    bool cacheable = conv->cache_input && !gcn_tensor_requires_grad(x);
+    if (cacheable && conv->cached_ax && conv->cached_x == x && conv->cached_adj == adj) {
+        *ax = gcn_tensor_retain(conv->cached_ax);
+        return GCN_OK;
+    }
+    GCN_TRY(gcn_spmm(ctx, adj, x, ax));
+    if (cacheable) {
+        gcn_tensor_free(&conv->cached_ax);
+        gcn_tensor_free(&conv->cached_x);
+        conv->cached_ax = gcn_tensor_retain(*ax);
+        conv->cached_x = gcn_tensor_retain(x);
+        conv->cached_adj = adj;
+    }
+    return GCN_OK;
+}
+
+gcn_status gcn_gcn_conv_forward(gcn_ctx *ctx, gcn_gcn_conv *conv, const gcn_csr *adj,
+                                gcn_tensor *x, gcn_tensor **y)
+{
+    GCN_TRY(gcn_op_begin(ctx, y));
+    GCN_ARG(ctx, conv && adj);
+    gcn_status st;
+    gcn_tensor *t1 = NULL, *t2 = NULL;
+    if (gcn_gcn_conv_aggregates_first(conv)) {
+        GCN_CHECK(aggregate_input(ctx, conv, adj, x, &t1));
+        GCN_CHECK(gcn_linear_forward(ctx, &conv->lin, t1, y));
+    } else {
+        GCN_CHECK(gcn_matmul(ctx, x, conv->lin.weight, false, false, &t1));
+        if (!conv->lin.bias) {
+            GCN_CHECK(gcn_spmm(ctx, adj, t1, y));
+        } else {
+            GCN_CHECK(gcn_spmm(ctx, adj, t1, &t2));
+            GCN_CHECK(gcn_add_bias(ctx, t2, conv->lin.bias, y));
+        }
+    }
+cleanup:
+    gcn_tensor_free(&t1);
+    gcn_tensor_free(&t2);
+    return st;
+}
+
+void gcn_gcn_conv_release(gcn_gcn_conv *conv)
+{
+    if (!conv)
+        return;
+    gcn_linear_release(&conv->lin);
+    gcn_tensor_free(&conv->cached_ax);
+    gcn_tensor_free(&conv->cached_x);
+    conv->cached_adj = NULL;
+}

@@ -1,0 +1,87 @@
+/* GINConv: y = MLP((1 + eps) x + sum of neighbour rows), MLP = Linear ->
+ * BatchNorm1d -> ReLU -> Linear. */
+#include "../core/internal.h"
+#include "../kernels/spmm.h"
+#include "layers.h"
+
+gcn_status gcn_gin_conv_init(gcn_ctx *ctx, gcn_gin_conv *conv, int64_t in, int64_t hidden,
+                             int64_t out, float eps, bool train_eps)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, conv);
+    gcn_status st;
+    *conv = (gcn_gin_conv){.eps_fixed = eps, .train_eps = train_eps};
+    GCN_CHECK(gcn_linear_init(ctx, &conv->lin1, in, hidden, true));
+    GCN_CHECK(gcn_batchnorm1d_init(ctx, &conv->bn, hidden));
+    GCN_CHECK(gcn_linear_init(ctx, &conv->lin2, hidden, out, true));
+    GCN_CHECK(gcn_tensor_from_host(ctx, &conv->eps, &eps, 1, 1));
+    if (train_eps)
+        GCN_CHECK(gcn_tensor_set_requires_grad(conv->eps, true));
+    return GCN_OK;
+cleanup:
+    gcn_gin_conv_release(conv);
+    return st;
+}
+
+/* h = (1 + eps) x + A x; a trained eps goes through scale_by (x + eps x)
+ * so it receives a gradient, a fixed one is a plain scale. */
+static gcn_status combine(gcn_ctx *ctx, const gcn_gin_conv *conv, const gcn_csr *adj,
+                          gcn_tensor *x, gcn_tensor **h)
+{
+    gcn_status st;
+    gcn_tensor *ax = NULL, *ex = NULL, *xe = NULL;
+    GCN_CHECK(gcn_spmm(ctx, adj, x, &ax));
+    if (conv->train_eps) {
+        GCN_CHECK(gcn_scale_by(ctx, x, conv->eps, &ex));
+        GCN_CHECK(gcn_add(ctx, x, ex, &xe));
+    } else {
+        GCN_CHECK(gcn_scale(ctx, x, 1.0f + conv->eps_fixed, &xe));
+    }
+    GCN_CHECK(gcn_add(ctx, xe, ax, h));
+cleanup:
+    gcn_tensor_free(&ax);
+    gcn_tensor_free(&ex);
+    gcn_tensor_free(&xe);
+    return st;
+}
+
+gcn_status gcn_gin_conv_forward(gcn_ctx *ctx, const gcn_gin_conv *conv, const gcn_csr *adj,
+                                gcn_tensor *x, bool training, gcn_tensor **y)
+{
+    GCN_TRY(gcn_op_begin(ctx, y));
+    GCN_ARG(ctx, conv && adj);
+    gcn_status st;
+    gcn_tensor *h = NULL, *z = NULL, *n = NULL, *r = NULL;
+    GCN_CHECK(combine(ctx, conv, adj, x, &h));
+    GCN_CHECK(gcn_linear_forward(ctx, &conv->lin1, h, &z));
+    GCN_CHECK(gcn_batchnorm1d_forward(ctx, &conv->bn, z, training, &n));
+    GCN_CHECK(gcn_relu(ctx, n, &r));
+    GCN_CHECK(gcn_linear_forward(ctx, &conv->lin2, r, y));
+cleanup:
+    gcn_tensor_free(&h);
+    gcn_tensor_free(&z);
+    gcn_tensor_free(&n);
+    gcn_tensor_free(&r);
+    return st;
+}
+
+void gcn_gin_conv_release(gcn_gin_conv *conv)
+{
+    if (!conv)
+        return;
+    gcn_linear_release(&conv->lin1);
+    gcn_batchnorm1d_release(&conv->bn);
+    gcn_linear_release(&conv->lin2);
+    gcn_tensor_free(&conv->eps);
+}
+
+int gcn_gin_conv_params(const gcn_gin_conv *conv, gcn_tensor **params)
+{
+    int n = gcn_linear_params(&conv->lin1, params);
+    n += gcn_batchnorm1d_params(&conv->bn, params + n);
+    n += gcn_linear_params(&conv->lin2, params + n);
+    if (conv->train_eps)
+        params[n++] = conv->eps;
+    return n;
+}

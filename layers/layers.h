@@ -1,0 +1,108 @@
+/* Neural-network layers built from the differentiable ops: Linear,
+ * BatchNorm1d, activations, GCNConv and GINConv.  A layer owns its parameter
+ * tensors; forward returns a new tensor reference the caller frees. */
+#ifndef GCN_LAYERS_H
+#define GCN_LAYERS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../core/csr.h"
+#include "../core/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Upper bound on the parameter tensors one layer holds (GIN's MLP: 6). */
+#define GCN_LAYER_MAX_PARAMS 8
+
+/* y = x W + b: W [in, out] Glorot-uniform, b [1, out] zeros (or absent). */
+typedef struct gcn_linear {
+    int64_t in, out;
+    gcn_tensor *weight, *bias;
+} gcn_linear;
+
+gcn_status gcn_linear_init(gcn_ctx *ctx, gcn_linear *l, int64_t in, int64_t out, bool bias);
+gcn_status gcn_linear_forward(gcn_ctx *ctx, const gcn_linear *l, gcn_tensor *x, gcn_tensor **y);
+void gcn_linear_release(gcn_linear *l);
+
+/* BatchNorm1d over rows: gamma 1, beta 0, running mean 0 and variance 1,
+ * momentum 0.1, eps 1e-5 (PyTorch's defaults). */
+typedef struct gcn_batchnorm1d {
+    int64_t feat;
+    float momentum, eps;
+    gcn_tensor *gamma, *beta;               /* parameters */
+    gcn_tensor *running_mean, *running_var; /* buffers */
+} gcn_batchnorm1d;
+
+gcn_status gcn_batchnorm1d_init(gcn_ctx *ctx, gcn_batchnorm1d *bn, int64_t feat);
+gcn_status gcn_batchnorm1d_forward(gcn_ctx *ctx, const gcn_batchnorm1d *bn, gcn_tensor *x,
+                                   bool training, gcn_tensor **y);
+void gcn_batchnorm1d_release(gcn_batchnorm1d *bn);
+
+typedef enum gcn_activation {
+    GCN_ACT_NONE = 0, /* identity */
+    GCN_ACT_RELU,
+    GCN_ACT_ELU       /* alpha 1 */
+} gcn_activation;
+
+/* y = act(x); the identity hands back a new reference to x itself. */
+gcn_status gcn_activate(gcn_ctx *ctx, gcn_activation act, gcn_tensor *x, gcn_tensor **y);
+
+typedef enum gcn_conv_order {
+    GCN_ORDER_AUTO = 0,        /* aggregate first when in < out, else transform first */
+    GCN_ORDER_AGGREGATE_FIRST, /* (A X) W: fewer columns through the SpMM when in < out */
+    GCN_ORDER_TRANSFORM_FIRST  /* A (X W) */
+} gcn_conv_order;
+
+/* GCNConv (Kipf & Welling): y = A x W + b with A the normalised adjacency
+ * D^-1/2 (A + I) D^-1/2.  With cache_input set and the aggregate-first
+ * order, A x of a constant input (one that needs no gradient, e.g. the
+ * features into the first layer) is computed once and reused while the
+ * same x and A are passed. */
+typedef struct gcn_gcn_conv {
+    gcn_linear lin;        /* W and b */
+    gcn_conv_order order;
+    bool cache_input;
+    gcn_tensor *cached_ax; /* A x for cached_x, cached_adj */
+    gcn_tensor *cached_x;  /* retained, identifies the cache */
+    const gcn_csr *cached_adj;
+} gcn_gcn_conv;
+
+gcn_status gcn_gcn_conv_init(gcn_ctx *ctx, gcn_gcn_conv *conv, int64_t in, int64_t out,
+                             bool bias);
+/* Whether the layer aggregates before transforming (resolves AUTO). */
+bool gcn_gcn_conv_aggregates_first(const gcn_gcn_conv *conv);
+gcn_status gcn_gcn_conv_forward(gcn_ctx *ctx, gcn_gcn_conv *conv, const gcn_csr *adj,
+                                gcn_tensor *x, gcn_tensor **y);
+void gcn_gcn_conv_release(gcn_gcn_conv *conv);
+
+/* GINConv (Xu et al.): y = MLP((1 + eps) x + sum_{j in N(i)} x_j) with adj
+ * the unnormalised adjacency without self-loops and MLP = Linear ->
+ * BatchNorm1d -> ReLU -> Linear.  eps is a [1, 1] tensor, trained when
+ * train_eps. */
+typedef struct gcn_gin_conv {
+    gcn_linear lin1, lin2;
+    gcn_batchnorm1d bn;
+    gcn_tensor *eps;   /* [1, 1]; a parameter when train_eps */
+    float eps_fixed;   /* eps when not trained */
+    bool train_eps;
+} gcn_gin_conv;
+
+gcn_status gcn_gin_conv_init(gcn_ctx *ctx, gcn_gin_conv *conv, int64_t in, int64_t hidden,
+                             int64_t out, float eps, bool train_eps);
+gcn_status gcn_gin_conv_forward(gcn_ctx *ctx, const gcn_gin_conv *conv, const gcn_csr *adj,
+                                gcn_tensor *x, bool training, gcn_tensor **y);
+void gcn_gin_conv_release(gcn_gin_conv *conv);
+
+/* Appends the layer's trainable tensors to params (room for
+ * GCN_LAYER_MAX_PARAMS) and returns how many; borrowed references. */
+int gcn_linear_params(const gcn_linear *l, gcn_tensor **params);
+int gcn_batchnorm1d_params(const gcn_batchnorm1d *bn, gcn_tensor **params);
+int gcn_gin_conv_params(const gcn_gin_conv *conv, gcn_tensor **params);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

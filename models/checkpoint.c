@@ -1,0 +1,215 @@
+/* Trainer checkpoints.  Layout (host byte order): a fixed header (magic
+ * "GCNCKPT", version, configuration hash, epoch, best-so-far, seed and
+ * stream offsets, optimiser steps, tensor count), then each state tensor as
+ * rows, cols and its floats, then a CRC-32 of everything before it. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "../core/internal.h"
+#include "trainer_impl.h"
+
+#define CKPT_VERSION 1u
+
+typedef struct ckpt_header {
+    char magic[8];
+    uint32_t version, config_hash;
+    int32_t epoch, best_epoch;
+    double best_train, best_valid, best_test;
+    uint64_t seed;
+    uint64_t rng_offset[GCN_RNG_N_STREAMS];
+    int64_t optim_steps;
+    uint32_t n_tensors, reserved;
+} ckpt_header;
+
+/* Every tensor a resumed run needs, in a fixed order; returns the count.
+ * out may be NULL to count. */
+static int state_tensors(const gcn_trainer *tr, gcn_tensor **out)
+{
+    int n = gcn_model_params(tr->model, out, NULL);
+    n += gcn_model_buffers(tr->model, out ? out + n : NULL);
+    for (int o = 0; o < tr->n_opt; o++)
+        for (int i = 0; i < gcn_optim_n_params(tr->opt[o]); i++)
+            for (int slot = 0; slot < 2; slot++) {
+                gcn_tensor *t = gcn_optim_state(tr->opt[o], i, slot);
+                if (t && out)
+                    out[n] = t;
+                n += t != NULL;
+            }
+    return n;
+}
+
+static gcn_status collect(gcn_ctx *ctx, const gcn_trainer *tr, gcn_tensor ***list, int *n)
+{
+    *n = state_tensors(tr, NULL);
+    *list = malloc((size_t)(*n > 0 ? *n : 1) * sizeof **list);
+    if (!*list)
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "checkpoint: out of host memory");
+    state_tensors(tr, *list);
+    return GCN_OK;
+}
+
+static gcn_status write_all(gcn_ctx *ctx, const char *path, const void *buf, size_t len)
+{
+    size_t plen = strlen(path);
+    char *tmp = malloc(plen + 16);
+    if (!tmp)
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "checkpoint: out of host memory");
+    memcpy(tmp, path, plen);
+    strcpy(tmp + plen, ".tmp.XXXXXX");
+    int fd = mkstemp(tmp);
+    gcn_status st = GCN_OK;
+    if (fd < 0) {
+        st = GCN_ERROR(ctx, GCN_ERR_IO, "%s: cannot create a temporary file: %s", path, strerror(errno));
+        free(tmp);
+        return st;
+    }
+    const char *p = buf;
+    size_t left = len;
+    while (left > 0) {
+        ssize_t w = write(fd, p, left);
+        if (w <= 0) {
+            st = GCN_ERROR(ctx, GCN_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
+            break;
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    if (st == GCN_OK && fsync(fd) != 0)
+        st = GCN_ERROR(ctx, GCN_ERR_IO, "%s: fsync failed: %s", tmp, strerror(errno));
+    if (close(fd) != 0 && st == GCN_OK)
+        st = GCN_ERROR(ctx, GCN_ERR_IO, "%s: close failed: %s", tmp, strerror(errno));
+    if (st == GCN_OK && rename(tmp, path) != 0)
+        st = GCN_ERROR(ctx, GCN_ERR_IO, "%s: cannot rename into place: %s", path, strerror(errno));
+    if (st != GCN_OK)
+        unlink(tmp);
+    free(tmp);
+    return st;
+}
+
+gcn_status gcn_trainer_save(gcn_ctx *ctx, const gcn_trainer *tr, const char *path)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, tr && path);
+    gcn_tensor **list;
+    int n;
+    GCN_TRY(collect(ctx, tr, &list, &n));
+    size_t len = sizeof(ckpt_header) + sizeof(uint32_t);
+    for (int i = 0; i < n; i++)
+        len += 2 * sizeof(int64_t) + (size_t)gcn_tensor_numel(list[i]) * sizeof(float);
+    char *buf = calloc(1, len);
+    gcn_status st = GCN_OK;
+    if (!buf) {
+        free(list);
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "checkpoint: out of host memory (%zu bytes)", len);
+    }
+    ckpt_header h = {.magic = "GCNCKPT", .version = CKPT_VERSION,
+                     .config_hash = gcn_model_config_hash(&tr->cfg), .epoch = tr->epoch,
+                     .best_epoch = tr->best.epoch, .best_train = tr->best.train_acc,
+                     .best_valid = tr->best.valid_acc, .best_test = tr->best.test_acc,
+                     .seed = ctx->seed, .optim_steps = gcn_optim_steps(tr->opt[0]),
+                     .n_tensors = (uint32_t)n};
+    gcn_rng_get_state(ctx, h.rng_offset);
+    memcpy(buf, &h, sizeof h);
+    size_t off = sizeof h;
+    for (int i = 0; i < n && st == GCN_OK; i++) {
+        int64_t shape[2] = {gcn_tensor_rows(list[i]), gcn_tensor_cols(list[i])};
+        memcpy(buf + off, shape, sizeof shape);
+        off += sizeof shape;
+        st = gcn_tensor_to_host(ctx, list[i], (float *)(void *)(buf + off));
+        off += (size_t)(shape[0] * shape[1]) * sizeof(float);
+    }
+    if (st == GCN_OK) {
+        uint32_t crc = (uint32_t)crc32_z(crc32(0L, Z_NULL, 0), (const Bytef *)buf, off);
+        memcpy(buf + off, &crc, sizeof crc);
+        st = write_all(ctx, path, buf, len);
+    }
+    free(buf);
+    free(list);
+    return st;
+}
+
+static gcn_status read_file(gcn_ctx *ctx, const char *path, char **buf, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return GCN_ERROR(ctx, GCN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    gcn_status st = GCN_OK;
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    *buf = size > 0 && fseek(f, 0, SEEK_SET) == 0 ? malloc((size_t)size) : NULL;
+    if (!*buf || fread(*buf, 1, (size_t)size, f) != (size_t)size)
+        st = GCN_ERROR(ctx, GCN_ERR_IO, "%s: cannot read the checkpoint", path);
+    *len = size > 0 ? (size_t)size : 0;
+    fclose(f);
+    return st;
+}
+
+/* Checks the header against the trainer; the tensors follow at sizeof h. */
+static gcn_status check_header(gcn_ctx *ctx, const gcn_trainer *tr, const char *path,
+                               const char *buf, size_t len, int n, ckpt_header *h)
+{
+    if (len < sizeof *h + sizeof(uint32_t))
+        return GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s: too short for a checkpoint", path);
+    uint32_t crc, want = (uint32_t)crc32_z(crc32(0L, Z_NULL, 0), (const Bytef *)buf, len - 4);
+    memcpy(&crc, buf + len - 4, sizeof crc);
+    memcpy(h, buf, sizeof *h);
+    if (memcmp(h->magic, "GCNCKPT", 8) != 0 || h->version != CKPT_VERSION)
+        return GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s: not a gcn checkpoint (version %u expected)", path,
+                         CKPT_VERSION);
+    if (crc != want)
+        return GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s: CRC-32 mismatch: the file is damaged", path);
+    if (h->config_hash != gcn_model_config_hash(&tr->cfg) || h->n_tensors != (uint32_t)n)
+        return GCN_ERROR(ctx, GCN_ERR_FORMAT,
+                         "%s: saved from a different model architecture than this configuration", path);
+    return GCN_OK;
+}
+
+gcn_status gcn_trainer_load(gcn_ctx *ctx, gcn_trainer *tr, const char *path)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, tr && path);
+    gcn_tensor **list = NULL;
+    char *buf = NULL;
+    size_t len = 0, off = sizeof(ckpt_header);
+    int n;
+    ckpt_header h;
+    gcn_status st;
+    GCN_CHECK(collect(ctx, tr, &list, &n));
+    GCN_CHECK(read_file(ctx, path, &buf, &len));
+    GCN_CHECK(check_header(ctx, tr, path, buf, len, n, &h));
+    for (int i = 0; i < n; i++) {
+        int64_t shape[2];
+        if (off + sizeof shape > len - 4) {
+            st = GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s: truncated at tensor %d", path, i);
+            goto cleanup;
+        }
+        memcpy(shape, buf + off, sizeof shape);
+        off += sizeof shape;
+        size_t bytes = (size_t)gcn_tensor_numel(list[i]) * sizeof(float);
+        if (shape[0] != gcn_tensor_rows(list[i]) || shape[1] != gcn_tensor_cols(list[i]) ||
+            off + bytes > len - 4) {
+            st = GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s: tensor %d has shape [%lld, %lld], expected [%lld, %lld]",
+                           path, i, (long long)shape[0], (long long)shape[1],
+                           (long long)gcn_tensor_rows(list[i]), (long long)gcn_tensor_cols(list[i]));
+            goto cleanup;
+        }
+        if (bytes > 0)
+            GCN_CHECK(ctx->be->upload(ctx, gcn_tensor_data(list[i]), buf + off, bytes));
+        off += bytes;
+    }
+    tr->epoch = h.epoch;
+    tr->best = (gcn_train_best){h.best_epoch, h.best_train, h.best_valid, h.best_test};
+    gcn_rng_seed(ctx, h.seed);
+    gcn_rng_set_state(ctx, h.rng_offset);
+    for (int o = 0; o < tr->n_opt; o++)
+        gcn_optim_set_steps(tr->opt[o], h.optim_steps);
+cleanup:
+    free(buf);
+    free(list);
+    return st;
+}

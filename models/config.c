@@ -1,0 +1,437 @@
+/* JSON model configurations: strict parsing with cJSON.  Unknown keys,
+ * wrong types, values out of range and missing required fields are errors
+ * that name the file and the key path. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "../core/internal.h"
+#include "config.h"
+
+typedef struct parser {
+    const char *source;
+    char *err;
+    size_t err_size;
+} parser;
+
+static gcn_status fail(parser *p, const char *path, const char *fmt, ...)
+{
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (p->err && p->err_size)
+        snprintf(p->err, p->err_size, "%s: %s: %s", p->source, path, msg);
+    return GCN_ERR_FORMAT;
+}
+
+gcn_model_config gcn_model_config_default(void)
+{
+    gcn_model_config c;
+    memset(&c, 0, sizeof c);
+    c.optim = gcn_optim_default_opts(GCN_OPTIM_ADAM);
+    c.optim.lr = 0.01f;
+    c.epochs = 200;
+    c.runs = 1;
+    strcpy(c.device, "auto");
+    strcpy(c.spmm, "auto");
+    strcpy(c.root, "data");
+    strcpy(c.features, "file");
+    return c;
+}
+
+/* ---- typed getters ------------------------------------------------------ */
+
+static gcn_status get_number(parser *p, const cJSON *v, const char *path, double lo, double hi,
+                             bool hi_open, const char *range, double *out)
+{
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < lo ||
+        (hi_open ? v->valuedouble >= hi : v->valuedouble > hi))
+        return fail(p, path, "expected a number in %s", range);
+    *out = v->valuedouble;
+    return GCN_OK;
+}
+
+static gcn_status get_int(parser *p, const cJSON *v, const char *path, double lo, double hi,
+                          int64_t *out)
+{
+    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < lo ||
+        v->valuedouble > hi)
+        return fail(p, path, "expected an integer in [%.0f, %.0f]", lo, hi);
+    *out = (int64_t)v->valuedouble;
+    return GCN_OK;
+}
+
+static gcn_status get_bool(parser *p, const cJSON *v, const char *path, bool *out)
+{
+    if (!cJSON_IsBool(v))
+        return fail(p, path, "expected true or false");
+    *out = cJSON_IsTrue(v);
+    return GCN_OK;
+}
+
+/* A string from a fixed set; *out is its index. */
+static gcn_status get_choice(parser *p, const cJSON *v, const char *path,
+                             const char *const *choices, int n, int *out)
+{
+    char list[160] = "";
+    for (int i = 0; i < n; i++) {
+        if (cJSON_IsString(v) && !strcmp(v->valuestring, choices[i])) {
+            *out = i;
+            return GCN_OK;
+        }
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s\"%s\"", i ? ", " : "",
+                 choices[i]);
+    }
+    return fail(p, path, "expected one of %s", list);
+}
+
+static gcn_status get_string(parser *p, const cJSON *v, const char *path, char *out, size_t size)
+{
+    if (!cJSON_IsString(v) || strlen(v->valuestring) == 0 || strlen(v->valuestring) >= size)
+        return fail(p, path, "expected a non-empty string of at most %zu characters", size - 1);
+    strcpy(out, v->valuestring);
+    return GCN_OK;
+}
+
+/* ---- sections ------------------------------------------------------------- */
+
+static const char *const layer_types[] = {"gcn", "gin", "linear"};
+static const char *const activations[] = {"none", "relu", "elu"};
+static const char *const norms[] = {"none", "batch"};
+
+static gcn_status parse_layer_key(parser *p, const cJSON *v, const char *path, gcn_layer_config *l,
+                                  bool *has_type, bool *has_out)
+{
+    const char *k = v->string;
+    double d = 0.0;
+    int c;
+    if (!strcmp(k, "type")) {
+        GCN_TRY(get_choice(p, v, path, layer_types, 3, &c));
+        l->type = (gcn_layer_type)c;
+        *has_type = true;
+    } else if (!strcmp(k, "out")) {
+        *has_out = true;
+        if (cJSON_IsString(v) && !strcmp(v->valuestring, "classes"))
+            l->out = 0;
+        else if (get_int(p, v, path, 1, 1 << 20, &l->out) != GCN_OK)
+            return fail(p, path, "expected an integer in [1, 1048576] or \"classes\"");
+    } else if (!strcmp(k, "hidden")) {
+        GCN_TRY(get_int(p, v, path, 1, 1 << 20, &l->hidden));
+    } else if (!strcmp(k, "bias")) {
+        GCN_TRY(get_bool(p, v, path, &l->bias));
+    } else if (!strcmp(k, "norm")) {
+        GCN_TRY(get_choice(p, v, path, norms, 2, &c));
+        l->batchnorm = c == 1;
+    } else if (!strcmp(k, "activation")) {
+        GCN_TRY(get_choice(p, v, path, activations, 3, &c));
+        l->activation = (gcn_activation)c;
+    } else if (!strcmp(k, "dropout")) {
+        GCN_TRY(get_number(p, v, path, 0, 1, true, "[0, 1)", &d));
+        l->dropout = (float)d;
+    } else if (!strcmp(k, "weight_decay")) {
+        GCN_TRY(get_number(p, v, path, 0, 1, false, "[0, 1]", &d));
+        l->weight_decay = (float)d;
+    } else if (!strcmp(k, "eps")) {
+        GCN_TRY(get_number(p, v, path, -1, 1e6, false, "[-1, 1e6]", &d));
+        l->eps = (float)d;
+    } else if (!strcmp(k, "train_eps")) {
+        GCN_TRY(get_bool(p, v, path, &l->train_eps));
+    } else {
+        return fail(p, path, "unknown key");
+    }
+    return GCN_OK;
+}
+
+static gcn_status parse_layers(parser *p, const cJSON *arr, gcn_model_config *cfg)
+{
+    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) < 1)
+        return fail(p, "layers", "expected a non-empty array of layer objects");
+    if (cJSON_GetArraySize(arr) > GCN_MAX_LAYERS)
+        return fail(p, "layers", "at most %d layers", GCN_MAX_LAYERS);
+    const cJSON *obj;
+    int i = 0;
+    cJSON_ArrayForEach(obj, arr) {
+        char path[96];
+        snprintf(path, sizeof path, "layers[%d]", i);
+        if (!cJSON_IsObject(obj))
+            return fail(p, path, "expected an object");
+        gcn_layer_config *l = &cfg->layers[i];
+        *l = (gcn_layer_config){.bias = true, .weight_decay = -1.0f};
+        bool has_type = false, has_out = false;
+        const cJSON *v;
+        cJSON_ArrayForEach(v, obj) {
+            char kp[160];
+            snprintf(kp, sizeof kp, "%s.%s", path, v->string);
+            GCN_TRY(parse_layer_key(p, v, kp, l, &has_type, &has_out));
+        }
+        if (!has_type || !has_out)
+            return fail(p, path, "missing required key \"%s\"", has_type ? "out" : "type");
+        if (l->type != GCN_LAYER_GIN && (l->hidden || l->train_eps || l->eps != 0.0f))
+            return fail(p, path, "hidden, eps and train_eps apply to gin layers only");
+        i++;
+    }
+    cfg->n_layers = i;
+    if (cfg->layers[i - 1].out != 0)
+        return fail(p, "layers", "the last layer's out must be \"classes\"");
+    return GCN_OK;
+}
+
+static const char *const optim_types[] = {"sgd", "adam", "adamw"};
+
+static gcn_status parse_optimizer(parser *p, const cJSON *obj, gcn_optim_opts *o)
+{
+    if (!cJSON_IsObject(obj))
+        return fail(p, "optimizer", "expected an object");
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(obj, "type");
+    int c;
+    if (!type)
+        return fail(p, "optimizer", "missing required key \"type\"");
+    GCN_TRY(get_choice(p, type, "optimizer.type", optim_types, 3, &c));
+    *o = gcn_optim_default_opts((gcn_optim_kind)c);
+    const cJSON *v;
+    cJSON_ArrayForEach(v, obj) {
+        char path[96];
+        snprintf(path, sizeof path, "optimizer.%s", v->string);
+        const char *k = v->string;
+        double d = 0.0;
+        if (!strcmp(k, "type"))
+            continue;
+        if (!strcmp(k, "lr") || !strcmp(k, "weight_decay") || !strcmp(k, "momentum") ||
+            !strcmp(k, "dampening")) {
+            GCN_TRY(get_number(p, v, path, 0, 10, false, "[0, 10]", &d));
+            float *f = !strcmp(k, "lr") ? &o->lr : !strcmp(k, "weight_decay") ? &o->weight_decay
+                     : !strcmp(k, "momentum") ? &o->momentum : &o->dampening;
+            *f = (float)d;
+        } else if (!strcmp(k, "beta1") || !strcmp(k, "beta2")) {
+            GCN_TRY(get_number(p, v, path, 0, 1, true, "[0, 1)", &d));
+            *(k[4] == '1' ? &o->beta1 : &o->beta2) = (float)d;
+        } else if (!strcmp(k, "eps")) {
+            GCN_TRY(get_number(p, v, path, 0, 1, false, "[0, 1]", &d));
+            o->eps = (float)d;
+        } else if (!strcmp(k, "nesterov")) {
+            GCN_TRY(get_bool(p, v, path, &o->nesterov));
+        } else {
+            return fail(p, path, "unknown key");
+        }
+    }
+    if (o->kind != GCN_OPTIM_SGD && (o->momentum != 0 || o->dampening != 0 || o->nesterov))
+        return fail(p, "optimizer", "momentum, dampening and nesterov apply to sgd only");
+    if (o->nesterov && (o->momentum <= 0 || o->dampening != 0))
+        return fail(p, "optimizer.nesterov", "needs momentum > 0 and dampening 0");
+    return GCN_OK;
+}
+
+static gcn_status parse_dataset(parser *p, const cJSON *obj, gcn_model_config *cfg)
+{
+    if (!cJSON_IsObject(obj))
+        return fail(p, "dataset", "expected an object");
+    const cJSON *v;
+    cJSON_ArrayForEach(v, obj) {
+        char path[96];
+        snprintf(path, sizeof path, "dataset.%s", v->string);
+        if (!strcmp(v->string, "root"))
+            GCN_TRY(get_string(p, v, path, cfg->root, sizeof cfg->root));
+        else if (!strcmp(v->string, "features"))
+            GCN_TRY(get_string(p, v, path, cfg->features, sizeof cfg->features));
+        else if (!strcmp(v->string, "normalize_features"))
+            GCN_TRY(get_bool(p, v, path, &cfg->normalize_features));
+        else if (!strcmp(v->string, "seed")) {
+            int64_t seed;
+            GCN_TRY(get_int(p, v, path, 0, 9007199254740991.0, &seed));
+            cfg->data_seed = (uint64_t)seed;
+        }
+        else
+            return fail(p, path, "unknown key");
+    }
+    return GCN_OK;
+}
+
+static gcn_status parse_device(parser *p, const cJSON *v, char *out, size_t size)
+{
+    GCN_TRY(get_string(p, v, "device", out, size));
+    int idx, end = 0;
+    if (!strcmp(out, "auto") || !strcmp(out, "cpu") || !strcmp(out, "cuda"))
+        return GCN_OK;
+    if (sscanf(out, "cuda:%d%n", &idx, &end) == 1 && out[end] == '\0' && idx >= 0)
+        return GCN_OK;
+    return fail(p, "device", "expected \"auto\", \"cpu\", \"cuda\" or \"cuda:N\"");
+}
+
+static const char *const precisions[] = {"fp32", "tf32"};
+
+static gcn_status parse_top_key(parser *p, const cJSON *v, gcn_model_config *cfg, bool *has_layers)
+{
+    const char *k = v->string;
+    int64_t i;
+    int c;
+    if (!strcmp(k, "name"))
+        return get_string(p, v, k, cfg->name, sizeof cfg->name);
+    if (!strcmp(k, "layers")) {
+        *has_layers = true;
+        return parse_layers(p, v, cfg);
+    }
+    if (!strcmp(k, "optimizer"))
+        return parse_optimizer(p, v, &cfg->optim);
+    if (!strcmp(k, "dataset"))
+        return parse_dataset(p, v, cfg);
+    if (!strcmp(k, "epochs") || !strcmp(k, "runs")) {
+        GCN_TRY(get_int(p, v, k, 1, k[0] == 'e' ? 1e7 : 1000, &i));
+        *(k[0] == 'e' ? &cfg->epochs : &cfg->runs) = (int)i;
+        return GCN_OK;
+    }
+    if (!strcmp(k, "seed")) {
+        GCN_TRY(get_int(p, v, k, 0, 9007199254740991.0, &i));
+        cfg->seed = (uint64_t)i;
+        return GCN_OK;
+    }
+    if (!strcmp(k, "device"))
+        return parse_device(p, v, cfg->device, sizeof cfg->device);
+    if (!strcmp(k, "precision")) {
+        GCN_TRY(get_choice(p, v, k, precisions, 2, &c));
+        cfg->tf32 = c == 1;
+        return GCN_OK;
+    }
+    if (!strcmp(k, "spmm"))
+        return get_string(p, v, k, cfg->spmm, sizeof cfg->spmm);
+    return fail(p, k, "unknown key");
+}
+
+/* Line number of a byte offset, for JSON syntax errors. */
+static int line_of(const char *text, const char *at)
+{
+    int line = 1;
+    for (const char *c = text; c < at && *c; c++)
+        line += *c == '\n';
+    return line;
+}
+
+gcn_status gcn_model_config_parse(gcn_model_config *cfg, const char *json, const char *source,
+                                  char *err, size_t err_size)
+{
+    parser p = {source ? source : "config", err, err_size};
+    if (!cfg || !json)
+        return fail(&p, "(input)", "no configuration given");
+    *cfg = gcn_model_config_default();
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithOpts(json, &end, true);
+    if (!root) {
+        if (err && err_size)
+            snprintf(err, err_size, "%s:%d: invalid JSON", p.source, line_of(json, end ? end : json));
+        return GCN_ERR_FORMAT;
+    }
+    gcn_status st = GCN_OK;
+    bool has_layers = false;
+    if (!cJSON_IsObject(root)) {
+        st = fail(&p, "(top level)", "expected an object");
+        goto cleanup;
+    }
+    const cJSON *v;
+    cJSON_ArrayForEach(v, root) {
+        st = parse_top_key(&p, v, cfg, &has_layers);
+        if (st != GCN_OK)
+            goto cleanup;
+    }
+    if (!has_layers)
+        st = fail(&p, "layers", "missing required key");
+cleanup:
+    cJSON_Delete(root);
+    return st;
+}
+
+gcn_status gcn_model_config_load(gcn_model_config *cfg, const char *path, char *err,
+                                 size_t err_size)
+{
+    FILE *f = path ? fopen(path, "rb") : NULL;
+    if (!f) {
+        if (err && err_size)
+            snprintf(err, err_size, "%s: cannot open: %s", path ? path : "(null)", strerror(errno));
+        return GCN_ERR_IO;
+    }
+    char *text = NULL;
+    size_t len = 0, cap = 0, got;
+    gcn_status st = GCN_OK;
+    do {
+        if (len + 4096 + 1 > cap) {
+            cap = 2 * cap + 8192;
+            char *t = realloc(text, cap);
+            if (!t) {
+                st = GCN_ERR_NOMEM;
+                goto cleanup;
+            }
+            text = t;
+        }
+        got = fread(text + len, 1, 4096, f);
+        len += got;
+    } while (got > 0 && len < (1u << 24));
+    if (ferror(f) || len >= (1u << 24)) {
+        if (err && err_size)
+            snprintf(err, err_size, "%s: read error or file larger than 16 MiB", path);
+        st = GCN_ERR_IO;
+        goto cleanup;
+    }
+    text[len] = '\0';
+    if (strlen(text) != len) {
+        if (err && err_size)
+            snprintf(err, err_size, "%s: contains a NUL byte", path);
+        st = GCN_ERR_FORMAT;
+        goto cleanup;
+    }
+    st = gcn_model_config_parse(cfg, text, path, err, err_size);
+cleanup:
+    free(text);
+    fclose(f);
+    return st;
+}
+
+/* snprintf at offset n of buf, tolerating a full buffer; returns n + length. */
+static int append(char *buf, size_t size, int n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    bool room = buf && (size_t)n < size;
+    n += vsnprintf(room ? buf + n : NULL, room ? size - (size_t)n : 0, fmt, ap);
+    va_end(ap);
+    return n;
+}
+
+int gcn_model_config_describe(const gcn_model_config *cfg, char *buf, size_t size)
+{
+    int n = 0;
+    for (int i = 0; i < cfg->n_layers; i++) {
+        const gcn_layer_config *l = &cfg->layers[i];
+        n = append(buf, size, n, "%s%s ", i ? "\n" : "", layer_types[l->type]);
+        n = l->out ? append(buf, size, n, "%lld", (long long)l->out) : append(buf, size, n, "classes");
+        if (l->type == GCN_LAYER_GIN)
+            n = append(buf, size, n, " eps %g%s", (double)l->eps, l->train_eps ? " trained" : "");
+        if (!l->bias)
+            n = append(buf, size, n, " no-bias");
+        if (l->batchnorm)
+            n = append(buf, size, n, " batchnorm");
+        if (l->activation != GCN_ACT_NONE)
+            n = append(buf, size, n, " %s", activations[l->activation]);
+        if (l->dropout > 0)
+            n = append(buf, size, n, " input-dropout %g", (double)l->dropout);
+    }
+    return n;
+}
+
+uint32_t gcn_model_config_hash(const gcn_model_config *cfg)
+{
+    uLong crc = crc32(0L, Z_NULL, 0);
+    for (int i = 0; i < cfg->n_layers; i++) {
+        const gcn_layer_config *l = &cfg->layers[i];
+        char line[128];
+        int n = snprintf(line, sizeof line, "%d %lld %lld %d %d %d %d;", (int)l->type,
+                         (long long)l->out, (long long)l->hidden, l->bias, l->batchnorm,
+                         (int)l->activation, l->train_eps);
+        crc = crc32(crc, (const Bytef *)line, (uInt)n);
+    }
+    return (uint32_t)crc;
+}

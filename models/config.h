@@ -1,0 +1,85 @@
+/* Model configurations: the JSON files in models/ (documented in
+ * models/README.md) read into a validated struct. */
+#ifndef GCN_MODEL_CONFIG_H
+#define GCN_MODEL_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../core/status.h"
+#include "../layers/layers.h"
+#include "../optim/optim.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GCN_MAX_LAYERS 32
+
+typedef enum gcn_layer_type {
+    GCN_LAYER_GCN = 0,
+    GCN_LAYER_GIN,
+    GCN_LAYER_LINEAR
+} gcn_layer_type;
+
+/* One block: dropout on the input, the layer, then batch norm and the
+ * activation on its output. */
+typedef struct gcn_layer_config {
+    gcn_layer_type type;
+    int64_t out;           /* output width; 0 means the number of classes */
+    int64_t hidden;        /* GIN: width of the MLP's hidden layer; 0 means out */
+    bool bias;
+    bool batchnorm;
+    gcn_activation activation;
+    float dropout;         /* on the layer's input, in [0, 1) */
+    float weight_decay;    /* for this layer's parameters; < 0: the optimiser's */
+    float eps;             /* GIN */
+    bool train_eps;        /* GIN */
+} gcn_layer_config;
+
+typedef struct gcn_model_config {
+    char name[64];
+    int n_layers;
+    gcn_layer_config layers[GCN_MAX_LAYERS];
+    gcn_optim_opts optim;
+    int epochs;
+    int runs;
+    uint64_t seed;
+    char device[16];       /* "auto", "cpu", "cuda" or "cuda:N" */
+    bool tf32;             /* precision "tf32" (else "fp32") */
+    char spmm[32];         /* "auto" or a kernel name */
+    /* dataset defaults, overridable on the command line */
+    char root[256];
+    char features[32];     /* "file", "random:D" or "degree" */
+    bool normalize_features;
+    uint64_t data_seed;    /* seeds generated datasets, substitute features and
+                            * drawn splits, independently of the training seed */
+} gcn_model_config;
+
+/* Every field at its default: no layers, Adam lr 0.01, 200 epochs, 1 run,
+ * seed 0, device auto, fp32, spmm auto, root "data", features "file". */
+gcn_model_config gcn_model_config_default(void);
+
+/* Reads and validates a configuration.  On failure returns GCN_ERR_IO or
+ * GCN_ERR_FORMAT and writes one line naming the file and the key path (or
+ * line) into err:  "models/x.json: layers[2].dropout: expected a number in
+ * [0, 1)". */
+gcn_status gcn_model_config_load(gcn_model_config *cfg, const char *path, char *err,
+                                 size_t err_size);
+
+/* The same from a string; `source` names it in messages. */
+gcn_status gcn_model_config_parse(gcn_model_config *cfg, const char *json, const char *source,
+                                  char *err, size_t err_size);
+
+/* CRC-32 of the architecture (layers and their widths), stored in
+ * checkpoints so a resume refuses a different model. */
+uint32_t gcn_model_config_hash(const gcn_model_config *cfg);
+
+/* One line per layer, e.g. "gcn 256 batchnorm relu dropout 0.5". */
+int gcn_model_config_describe(const gcn_model_config *cfg, char *buf, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,217 @@
+/* The block stack behind gcn_model. */
+#include <stdlib.h>
+
+#include "../core/internal.h"
+#include "model.h"
+
+typedef struct block {
+    gcn_layer_config cfg;
+    gcn_gcn_conv gcn;
+    gcn_gin_conv gin;
+    gcn_linear lin;
+    gcn_batchnorm1d bn;
+} block;
+
+struct gcn_model {
+    gcn_model_config cfg;
+    int64_t in_feat, n_classes;
+    int n_blocks;
+    block *blocks;
+};
+
+static gcn_status init_block(gcn_ctx *ctx, block *b, int i, int64_t in, int64_t out)
+{
+    const gcn_layer_config *c = &b->cfg;
+    switch (c->type) {
+    case GCN_LAYER_GCN:
+        GCN_TRY(gcn_gcn_conv_init(ctx, &b->gcn, in, out, c->bias));
+        b->gcn.cache_input = i == 0 && c->dropout == 0.0f;
+        break;
+    case GCN_LAYER_GIN:
+        GCN_TRY(gcn_gin_conv_init(ctx, &b->gin, in, c->hidden ? c->hidden : out, out, c->eps,
+                                  c->train_eps));
+        break;
+    case GCN_LAYER_LINEAR:
+        GCN_TRY(gcn_linear_init(ctx, &b->lin, in, out, c->bias));
+        break;
+    }
+    return c->batchnorm ? gcn_batchnorm1d_init(ctx, &b->bn, out) : GCN_OK;
+}
+
+gcn_status gcn_model_create(gcn_ctx *ctx, gcn_model **out, const gcn_model_config *cfg,
+                            int64_t in_feat, int64_t n_classes)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, out && cfg && cfg->n_layers >= 1 && cfg->n_layers <= GCN_MAX_LAYERS);
+    *out = NULL;
+    if (in_feat < 1 || n_classes < 2)
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG,
+                         "model: needs at least 1 input feature and 2 classes (got %lld, %lld)",
+                         (long long)in_feat, (long long)n_classes);
+    gcn_status st = GCN_OK;
+    gcn_model *m = calloc(1, sizeof *m);
+    block *blocks = calloc((size_t)cfg->n_layers, sizeof *blocks);
+    if (!m || !blocks) {
+        free(m);
+        free(blocks);
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "model: out of host memory");
+    }
+    m->cfg = *cfg;
+    m->in_feat = in_feat;
+    m->n_classes = n_classes;
+    m->blocks = blocks;
+    int64_t in = in_feat;
+    for (int i = 0; i < cfg->n_layers; i++) {
+        block *b = &m->blocks[i];
+        b->cfg = cfg->layers[i];
+        int64_t width = b->cfg.out ? b->cfg.out : n_classes;
+        m->n_blocks = i + 1;
+        GCN_CHECK(init_block(ctx, b, i, in, width));
+        in = width;
+    }
+    *out = m;
+    return GCN_OK;
+cleanup:
+    gcn_model_free(&m);
+    return st;
+}
+
+static bool uses(const gcn_model *m, gcn_layer_type t)
+{
+    for (int i = 0; m && i < m->n_blocks; i++)
+        if (m->blocks[i].cfg.type == t)
+            return true;
+    return false;
+}
+
+bool gcn_model_uses_gcn_adj(const gcn_model *m) { return uses(m, GCN_LAYER_GCN); }
+bool gcn_model_uses_raw_adj(const gcn_model *m) { return uses(m, GCN_LAYER_GIN); }
+
+/* One block: dropout, layer, norm, activation.  Consumes nothing; *y is new. */
+static gcn_status block_forward(gcn_ctx *ctx, block *b, const gcn_csr *adj_gcn,
+                                const gcn_csr *adj_raw, gcn_tensor *x, bool training,
+                                gcn_tensor **y)
+{
+    if ((b->cfg.type == GCN_LAYER_GCN && !adj_gcn) || (b->cfg.type == GCN_LAYER_GIN && !adj_raw))
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "model: a %s layer needs its adjacency matrix",
+                         b->cfg.type == GCN_LAYER_GCN ? "gcn" : "gin");
+    gcn_status st;
+    gcn_tensor *d = NULL, *z = NULL, *n = NULL;
+    if (training && b->cfg.dropout > 0.0f)
+        GCN_CHECK(gcn_dropout(ctx, x, b->cfg.dropout, true, &d));
+    else /* the input itself, so GCNConv's cache recognises it */
+        d = gcn_tensor_retain(x);
+    if (b->cfg.type == GCN_LAYER_GCN) {
+        GCN_CHECK(gcn_gcn_conv_forward(ctx, &b->gcn, adj_gcn, d, &z));
+    } else if (b->cfg.type == GCN_LAYER_GIN) {
+        GCN_CHECK(gcn_gin_conv_forward(ctx, &b->gin, adj_raw, d, training, &z));
+    } else {
+        GCN_CHECK(gcn_linear_forward(ctx, &b->lin, d, &z));
+    }
+    if (b->cfg.batchnorm)
+        GCN_CHECK(gcn_batchnorm1d_forward(ctx, &b->bn, z, training, &n));
+    else
+        n = gcn_tensor_retain(z);
+    GCN_CHECK(gcn_activate(ctx, b->cfg.activation, n, y));
+cleanup:
+    gcn_tensor_free(&d);
+    gcn_tensor_free(&z);
+    gcn_tensor_free(&n);
+    return st;
+}
+
+gcn_status gcn_model_forward(gcn_ctx *ctx, gcn_model *m, const gcn_csr *adj_gcn,
+                             const gcn_csr *adj_raw, gcn_tensor *x, bool training,
+                             gcn_tensor **logits)
+{
+    GCN_TRY(gcn_op_begin(ctx, logits));
+    GCN_ARG(ctx, m);
+    GCN_TRY(gcn_check_tensor(ctx, x, "model input"));
+    if (x->cols != m->in_feat)
+        return GCN_ERROR(ctx, GCN_ERR_SHAPE, "model: built for %lld input features, got %lld",
+                         (long long)m->in_feat, (long long)x->cols);
+    gcn_tensor *h = gcn_tensor_retain(x);
+    for (int i = 0; i < m->n_blocks; i++) {
+        gcn_tensor *next = NULL;
+        gcn_status st = block_forward(ctx, &m->blocks[i], adj_gcn, adj_raw, h, training, &next);
+        gcn_tensor_free(&h);
+        if (st != GCN_OK)
+            return st;
+        h = next;
+    }
+    *logits = h;
+    return GCN_OK;
+}
+
+int gcn_model_params(const gcn_model *m, gcn_tensor **out, float *weight_decay)
+{
+    int n = 0;
+    for (int i = 0; i < m->n_blocks; i++) {
+        const block *b = &m->blocks[i];
+        gcn_tensor *p[GCN_LAYER_MAX_PARAMS];
+        int k = b->cfg.type == GCN_LAYER_GCN   ? gcn_linear_params(&b->gcn.lin, p)
+                : b->cfg.type == GCN_LAYER_GIN ? gcn_gin_conv_params(&b->gin, p)
+                                               : gcn_linear_params(&b->lin, p);
+        if (b->cfg.batchnorm)
+            k += gcn_batchnorm1d_params(&b->bn, p + k);
+        float wd = b->cfg.weight_decay >= 0 ? b->cfg.weight_decay : m->cfg.optim.weight_decay;
+        for (int j = 0; j < k; j++, n++) {
+            if (out)
+                out[n] = p[j];
+            if (weight_decay)
+                weight_decay[n] = wd;
+        }
+    }
+    return n;
+}
+
+int gcn_model_buffers(const gcn_model *m, gcn_tensor **out)
+{
+    int n = 0;
+    for (int i = 0; i < m->n_blocks; i++) {
+        const block *b = &m->blocks[i];
+        const gcn_batchnorm1d *bns[2] = {b->cfg.batchnorm ? &b->bn : NULL,
+                                         b->cfg.type == GCN_LAYER_GIN ? &b->gin.bn : NULL};
+        for (int j = 0; j < 2; j++)
+            if (bns[j]) {
+                if (out) {
+                    out[n] = bns[j]->running_mean;
+                    out[n + 1] = bns[j]->running_var;
+                }
+                n += 2;
+            }
+    }
+    return n;
+}
+
+int64_t gcn_model_param_count(const gcn_model *m)
+{
+    int n = gcn_model_params(m, NULL, NULL);
+    gcn_tensor **p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
+    int64_t total = 0;
+    if (!p)
+        return -1;
+    gcn_model_params(m, p, NULL);
+    for (int i = 0; i < n; i++)
+        total += gcn_tensor_numel(p[i]);
+    free(p);
+    return total;
+}
+
+void gcn_model_free(gcn_model **pm)
+{
+    if (!pm || !*pm)
+        return;
+    gcn_model *m = *pm;
+    *pm = NULL;
+    for (int i = 0; i < m->n_blocks; i++) {
+        block *b = &m->blocks[i];
+        gcn_gcn_conv_release(&b->gcn);
+        gcn_gin_conv_release(&b->gin);
+        gcn_linear_release(&b->lin);
+        gcn_batchnorm1d_release(&b->bn);
+    }
+    free(m->blocks);
+    free(m);
+}

@@ -1,0 +1,57 @@
+/* Full-batch node classification: a model, its optimisers and a dataset on
+ * the context's device; one call trains one epoch and evaluates it.
+ * Checkpoints save and restore everything a resumed run needs. */
+#ifndef GCN_TRAINER_H
+#define GCN_TRAINER_H
+
+#include "../datasets/dataset.h"
+#include "model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gcn_epoch_stats {
+    int epoch;                       /* 1-based */
+    float loss;                      /* training loss (train mode, before the update) */
+    double train_acc, valid_acc, test_acc; /* eval mode, after the update */
+    double train_ms, eval_ms;        /* device-synchronised wall time */
+} gcn_epoch_stats;
+
+typedef struct gcn_train_best {
+    int epoch;                       /* 0 before the first epoch */
+    double train_acc, valid_acc, test_acc;
+} gcn_train_best;
+
+typedef struct gcn_trainer gcn_trainer;
+
+/* Uploads the dataset's features, labels and split, builds the adjacency
+ * matrices the model needs, the model (from the context's GCN_RNG_INIT
+ * stream) and one optimiser per weight-decay group.  The dataset must have
+ * features, labels and a non-empty training list.  Caller frees. */
+gcn_status gcn_trainer_create(gcn_ctx *ctx, gcn_trainer **out, const gcn_model_config *cfg,
+                              const gcn_dataset *ds);
+
+/* One optimisation step on the training rows, then accuracies of every
+ * split in evaluation mode.  A non-finite loss stops with GCN_ERR_NUMERIC
+ * naming the epoch. */
+gcn_status gcn_trainer_epoch(gcn_ctx *ctx, gcn_trainer *tr, gcn_epoch_stats *stats);
+
+/* The epoch with the best validation accuracy so far (the first of ties). */
+void gcn_trainer_best(const gcn_trainer *tr, gcn_train_best *best);
+int gcn_trainer_epochs_done(const gcn_trainer *tr);
+const gcn_model *gcn_trainer_model(const gcn_trainer *tr);
+
+/* Checkpoints: parameters, batch-norm statistics, optimiser state, epoch,
+ * best-so-far, random-stream offsets and the model's configuration hash,
+ * with a CRC-32; written to a temporary file and renamed into place.
+ * Loading refuses a file for another architecture or a damaged one. */
+gcn_status gcn_trainer_save(gcn_ctx *ctx, const gcn_trainer *tr, const char *path);
+gcn_status gcn_trainer_load(gcn_ctx *ctx, gcn_trainer *tr, const char *path);
+
+void gcn_trainer_free(gcn_trainer **tr);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

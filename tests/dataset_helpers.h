@@ -1,0 +1,43 @@
+/* Fixtures for the dataset tests: a scratch folder under /tmp, files
+ * written into it (".gz" names are gzip-compressed with zlib), and checks
+ * on the context's error message. */
+#ifndef GCN_TEST_DATASET_HELPERS_H
+#define GCN_TEST_DATASET_HELPERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "gcn.h"
+
+/* The real data, relative to the repository root the tests run in. */
+#define SHARED_DATA "../shared/data"
+
+/* A new empty folder /tmp/gcn-ds-XXXXXX; caller removes it with ds_rmtree
+ * and frees the string. */
+char *ds_tmpdir(void);
+
+/* Removes a folder and everything under it. */
+void ds_rmtree(const char *dir);
+
+/* Writes dir/rel (creating missing folders); gzip when rel ends in ".gz". */
+void ds_write(const char *dir, const char *rel, const char *text);
+void ds_write_bytes(const char *dir, const char *rel, const void *data, size_t n);
+
+/* Copies a file byte for byte to dir/rel (creating missing folders). */
+void ds_copy(const char *from, const char *dir, const char *rel);
+
+/* "dir/rel" in a static buffer (valid until the next call). */
+const char *ds_path(const char *dir, const char *rel);
+
+/* Options for fixture loads: root = dir, cache off unless a test asks. */
+gcn_dataset_opts ds_opts(const char *dir);
+
+/* Asserts that loading spec fails with st and that the message contains
+ * every one of the NULL-terminated needles (file name, line, reason). */
+void ds_expect_fail(gcn_ctx *ctx, const char *spec, const gcn_dataset_opts *opts,
+                    gcn_status st, ...);
+
+/* Whether two datasets hold identical graphs, features, labels and splits. */
+bool ds_same(const gcn_dataset *a, const gcn_dataset *b);
+
+#endif

@@ -1,0 +1,217 @@
+/* The gcntrain command: exit codes, messages, the JSON-lines log, no partial
+ * output on failure, checkpoint and resume through the command line, and the
+ * accuracy of the Kipf & Welling recipe on Cora and CiteSeer. */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "helpers.h"
+
+extern char **environ;
+
+typedef struct result {
+    int code;
+    char out[1 << 16], err[1 << 12];
+} result;
+
+static void slurp(const char *path, char *buf, size_t size)
+{
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(buf, 1, size - 1, f) : 0;
+    buf[n] = '\0';
+    if (f)
+        fclose(f);
+}
+
+/* Runs build/gcntrain (GCN_TOOLS names the folder) with the given arguments. */
+static void gcntrain(result *r, const char *const *args)
+{
+    const char *dir = getenv("GCN_TOOLS") ? getenv("GCN_TOOLS") : "build";
+    char exe[512], out[] = "/tmp/gcn-cli-out-XXXXXX", err[] = "/tmp/gcn-cli-err-XXXXXX";
+    snprintf(exe, sizeof exe, "%s/gcntrain", dir);
+    close(mkstemp(out));
+    close(mkstemp(err));
+    char *argv[32] = {exe};
+    int n = 1;
+    for (; args[n - 1]; n++)
+        argv[n] = (char *)args[n - 1];
+    argv[n] = NULL;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_TRUNC, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_TRUNC, 0);
+    pid_t pid;
+    cr_assert_eq(posix_spawn(&pid, exe, &fa, NULL, argv, environ), 0, "cannot run %s", exe);
+    int status;
+    waitpid(pid, &status, 0);
+    posix_spawn_file_actions_destroy(&fa);
+    cr_assert(WIFEXITED(status), "gcntrain crashed (signal %d)", WTERMSIG(status));
+    r->code = WEXITSTATUS(status);
+    slurp(out, r->out, sizeof r->out);
+    slurp(err, r->err, sizeof r->err);
+    unlink(out);
+    unlink(err);
+}
+
+static bool exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+static result r;
+
+Test(cli, usage_errors_exit_1)
+{
+    gcntrain(&r, (const char *[]){NULL});
+    cr_assert_eq(r.code, 1);
+    cr_assert(strstr(r.err, "missing CONFIG"), "%s", r.err);
+    gcntrain(&r, (const char *[]){"models/gcn.json", "--epochs", "0", NULL});
+    cr_assert_eq(r.code, 1);
+    cr_assert(strstr(r.err, "--epochs 0"), "%s", r.err);
+    gcntrain(&r, (const char *[]){"models/gcn.json", "--bogus", "1", NULL});
+    cr_assert_eq(r.code, 1);
+    gcntrain(&r, (const char *[]){"models/gcn.json", "--device", "tpu", NULL});
+    cr_assert_eq(r.code, 1);
+    gcntrain(&r, (const char *[]){"--help", NULL});
+    cr_assert_eq(r.code, 0);
+    cr_assert(strstr(r.out, "usage: gcntrain CONFIG"));
+    gcntrain(&r, (const char *[]){"--version", NULL});
+    cr_assert_eq(r.code, 0);
+    cr_assert(strstr(r.out, GCN_VERSION_STRING));
+}
+
+Test(cli, bad_input_exits_2_with_one_line)
+{
+    gcntrain(&r, (const char *[]){"models/missing.json", NULL});
+    cr_assert_eq(r.code, 2);
+    cr_assert(strstr(r.err, "models/missing.json: cannot open"), "%s", r.err);
+    char cfg[] = "/tmp/gcn-cfg-XXXXXX";
+    int fd = mkstemp(cfg);
+    const char *bad = "{\"layers\": [{\"type\": \"gcn\", \"out\": \"classes\", \"dropout\": 2}]}";
+    cr_assert_eq(write(fd, bad, strlen(bad)), (ssize_t)strlen(bad));
+    close(fd);
+    gcntrain(&r, (const char *[]){cfg, NULL});
+    cr_assert_eq(r.code, 2);
+    cr_assert(strstr(r.err, "layers[0].dropout: expected a number in [0, 1)"), "%s", r.err);
+    cr_assert_eq(strchr(r.err, '\n'), r.err + strlen(r.err) - 1, "more than one line: %s", r.err);
+    unlink(cfg);
+    gcntrain(&r, (const char *[]){"models/gcn-cora.json", "--dataset", "/tmp/no-such-dataset", NULL});
+    cr_assert_eq(r.code, 2, "%s", r.err);
+    gcntrain(&r, (const char *[]){"models/gcn-cora.json", "--spmm", "nope", NULL});
+    cr_assert_eq(r.code, 2, "%s", r.err);
+}
+
+Test(cli, arxiv_without_features_names_the_file_and_option)
+{
+    if (!exists("../shared/data/ogbn_arxiv/raw/edge.csv.gz"))
+        cr_skip_test("../shared/data/ogbn_arxiv absent");
+    gcntrain(&r, (const char *[]){"models/gcn.json", "--dataset", "ogbn-arxiv", "--root",
+                                  "../shared/data", "--device", "cpu", NULL});
+    cr_assert_eq(r.code, 2, "%s", r.err);
+    cr_assert(strstr(r.err, "node-feat.csv.gz"), "%s", r.err);
+    cr_assert(strstr(r.err, "random:D"), "%s", r.err);
+}
+
+Test(cli, missing_gpu_is_a_runtime_failure)
+{
+    if (gcn_cuda_device_count() > 0)
+        cr_skip_test("a CUDA device is present");
+    gcntrain(&r, (const char *[]){"models/gcn-cora.json", "--device", "cuda", NULL});
+    cr_assert_eq(r.code, 3, "%s", r.err);
+}
+
+static int count_lines(const char *path, const char *needle)
+{
+    char buf[1 << 16];
+    slurp(path, buf, sizeof buf);
+    int n = 0;
+    for (char *p = buf; (p = strstr(p, needle)); p++)
+        n++;
+    return n;
+}
+
+Test(cli, short_run_writes_log_and_checkpoint_and_resumes, .timeout = 120)
+{
+    char dir[] = "/tmp/gcn-cli-XXXXXX", log[96], ck[96], log2[96], log3[96];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(log, sizeof log, "%s/run.jsonl", dir);
+    snprintf(ck, sizeof ck, "%s/model.ckpt", dir);
+    snprintf(log2, sizeof log2, "%s/resumed.jsonl", dir);
+    snprintf(log3, sizeof log3, "%s/straight.jsonl", dir);
+    gcntrain(&r, (const char *[]){"models/gcn-cora.json", "--epochs", "4", "--runs", "2",
+                                  "--seed", "0", "--device", "cpu", "--log", log, "--save", ck, NULL});
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "dataset    "), "%s", r.out);
+    cr_assert(strstr(r.out, "run 2 epoch    4"), "%s", r.out);
+    cr_assert(strstr(r.out, "test accuracy"), "%s", r.out);
+    cr_assert_eq(count_lines(log, "\"epoch\":"), 8);
+    cr_assert_eq(count_lines(log, "\"summary\":true"), 1);
+    cr_assert(exists(ck));
+    /* resume run 1 from epoch 4 (the checkpoint holds run 2's state: seed + 1) */
+    gcntrain(&r, (const char *[]){"models/gcn-cora.json", "--epochs", "7", "--runs", "1",
+                                  "--seed", "1", "--device", "cpu", "--resume", ck, "--log", log2, NULL});
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    gcntrain(&r, (const char *[]){"models/gcn-cora.json", "--epochs", "7", "--runs", "1",
+                                  "--seed", "1", "--device", "cpu", "--log", log3, NULL});
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    char a[1 << 14], b[1 << 14];
+    slurp(log2, a, sizeof a);
+    slurp(log3, b, sizeof b);
+    char *ea = strstr(a, "\"epoch\":5,"), *eb = strstr(b, "\"epoch\":5,");
+    cr_assert(ea && eb);
+    cr_assert_eq(strncmp(ea, eb, strlen("\"epoch\":5,\"loss\":") + 8), 0, "%.80s vs %.80s", ea, eb);
+    /* a failing run leaves no log behind */
+    char bad_log[96];
+    snprintf(bad_log, sizeof bad_log, "%s/bad.jsonl", dir);
+    gcntrain(&r, (const char *[]){"models/gcn.json", "--epochs", "2", "--device", "cpu",
+                                  "--resume", ck, "--log", bad_log, NULL});
+    cr_assert_eq(r.code, 2, "%s", r.err);
+    cr_assert(strstr(r.err, "different model architecture"), "%s", r.err);
+    cr_assert_not(exists(bad_log));
+    char tmp[128];
+    snprintf(tmp, sizeof tmp, "%s.tmp", bad_log);
+    cr_assert_not(exists(tmp));
+    unlink(log);
+    unlink(log2);
+    unlink(log3);
+    unlink(ck);
+    rmdir(dir);
+}
+
+/* Mean test accuracy of 10 seeds with the Kipf & Welling recipe. */
+static double planetoid_accuracy(const char *name)
+{
+    char path[128];
+    snprintf(path, sizeof path, "../shared/data/planetoid/%s/edges.txt", name);
+    if (!exists(path))
+        return -1.0;
+    gcntrain(&r, (const char *[]){"models/gcn-cora.json", "--dataset", name, "--root",
+                                  "../shared/data", "--device", "cpu", "--quiet", NULL});
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    const char *line = strstr(r.out, "test accuracy ");
+    cr_assert_not_null(line, "%s", r.out);
+    return atof(line + strlen("test accuracy "));
+}
+
+Test(cli, cora_matches_kipf_and_welling, .timeout = 600)
+{
+    double acc = planetoid_accuracy("cora");
+    if (acc < 0)
+        cr_skip_test("../shared/data/planetoid/cora absent");
+    cr_assert_geq(acc, 0.805, "Cora mean test accuracy %.4f over 10 seeds", acc);
+}
+
+Test(cli, citeseer_matches_kipf_and_welling, .timeout = 600)
+{
+    double acc = planetoid_accuracy("citeseer");
+    if (acc < 0)
+        cr_skip_test("../shared/data/planetoid/citeseer absent");
+    cr_assert_geq(acc, 0.69, "CiteSeer mean test accuracy %.4f over 10 seeds", acc);
+}

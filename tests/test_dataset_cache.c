@@ -1,0 +1,260 @@
+/* The binary cache: written after the first parse (atomically), read on the
+ * next load with identical contents, rebuilt when stale or damaged, skipped
+ * in read-only folders, and kept in cache_dir when asked. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dataset_helpers.h"
+#include "helpers.h"
+
+static void write_toy(const char *dir)
+{
+    ds_write(dir, "ogbn_toy/raw/num-node-list.csv.gz", "5\n");
+    ds_write(dir, "ogbn_toy/raw/num-edge-list.csv.gz", "6\n");
+    ds_write(dir, "ogbn_toy/raw/edge.csv.gz", "0,1\n1,2\n2,3\n3,4\n4,0\n0,2\n");
+    ds_write(dir, "ogbn_toy/raw/node-feat.csv.gz", "0.5,-1\n1,1\n-0.25,0\n0,0\n1e-3,2\n");
+    ds_write(dir, "ogbn_toy/raw/node-label.csv.gz", "0\n1\n2\n0\n1\n");
+    ds_write(dir, "ogbn_toy/split/time/train.csv.gz", "0\n1\n");
+    ds_write(dir, "ogbn_toy/split/time/valid.csv.gz", "2\n");
+    ds_write(dir, "ogbn_toy/split/time/test.csv.gz", "3\n4\n");
+}
+
+static gcn_dataset_opts cache_opts(const char *dir)
+{
+    gcn_dataset_opts o = ds_opts(dir);
+    o.cache = true;
+    return o;
+}
+
+static gcn_dataset *load(gcn_ctx *ctx, const char *spec, const gcn_dataset_opts *o)
+{
+    gcn_dataset *ds = NULL;
+    cr_assert_eq(gcn_dataset_load(ctx, &ds, spec, o), GCN_OK, "%s: %s", spec, gcn_last_error(ctx));
+    return ds;
+}
+
+/* Number of entries in a folder whose name contains `part`. */
+static int count_files(const char *dir, const char *part)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        n += e->d_name[0] != '.' && strstr(e->d_name, part) != NULL;
+    closedir(d);
+    return n;
+}
+
+Test(dataset_cache, round_trip)
+{
+    char *dir = ds_tmpdir();
+    write_toy(dir);
+    gcn_ctx *ctx = test_cpu_ctx(1);
+    gcn_dataset_opts o = cache_opts(dir);
+    gcn_dataset *first = load(ctx, "ogbn-toy", &o);
+    cr_assert_not(first->from_cache);
+    const char *processed = ds_path(dir, "ogbn_toy/processed");
+    cr_assert_eq(count_files(processed, "gcn-v1.bin"), 1);
+    cr_assert_eq(count_files(processed, "tmp"), 0, "no temporary file left behind");
+    gcn_dataset *second = load(ctx, "ogbn-toy", &o);
+    cr_assert(second->from_cache);
+    cr_assert_str_eq(second->name, "ogbn-toy");
+    cr_assert(ds_same(first, second));
+    cr_assert_eq(second->n_raw_edges, 6);
+    cr_assert_str_eq(second->feature_source, "file");
+    gcn_dataset_free(&first);
+    gcn_dataset_free(&second);
+    gcn_ctx_free(&ctx);
+    ds_rmtree(dir);
+    free(dir);
+}
+
+Test(dataset_cache, written_even_when_features_must_be_substituted)
+{
+    char *dir = ds_tmpdir();
+    write_toy(dir);
+    unlink(ds_path(dir, "ogbn_toy/raw/node-feat.csv.gz"));
+    gcn_ctx *a = test_cpu_ctx(5), *b = test_cpu_ctx(5);
+    gcn_dataset_opts o = cache_opts(dir);
+    ds_expect_fail(a, "ogbn-toy", &o, GCN_ERR_IO, "node-feat.csv.gz", NULL);
+    o.features = "random:8";
+    gcn_dataset *x = load(a, "ogbn-toy", &o), *y = NULL;
+    cr_assert(x->from_cache);
+    o.cache = false;
+    y = load(b, "ogbn-toy", &o);
+    cr_assert_not(y->from_cache);
+    cr_assert(ds_same(x, y), "cache or parse, same seed: same dataset");
+    gcn_dataset_free(&x);
+    gcn_dataset_free(&y);
+    gcn_ctx_free(&a);
+    gcn_ctx_free(&b);
+    ds_rmtree(dir);
+    free(dir);
+}
+
+static long file_size(const char *path)
+{
+    struct stat sb;
+    cr_assert_eq(stat(path, &sb), 0, "%s", path);
+    return (long)sb.st_size;
+}
+
+static void flip(const char *path, long offset)
+{
+    FILE *f = fopen(path, "r+b");
+    cr_assert(f);
+    fseek(f, offset, SEEK_SET);
+    int c = fgetc(f);
+    fseek(f, offset, SEEK_SET);
+    fputc(c ^ 0x10, f);
+    fclose(f);
+}
+
+/* Damages the cache in several ways; each load must notice, parse the
+ * sources again, and rewrite a good cache. */
+Test(dataset_cache, corruption_is_detected_and_rebuilt)
+{
+    char *dir = ds_tmpdir();
+    write_toy(dir);
+    gcn_ctx *ctx = test_cpu_ctx(1);
+    gcn_dataset_opts o = cache_opts(dir);
+    gcn_dataset *ref = load(ctx, "ogbn-toy", &o);
+    char cache[4096];
+    snprintf(cache, sizeof cache, "%s", ds_path(dir, "ogbn_toy/processed/gcn-v1.bin"));
+    long size = file_size(cache);
+    for (int kind = 0; kind < 5; kind++) {
+        if (kind == 0)
+            flip(cache, size - 3); /* payload (test split) */
+        else if (kind == 1)
+            flip(cache, 0); /* magic */
+        else if (kind == 2)
+            flip(cache, 100); /* a header count */
+        else if (kind == 3)
+            cr_assert_eq(truncate(cache, size - 4), 0);
+        else
+            cr_assert_eq(truncate(cache, 10), 0);
+        gcn_dataset *ds = load(ctx, "ogbn-toy", &o);
+        cr_assert_not(ds->from_cache, "damage %d not detected", kind);
+        cr_assert(ds_same(ds, ref));
+        gcn_dataset_free(&ds);
+        cr_assert_eq(file_size(cache), size, "cache rewritten");
+        ds = load(ctx, "ogbn-toy", &o);
+        cr_assert(ds->from_cache);
+        gcn_dataset_free(&ds);
+    }
+    gcn_dataset_free(&ref);
+    gcn_ctx_free(&ctx);
+    ds_rmtree(dir);
+    free(dir);
+}
+
+Test(dataset_cache, stale_when_sources_change)
+{
+    char *dir = ds_tmpdir();
+    write_toy(dir);
+    gcn_ctx *ctx = test_cpu_ctx(1);
+    gcn_dataset_opts o = cache_opts(dir);
+    gcn_dataset *ds = load(ctx, "ogbn-toy", &o);
+    gcn_dataset_free(&ds);
+    ds_write(dir, "ogbn_toy/raw/edge.csv.gz", "0,1\n1,2\n2,3\n3,4\n4,0\n0,3\n");
+    ds = load(ctx, "ogbn-toy", &o);
+    cr_assert_not(ds->from_cache);
+    cr_assert_eq(ds->graph->col_idx[ds->graph->row_ptr[0] + 1], 3, "0-3 replaced 0-2");
+    gcn_dataset_free(&ds);
+    ds = load(ctx, "ogbn-toy", &o);
+    cr_assert(ds->from_cache);
+    gcn_dataset_free(&ds);
+    /* A different split scheme is a different cache key. */
+    ds_write(dir, "ogbn_toy/split/b/train.csv.gz", "4\n");
+    ds_write(dir, "ogbn_toy/split/b/valid.csv.gz", "3\n");
+    ds_write(dir, "ogbn_toy/split/b/test.csv.gz", "2\n");
+    o.split_scheme = "b";
+    ds = load(ctx, "ogbn-toy", &o);
+    cr_assert_not(ds->from_cache);
+    cr_assert_eq(ds->train[0], 4);
+    gcn_dataset_free(&ds);
+    gcn_ctx_free(&ctx);
+    ds_rmtree(dir);
+    free(dir);
+}
+
+static char notices[2048];
+
+static void capture(gcn_log_level level, const char *msg, void *user)
+{
+    (void)level;
+    (void)user;
+    strncat(notices, msg, sizeof notices - strlen(notices) - 2);
+    strcat(notices, "\n");
+}
+
+Test(dataset_cache, read_only_folder_and_cache_dir)
+{
+    char *dir = ds_tmpdir();
+    write_toy(dir);
+    char data[4096];
+    snprintf(data, sizeof data, "%s", ds_path(dir, "ogbn_toy"));
+    cr_assert_eq(chmod(data, 0555), 0);
+    gcn_ctx_opts co = gcn_ctx_default_opts();
+    co.device = GCN_DEVICE_CPU;
+    co.log_level = GCN_LOG_INFO;
+    co.log_fn = capture;
+    gcn_ctx *ctx = NULL;
+    cr_assert_eq(gcn_ctx_create(&ctx, &co), GCN_OK);
+    gcn_dataset_opts o = cache_opts(dir);
+    gcn_dataset *ds = load(ctx, "ogbn-toy", &o);
+    cr_assert_not(ds->from_cache);
+    cr_assert(strstr(notices, "read-only"), "%s", notices);
+    cr_assert_eq(count_files(data, "processed"), 0, "nothing written into the data");
+    gcn_dataset_free(&ds);
+    char cache_dir[4096];
+    snprintf(cache_dir, sizeof cache_dir, "%s", ds_path(dir, "cache"));
+    o.cache_dir = cache_dir; /* created on first use */
+    ds = load(ctx, "ogbn-toy", &o);
+    cr_assert_not(ds->from_cache);
+    gcn_dataset_free(&ds);
+    cr_assert_eq(count_files(cache_dir, "ogbn-toy-"), 1);
+    ds = load(ctx, "ogbn-toy", &o);
+    cr_assert(ds->from_cache);
+    gcn_dataset_free(&ds);
+    gcn_ctx_free(&ctx);
+    chmod(data, 0755);
+    ds_rmtree(dir);
+    free(dir);
+}
+
+Test(dataset_cache, single_files_and_off_switch)
+{
+    char *dir = ds_tmpdir();
+    ds_write(dir, "g.txt", "0 1\n1 2\n");
+    ds_write(dir, "h.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 2\n");
+    gcn_ctx *ctx = test_cpu_ctx(1);
+    gcn_dataset_opts o = cache_opts(dir);
+    const char *files[] = {"g.txt", "h.mtx"};
+    for (int k = 0; k < 2; k++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s", ds_path(dir, files[k]));
+        gcn_dataset *a = load(ctx, path, &o), *b = load(ctx, path, &o);
+        cr_assert_not(a->from_cache);
+        cr_assert(b->from_cache);
+        cr_assert(ds_same(a, b));
+        gcn_dataset_free(&a);
+        gcn_dataset_free(&b);
+    }
+    cr_assert_eq(count_files(ds_path(dir, "processed"), ".gcn-v1.bin"), 2);
+    ds_write(dir, "t/edges.txt", "0 1\n");
+    o.cache = false;
+    o.features = "none";
+    gcn_dataset *ds = load(ctx, "t", &o);
+    gcn_dataset_free(&ds);
+    cr_assert_eq(count_files(ds_path(dir, "t"), "processed"), 0);
+    gcn_ctx_free(&ctx);
+    ds_rmtree(dir);
+    free(dir);
+}

@@ -1,0 +1,323 @@
+/* The host planners of the CUDA SpMM kernels, without a GPU: tuning knobs,
+ * feature layouts, rowsplit's long-row chunks, Accel-GCN's degree sort and
+ * block partition (every non-zero in exactly one block, the paper's
+ * patterns), and the merge-path split (against a step-by-step merge). */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+#include "kernels/spmm_plan.h"
+
+/* A row_ptr with the given degrees (caller frees). */
+static int32_t *row_ptr_of(const int32_t *deg, int32_t n)
+{
+    int32_t *rp = malloc(((size_t)n + 1) * sizeof *rp);
+    cr_assert_not_null(rp);
+    rp[0] = 0;
+    for (int32_t i = 0; i < n; i++)
+        rp[i + 1] = rp[i] + deg[i];
+    return rp;
+}
+
+/* Degrees 0..max in a shuffled order, `copies` times each, plus some long
+ * rows: every Accel-GCN pattern and both sides of every bound. */
+static int32_t *mixed_degrees(int32_t max, int copies, int32_t *n)
+{
+    static const int32_t longs[] = {385, 768, 769, 1000, 5000};
+    int32_t n_long = (int32_t)(sizeof longs / sizeof longs[0]);
+    *n = (max + 1) * copies + n_long;
+    int32_t *deg = malloc((size_t)*n * sizeof *deg);
+    cr_assert_not_null(deg);
+    for (int32_t i = 0; i < (max + 1) * copies; i++)
+        deg[i] = i % (max + 1);
+    for (int32_t i = 0; i < n_long; i++)
+        deg[(max + 1) * copies + i] = longs[i];
+    uint64_t s = 42;
+    for (int32_t i = *n - 1; i > 0; i--) {
+        float u;
+        test_fill_uniform(&s, &u, 1, 0, 1);
+        int32_t j = (int32_t)(u * (float)(i + 1)) % (i + 1), t = deg[i];
+        deg[i] = deg[j];
+        deg[j] = t;
+    }
+    return deg;
+}
+
+Test(spmm_plan, knobs_parse_or_default)
+{
+    unsetenv("GCN_TEST_KNOB");
+    cr_assert_eq(gcn_spmm_knob("GCN_TEST_KNOB", 7, 1, 100), 7);
+    setenv("GCN_TEST_KNOB", "42", 1);
+    cr_assert_eq(gcn_spmm_knob("GCN_TEST_KNOB", 7, 1, 100), 42);
+    setenv("GCN_TEST_KNOB", "420", 1);
+    cr_assert_eq(gcn_spmm_knob("GCN_TEST_KNOB", 7, 1, 100), 7, "out of range");
+    setenv("GCN_TEST_KNOB", "12x", 1);
+    cr_assert_eq(gcn_spmm_knob("GCN_TEST_KNOB", 7, 1, 100), 7, "trailing junk");
+    setenv("GCN_TEST_KNOB", "", 1);
+    cr_assert_eq(gcn_spmm_knob("GCN_TEST_KNOB", 7, 1, 100), 7, "empty");
+}
+
+Test(spmm_plan, feature_layouts)
+{
+    cr_assert_eq(gcn_feat_vec(256, 4), 4);
+    cr_assert_eq(gcn_feat_vec(250, 4), 2);
+    cr_assert_eq(gcn_feat_vec(127, 4), 1);
+    cr_assert_eq(gcn_feat_vec(256, 1), 1);
+    cr_assert_eq(gcn_feat_vec(12, 2), 2);
+    gcn_feat_layout l = gcn_feat_layout_make(250, 2, 0);
+    cr_assert(l.tile == 250 && l.n_tiles == 1 && l.vecs == 125);
+    l = gcn_feat_layout_make(250, 2, 65);
+    cr_assert(l.tile == 64 && l.n_tiles == 4 && l.vecs == 32, "tile rounds down to the vector");
+    l = gcn_feat_layout_make(3, 1, 1000);
+    cr_assert(l.tile == 3 && l.n_tiles == 1);
+    l = gcn_feat_layout_make(16, 4, 2);
+    cr_assert(l.tile == 4 && l.n_tiles == 4, "at least one vector per tile");
+}
+
+Test(spmm_plan, rowsplit_shapes_cover_the_tile)
+{
+    for (int vecs = 1; vecs <= 256; vecs++) {
+        gcn_rowsplit_shape s = gcn_rowsplit_shape_for(vecs);
+        cr_assert(s.group >= 1 && s.group <= 32 && (s.group & (s.group - 1)) == 0);
+        cr_assert(s.per_lane >= 1 && s.per_lane <= GCN_ROWSPLIT_MAX_PER_LANE);
+        cr_assert_geq(s.group * s.per_lane, vecs, "vecs %d uncovered", vecs);
+        cr_assert(s.per_lane == 1 || s.group == 32, "several vectors a lane only in full warps");
+        cr_assert(s.group == 32 || s.group >= vecs);
+    }
+    cr_assert_eq(gcn_rowsplit_shape_for(4).group, 4, "F = 16 as float4: 4 lanes, 8 rows a warp");
+    cr_assert_eq(gcn_rowsplit_widest_tile(1), 256);
+    cr_assert_eq(gcn_rowsplit_widest_tile(2), 512);
+    cr_assert_eq(gcn_rowsplit_widest_tile(4), 512);
+    for (int vec = 1; vec <= 4; vec *= 2) {
+        int w = gcn_rowsplit_widest_tile(vec);
+        gcn_rowsplit_shape s = gcn_rowsplit_shape_for(w / vec);
+        cr_assert_leq(s.per_lane * vec, GCN_ROWSPLIT_MAX_FLOATS);
+    }
+}
+
+Test(spmm_plan, rowsplit_auto_tile_fits_l2)
+{
+    size_t budget = 30u << 20;
+    cr_assert_eq(gcn_rowsplit_auto_tile(16, 4, 169343, budget), 16, "X fits: one tile");
+    cr_assert_eq(gcn_rowsplit_auto_tile(1024, 4, 1000, budget), 512, "the widest tile");
+    int t = gcn_rowsplit_auto_tile(256, 4, 169343, budget);
+    cr_assert_eq(t, 32, "arxiv at F = 256: a 32-column slice fits in 30 MB");
+    cr_assert_leq((double)169343 * t * 4, (double)budget);
+    cr_assert_eq(gcn_rowsplit_auto_tile(256, 4, 100000000, budget), 256,
+                 "nothing fits: no slicing");
+    cr_assert_eq(gcn_rowsplit_auto_tile(96, 1, 169343, budget), 32);
+}
+
+Test(spmm_plan, rowsplit_chunks_cover_long_rows)
+{
+    int32_t n, chunk = 100;
+    int32_t *deg = mixed_degrees(400, 2, &n);
+    int32_t *rp = row_ptr_of(deg, n);
+    gcn_ctx *ctx = test_cpu_ctx(1);
+    gcn_rowsplit_chunks c;
+    cr_assert_eq(gcn_rowsplit_chunks_build(ctx, rp, n, chunk, &c), GCN_OK);
+    int32_t expect_long = 0, expect_chunks = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (deg[i] > chunk) {
+            expect_long++;
+            expect_chunks += (deg[i] + chunk - 1) / chunk;
+        }
+    cr_assert_eq(c.n_long, expect_long);
+    cr_assert_eq(c.n_chunks, expect_chunks);
+    for (int32_t l = 0; l < c.n_long; l++) {
+        int32_t first = c.long_info[2 * l], count = c.long_info[2 * l + 1];
+        int32_t row = c.chunk[4 * first];
+        cr_assert_gt(deg[row], chunk);
+        int32_t at = rp[row];
+        for (int32_t k = first; k < first + count; k++) {
+            const int32_t *q = c.chunk + 4 * k;
+            cr_assert(q[0] == row && q[3] == l && q[1] == at, "chunk %d of row %d", k, row);
+            cr_assert(q[2] > q[1] && q[2] - q[1] <= chunk);
+            at = q[2];
+        }
+        cr_assert_eq(at, rp[row + 1], "row %d not covered to its end", row);
+    }
+    gcn_rowsplit_chunks_free(&c);
+    cr_assert_null(c.chunk);
+    cr_assert_eq(gcn_rowsplit_chunks_build(ctx, rp, n, 0, &c), GCN_ERR_INVALID_ARG);
+    gcn_rowsplit_chunks_free(&c);
+    gcn_ctx_free(&ctx);
+    free(rp);
+    free(deg);
+}
+
+Test(spmm_plan, accel_row_warps_match_the_paper)
+{
+    gcn_accel_params p = {12, 32};
+    static const int32_t d[] = {1, 32, 33, 64, 65, 96, 97, 128, 129, 192, 193, 384};
+    static const int32_t f[] = {1, 1, 2, 2, 3, 3, 4, 4, 6, 6, 12, 12};
+    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
+        cr_assert_eq(gcn_accel_row_warps(&p, d[i]), f[i], "degree %d", d[i]);
+    for (int32_t deg = 1; deg <= 384; deg++) {
+        int fw = gcn_accel_row_warps(&p, deg);
+        cr_assert(12 % fw == 0 && fw * 32 >= deg, "degree %d: %d warps", deg, fw);
+        for (int g = 1; g < fw; g++)
+            cr_assert(12 % g != 0 || g * 32 < deg, "degree %d: %d warps would do", deg, g);
+    }
+}
+
+/* Checks one normal block's rows and marks its non-zeros. */
+static void check_block(const gcn_accel_params *p, const int32_t *rp, const gcn_accel_partition *part,
+                        const int32_t *m, char *seen)
+{
+    int32_t d = m[0], rows = m[3] & 0xffff, warp_nzs = m[3] >> 16;
+    int32_t f = gcn_accel_row_warps(p, d);
+    cr_assert_eq(warp_nzs, (d + f - 1) / f, "degree %d", d);
+    cr_assert(rows >= 1 && rows <= p->block_warps / f, "degree %d: %d rows", d, rows);
+    cr_assert_eq(m[2], part->rows[2 * m[1] + 1]);
+    for (int32_t r = 0; r < rows; r++) {
+        int32_t orig = part->rows[2 * (m[1] + r)];
+        cr_assert_eq(rp[orig + 1] - rp[orig], d);
+        for (int32_t e = rp[orig]; e < rp[orig + 1]; e++) {
+            cr_assert_not(seen[e], "non-zero %d twice", e);
+            seen[e] = 1;
+        }
+    }
+}
+
+Test(spmm_plan, accel_partition_covers_every_nonzero_once)
+{
+    gcn_accel_params p = {12, 32};
+    int32_t n;
+    int32_t *deg = mixed_degrees(400, 3, &n);
+    int32_t *rp = row_ptr_of(deg, n);
+    gcn_ctx *ctx = test_cpu_ctx(2);
+    gcn_accel_partition part;
+    cr_assert_eq(gcn_accel_partition_build(ctx, rp, n, &p, &part), GCN_OK);
+    cr_assert_eq(part.n_zero, 3, "three empty rows");
+    for (int32_t k = 0; k < n; k++) {
+        int32_t orig = part.rows[2 * k], dk = rp[orig + 1] - rp[orig];
+        cr_assert_eq(part.rows[2 * k + 1], rp[orig]);
+        cr_assert_eq(dk > 384, k >= part.long_begin);
+        if (k > 0) {
+            int32_t prev = part.rows[2 * (k - 1)], dp = rp[prev + 1] - rp[prev];
+            cr_assert(dp < dk || (dp == dk && prev < orig), "sort not stable at %d", k);
+        }
+    }
+    char *seen = calloc((size_t)rp[n], 1);
+    for (int32_t b = 0; b < part.n_blocks; b++) {
+        const int32_t *m = part.meta + 4 * b;
+        if (m[0] <= 384) {
+            check_block(&p, rp, &part, m, seen);
+            continue;
+        }
+        cr_assert(m[3] >= 1 && m[3] <= 384, "chunk of %d non-zeros", m[3]);
+        for (int32_t e = m[2]; e < m[2] + m[3]; e++) {
+            cr_assert_not(seen[e], "non-zero %d twice", e);
+            seen[e] = 1;
+        }
+    }
+    for (int32_t e = 0; e < rp[n]; e++)
+        cr_assert(seen[e], "non-zero %d in no block", e);
+    free(seen);
+    gcn_accel_partition_free(&part);
+    gcn_ctx_free(&ctx);
+    free(rp);
+    free(deg);
+}
+
+Test(spmm_plan, accel_blocks_are_full_within_a_degree)
+{
+    gcn_accel_params p = {12, 32};
+    int32_t deg[40];
+    for (int i = 0; i < 40; i++)
+        deg[i] = i < 25 ? 5 : 40; /* 25 rows of degree 5 (12 a block), 15 of 40 (6 a block) */
+    int32_t *rp = row_ptr_of(deg, 40);
+    gcn_ctx *ctx = test_cpu_ctx(3);
+    gcn_accel_partition part;
+    cr_assert_eq(gcn_accel_partition_build(ctx, rp, 40, &p, &part), GCN_OK);
+    static const int32_t rows[] = {12, 12, 1, 6, 6, 3};
+    cr_assert_eq(part.n_blocks, 6);
+    for (int b = 0; b < 6; b++) {
+        cr_assert_eq(part.meta[4 * b + 3] & 0xffff, rows[b], "block %d", b);
+        cr_assert_eq(part.meta[4 * b + 3] >> 16, b < 3 ? 5 : 20, "warp_nzs of block %d", b);
+    }
+    gcn_accel_partition_free(&part);
+    p.block_warps = 0;
+    cr_assert_eq(gcn_accel_partition_build(ctx, rp, 40, &p, &part), GCN_ERR_INVALID_ARG);
+    gcn_accel_partition_free(&part);
+    gcn_ctx_free(&ctx);
+    free(rp);
+}
+
+Test(spmm_plan, accel_shapes)
+{
+    for (int vecs = 1; vecs <= 1024; vecs++) {
+        gcn_accel_shape s = gcn_accel_shape_for(vecs, 12);
+        cr_assert(s.width >= vecs && s.width % 32 == 0 && s.width < vecs + 32);
+        cr_assert(12 % s.per_block == 0 && s.per_block * s.width <= 1024, "vecs %d", vecs);
+    }
+    cr_assert_eq(gcn_accel_shape_for(8, 12).per_block, 12, "the paper's 12 warps a block");
+    cr_assert_eq(gcn_accel_shape_for(250, 12).per_block, 4, "F = 250 scalar: 4 x 256 threads");
+    cr_assert_eq(gcn_accel_shape_for(125, 12).per_block, 6, "F = 250 as float2: 6 x 128");
+    cr_assert_eq(gcn_accel_max_tile(256, 4, 12, 48 * 1024), 256);
+    cr_assert_eq(gcn_accel_max_tile(8192, 4, 12, 48 * 1024), 2048, "six shared rows in 48 KB");
+    cr_assert_eq(gcn_accel_max_tile(8192, 1, 12, 48 * 1024), 1024, "1024 threads");
+}
+
+Test(spmm_plan, mergepath_costs_from_the_paper)
+{
+    static const int f[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 1024};
+    static const int c[] = {50, 50, 15, 15, 20, 30, 35, 50, 50, 50};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        cr_assert_eq(gcn_mergepath_default_cost(f[i]), c[i], "F = %d", f[i]);
+    cr_assert_eq(gcn_mergepath_default_cost(3), 30, "log-linear between 50 and 15");
+    cr_assert_eq(gcn_mergepath_default_cost(24), 26);
+    cr_assert_eq(gcn_mergepath_default_cost(96), 44);
+    cr_assert_eq(gcn_mergepath_cost(16, 1000000, 100, 0), 20, "enough workers already");
+    cr_assert_eq(gcn_mergepath_cost(16, 1000, 100, 0), 10, "raised to 100 workers");
+    cr_assert_eq(gcn_mergepath_cost(16, 10, 100, 0), 1);
+    cr_assert_eq(gcn_mergepath_cost(16, 1000, 100, 7), 7, "the knob wins");
+    cr_assert_eq(gcn_mergepath_lanes(3), 3);
+    cr_assert_eq(gcn_mergepath_lanes(32), 32);
+    cr_assert_eq(gcn_mergepath_lanes(33), 64);
+    cr_assert_eq(gcn_mergepath_lanes(250), 256);
+}
+
+/* The merge walked item by item: where each diagonal lands. */
+static void walk(const int32_t *rp, int32_t n, int32_t *row, int32_t *nz)
+{
+    int32_t i = 0, j = 0, d = 0;
+    row[0] = nz[0] = 0;
+    while (i < n || j < rp[n]) {
+        if (i < n && j >= rp[i + 1])
+            i++;
+        else
+            j++;
+        d++;
+        row[d] = i;
+        nz[d] = j;
+    }
+}
+
+Test(spmm_plan, merge_path_search_matches_a_walk)
+{
+    int32_t n;
+    int32_t *deg = mixed_degrees(40, 3, &n);
+    int32_t *rp = row_ptr_of(deg, n);
+    int64_t items = (int64_t)n + rp[n];
+    int32_t *row = malloc((size_t)(items + 1) * sizeof *row);
+    int32_t *nz = malloc((size_t)(items + 1) * sizeof *nz);
+    walk(rp, n, row, nz);
+    cr_assert(row[items] == n && nz[items] == rp[n]);
+    for (int64_t d = 0; d <= items; d++) {
+        int32_t r, z;
+        gcn_merge_path_search(d, rp, n, rp[n], &r, &z);
+        cr_assert(r == row[d] && z == nz[d], "diagonal %lld: (%d, %d), walk (%d, %d)",
+                  (long long)d, r, z, row[d], nz[d]);
+        cr_assert(z >= rp[r] && (r == n || z <= rp[r + 1]));
+    }
+    int32_t empty_rp[4] = {0, 0, 0, 0}, r, z;
+    gcn_merge_path_search(2, empty_rp, 3, 0, &r, &z);
+    cr_assert(r == 2 && z == 0, "rows without non-zeros: only row ends");
+    free(row);
+    free(nz);
+    free(rp);
+    free(deg);
+}
