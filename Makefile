@@ -102,8 +102,9 @@ clean:
 # make bundle: $(BUILD)/bundle/ is a relocatable folder with the test runner,
 # the tools, the shared libraries they load that a bare GPU host may lack
 # (Criterion and its dependencies, cJSON, METIS, zlib, ...; collected with
-# ldd) in lib/, and `run`, which puts lib/ on LD_LIBRARY_PATH and execs its
-# arguments (a bare name is looked up in the bundle first):
+# ldd) in lib/, and `run`, which puts lib/ on LD_LIBRARY_PATH, points
+# GCN_TOOLS at the bundle and execs its arguments (a bare name is looked up
+# in the bundle first):
 #     build/bundle/run gcn_tests --filter 'gpu_*/*'
 # Left to the host: the C and C++ runtimes, the CUDA driver, and the CUDA
 # libraries (cuBLAS, cuSPARSE), which a GPU host has in the versions its
@@ -123,6 +124,7 @@ bundle: all $(BUILD)/gcn_tests
 	    '# Runs a command with the bundled libraries: run gcn_tests [args] | run CMD [args]' \
 	    'here=$$(cd "$$(dirname "$$0")" && pwd)' \
 	    'export LD_LIBRARY_PATH="$$here/lib:$${CUDA_HOME:-/usr/local/cuda}/lib64$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}"' \
+	    'export GCN_TOOLS="$${GCN_TOOLS:-$$here}"  # where tests/test_cli.c finds gcntrain' \
 	    '[ $$# -gt 0 ] || { echo "usage: $$0 PROGRAM [ARGS...]" >&2; exit 2; }' \
 	    'case "$$1" in */*) ;; *) [ -x "$$here/$$1" ] && { p="$$here/$$1"; shift; set -- "$$p" "$$@"; } ;; esac' \
 	    'exec "$$@"' > $(BUNDLE)/run

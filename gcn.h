@@ -23,5 +23,6 @@
 #include "models/trainer.h"
 #include "datasets/graph.h"
 #include "datasets/dataset.h"
+#include "datasets/export.h"
 
 #endif

@@ -23,7 +23,7 @@ typedef struct gcn_dataset {
     int64_t n_raw_edges;  /* distinct directed entries as stored in the files */
     int32_t n_features;   /* 0: structure only */
     float *features;      /* [n_nodes, n_features] row-major, or NULL */
-    char feature_source[32]; /* "file", "random:D", "degree" or "none" */
+    char feature_source[32]; /* "file", "random:D", "degree", "none" or "sbm" */
     int32_t *labels;      /* [n_nodes], -1 = unlabelled, or NULL */
     int32_t n_classes;
     int32_t *train, *valid, *test; /* node ids, or NULL when the list is empty */
@@ -37,7 +37,7 @@ typedef struct gcn_dataset_opts {
     /* NULL or "file": the dataset's own features (an error if a format that
      * should have them lacks the file); "random:D": D seeded N(0,1) columns
      * from the context's GCN_RNG_DATA stream; "degree": one column,
-     * log(1 + degree). */
+     * log(1 + degree); "none": no features. */
     const char *features;
     bool normalize_features; /* divide each row by its sum (Kipf's Planetoid preprocessing) */
     bool symmetrize;         /* graph = A + A^T (default true) */
@@ -49,7 +49,7 @@ typedef struct gcn_dataset_opts {
     int32_t train_per_class;  /* drawn split: labelled nodes per class for training (20) */
     int32_t n_valid, n_test;  /* drawn split: sizes (500, 1000), clipped to what is left */
     bool cache;               /* read/write the binary cache (default true) */
-    const char *cache_dir;    /* NULL: <dataset dir>/processed */
+    const char *cache_dir;    /* NULL: <dataset dir>/processed (never written when read-only) */
 } gcn_dataset_opts;
 
 gcn_dataset_opts gcn_dataset_default_opts(void);
@@ -137,19 +137,23 @@ gcn_status gcn_dataset_sbm(gcn_ctx *ctx, gcn_dataset **out, const gcn_sbm_opts *
 /* R-MAT (Chakrabarti et al.; Graph500's Kronecker generator): n_edges
  * distinct directed edges without self-loops among n_nodes nodes, each
  * placed by recursive quadrant choice with probabilities a, b, c and
- * 1 - a - b - c, node ids randomly permuted.  Draws from GCN_RNG_DATA.
- * Duplicates are redrawn, so n_edges must be well below n_nodes^2. */
+ * 1 - a - b - c (a > 0, b + c > 0), node ids randomly permuted.  Draws
+ * from GCN_RNG_DATA.  Duplicates are redrawn in rounds, so n_edges may be
+ * at most half of the n_nodes (n_nodes - 1) ordered pairs; a graph that
+ * still lacks edges after 64 rounds is returned with a warning. */
 gcn_status gcn_graph_rmat(gcn_ctx *ctx, gcn_graph **out, int32_t n_nodes, int64_t n_edges,
                           double a, double b, double c);
 
 /* Chung-Lu: n_edges distinct directed edges without self-loops, each
  * endpoint drawn with probability proportional to weight[i] (the expected
- * degree sequence).  Draws from GCN_RNG_DATA. */
+ * degree sequence; finite, >= 0, at least two positive).  Draws from
+ * GCN_RNG_DATA; the same limits on n_edges as gcn_graph_rmat. */
 gcn_status gcn_graph_chung_lu(gcn_ctx *ctx, gcn_graph **out, int32_t n_nodes,
                               const double *weight, int64_t n_edges);
 
-/* A power-law expected degree sequence w_i = (i + i0)^(-1 / (gamma - 1)),
- * scaled to sum to 2 * n_edges, for gcn_graph_chung_lu. */
+/* A power-law expected degree sequence w_i ~ (i + 1)^(-1 / (gamma - 1)),
+ * gamma > 1, scaled to sum to 2 * n_edges and capped at n_nodes - 1, for
+ * gcn_graph_chung_lu.  weight has n_nodes entries. */
 gcn_status gcn_powerlaw_weights(gcn_ctx *ctx, int32_t n_nodes, int64_t n_edges, double gamma,
                                 double *weight);
 

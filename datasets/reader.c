@@ -107,7 +107,7 @@ static gcn_status refill(gcn_reader *r)
         r->start = 0;
     }
     if (r->end + 1 >= r->cap) {
-        if (r->cap > READER_MAX_LINE) {
+        if (r->cap >= READER_MAX_LINE) {
             r->line_no++;
             return gcn_reader_fail(r, GCN_ERR_FORMAT, "line longer than %zu MiB",
                                    READER_MAX_LINE >> 20);
@@ -123,6 +123,9 @@ static gcn_status refill(gcn_reader *r)
     int zerr = Z_OK;
     const char *zmsg = gzerror(r->gz, &zerr);
     if (n < 0 || (zerr != Z_OK && zerr != Z_BUF_ERROR) || (n == 0 && zerr == Z_BUF_ERROR)) {
+        size_t plen = strlen(r->path); /* zlib prefixes its message with the path */
+        if (strncmp(zmsg, r->path, plen) == 0 && strncmp(zmsg + plen, ": ", 2) == 0)
+            zmsg += plen + 2;
         r->line_no++;
         return gcn_reader_fail(r, zerr == Z_ERRNO ? GCN_ERR_IO : GCN_ERR_FORMAT,
                                "corrupt or truncated gzip data (%s)",

@@ -173,3 +173,12 @@ int gcn_accel_max_tile(int feat, int vec, int block_warps, size_t smem_bytes)
         tile = vec;
     return tile < feat ? (int)tile : feat;
 }
+
+int gcn_accel_vec(int feat, int max_vec)
+{
+    int best = 1;
+    for (int v = 2; v <= 4 && v <= max_vec; v *= 2)
+        if (feat % v == 0 && (feat + 32 * v - 1) / (32 * v) < (feat + 32 * best - 1) / (32 * best))
+            best = v;
+    return best;
+}

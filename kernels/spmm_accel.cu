@@ -81,8 +81,9 @@ __device__ __forceinline__ void warp_sum(const ac_args &a, const float *xt, int 
  * warp writes its row; otherwise partial rows meet in shared memory by
  * block-scope atomics, and the block writes them (atomically into Y for
  * chunks). */
-template <int V>
-__global__ void __launch_bounds__(1024) accel_kernel(const __grid_constant__ ac_args a)
+template <int V, int MAX_THREADS, int MIN_BLOCKS>
+__global__ void __launch_bounds__(MAX_THREADS, MIN_BLOCKS)
+    accel_kernel(const __grid_constant__ ac_args a)
 {
     extern __shared__ float sm[];
     const int4 m = a.meta[blockIdx.x];
@@ -149,6 +150,8 @@ __global__ void accel_zero_rows(const int2 *rows, int32_t n_zero, int32_t long_b
     }
 }
 
+#define ACCEL_SMALL_BLOCK 384
+
 /* ---- plan ----------------------------------------------------------------- */
 
 static bool accel_supports(const gcn_csr *a, int feat)
@@ -167,14 +170,16 @@ static void accel_free_plan(void *plan)
 }
 
 #define ACCEL_SMEM_BYTES (48 * 1024)
+#define ACCEL_TILE 128 /* default GCN_ACCEL_TILE (H100 sweep, docs/perf.md) */
 
-/* GCN_ACCEL_TILE columns per tile when set (> 0), else all of them, within
- * what one combined warp and 48 KB of shared rows can hold. */
+/* GCN_ACCEL_TILE columns per tile (default 128), within what one combined
+ * warp and 48 KB of shared rows can hold; a large value keeps all of F in
+ * one tile as the paper does. */
 static void choose_layout(accel_plan *p, int i, int vec)
 {
     int widest = gcn_accel_max_tile(p->feat, vec, p->params.block_warps, ACCEL_SMEM_BYTES);
-    int knob = gcn_spmm_knob("GCN_ACCEL_TILE", 0, 0, 1 << 30);
-    int tile = knob > 0 && knob < widest ? knob : widest;
+    int knob = gcn_spmm_knob("GCN_ACCEL_TILE", ACCEL_TILE, 1, 1 << 30);
+    int tile = knob < widest ? knob : widest;
     p->lay[i] = gcn_feat_layout_make(p->feat, vec, tile);
     p->shape[i] = gcn_accel_shape_for(p->lay[i].vecs, p->params.block_warps);
 }
@@ -221,7 +226,7 @@ static gcn_status accel_plan_create(gcn_ctx *ctx, const gcn_csr *a, int feat, vo
     p->params.warp_nzs = gcn_spmm_knob("GCN_ACCEL_WARP_NZS", 32, 1, 1024);
     gcn_status st = GCN_OK;
     if (!p->empty) {
-        choose_layout(p, 0, gcn_feat_vec(feat, gcn_spmm_knob("GCN_ACCEL_VEC", 4, 1, 4)));
+        choose_layout(p, 0, gcn_accel_vec(feat, gcn_spmm_knob("GCN_ACCEL_VEC", 4, 1, 4)));
         choose_layout(p, 1, 1);
         for (int i = 0; i < 2; i++)
             if (p->lay[i].n_tiles > 65535) {
@@ -270,12 +275,14 @@ static gcn_status accel_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const fl
     size_t smem = (size_t)shared_rows * (size_t)l->tile * sizeof(float);
     dim3 grid((unsigned)p->n_blocks, (unsigned)l->n_tiles);
     unsigned threads = (unsigned)(s->width * s->per_block);
-    if (l->vec == 4)
-        accel_kernel<4><<<grid, threads, smem, cs->stream>>>(args);
+    if (threads <= ACCEL_SMALL_BLOCK && l->vec == 1) /* 40 registers: 4 blocks an SM */
+        accel_kernel<1, ACCEL_SMALL_BLOCK, 4><<<grid, threads, smem, cs->stream>>>(args);
+    else if (l->vec == 4)
+        accel_kernel<4, 1024, 1><<<grid, threads, smem, cs->stream>>>(args);
     else if (l->vec == 2)
-        accel_kernel<2><<<grid, threads, smem, cs->stream>>>(args);
+        accel_kernel<2, 1024, 1><<<grid, threads, smem, cs->stream>>>(args);
     else
-        accel_kernel<1><<<grid, threads, smem, cs->stream>>>(args);
+        accel_kernel<1, 1024, 1><<<grid, threads, smem, cs->stream>>>(args);
     GCN_LAUNCHED("accel_kernel");
     return GCN_OK;
 }

@@ -132,11 +132,33 @@ static inline gcn_status gcn_spmm_device_limits(gcn_ctx *ctx, int *sms, size_t *
     return GCN_OK;
 }
 
-/* The L2 bytes a plan may count on for X: GCN_SPMM_L2_PERCENT (default 60)
+/* The L2 bytes a plan may count on for X: GCN_SPMM_L2_PERCENT (default 90)
  * percent of the device's L2. */
 static inline size_t gcn_spmm_l2_budget(size_t l2_bytes)
 {
-    return l2_bytes / 100 * (size_t)gcn_spmm_knob("GCN_SPMM_L2_PERCENT", 60, 1, 1000);
+    return l2_bytes / 100 * (size_t)gcn_spmm_knob("GCN_SPMM_L2_PERCENT", 90, 1, 1000);
+}
+
+#define GCN_SPMM_BAND_SAMPLES 4096
+
+/* gcn_spmm_banded on up to 4096 evenly spaced non-zeros, their columns
+ * fetched with one strided copy. */
+static inline gcn_status gcn_spmm_sample_banded(gcn_ctx *ctx, const gcn_csr *a,
+                                                const int32_t *row_ptr, bool *banded)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    int n = a->nnz < GCN_SPMM_BAND_SAMPLES ? a->nnz : GCN_SPMM_BAND_SAMPLES;
+    int64_t stride = n > 0 ? a->nnz / n : 1;
+    int32_t cols[GCN_SPMM_BAND_SAMPLES];
+    *banded = false;
+    if (n == 0)
+        return GCN_OK;
+    GCN_CUDA(cudaMemcpy2DAsync(cols, sizeof(int32_t), a->col_idx, (size_t)stride * sizeof(int32_t),
+                               sizeof(int32_t), (size_t)n, cudaMemcpyDeviceToHost, cs->stream));
+    GCN_CUDA(cudaStreamSynchronize(cs->stream));
+    *banded = gcn_spmm_banded(row_ptr, a->n_rows, a->n_cols, stride, cols, n);
+    return GCN_OK;
 }
 
 /* Whether p is aligned for vec-float accesses. */

@@ -64,16 +64,43 @@ int gcn_rowsplit_widest_tile(int vec)
     return 32 * (floats < GCN_ROWSPLIT_MAX_FLOATS ? floats : GCN_ROWSPLIT_MAX_FLOATS);
 }
 
-int gcn_rowsplit_auto_tile(int feat, int vec, int64_t n_cols, size_t l2_budget)
+int gcn_rowsplit_auto_tile(int feat, int vec, int64_t n_cols, size_t l2_budget, bool banded)
 {
     int widest = gcn_rowsplit_widest_tile(vec);
     int tile = feat < widest ? feat : widest;
-    if ((double)n_cols * (double)tile * sizeof(float) <= (double)l2_budget)
+    if (banded || (double)n_cols * (double)tile * sizeof(float) <= (double)l2_budget)
         return tile;
     for (int t = 1024; t >= 32; t /= 2)
         if (t < tile && t % vec == 0 && (double)n_cols * t * sizeof(float) <= (double)l2_budget)
             return t;
     return tile;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+bool gcn_spmm_banded(const int32_t *row_ptr, int32_t n_rows, int32_t n_cols, int64_t stride,
+                     const int32_t *cols, int n_samples)
+{
+    if (n_samples <= 0)
+        return false;
+    int64_t *dist = malloc((size_t)n_samples * sizeof *dist);
+    if (!dist)
+        return false;
+    int32_t row = 0;
+    for (int k = 0; k < n_samples; k++) {
+        int64_t e = k * stride;
+        while (row < n_rows - 1 && row_ptr[row + 1] <= e)
+            row++;
+        dist[k] = cols[k] > row ? (int64_t)cols[k] - row : (int64_t)row - cols[k];
+    }
+    qsort(dist, (size_t)n_samples, sizeof *dist, cmp_i64);
+    bool banded = dist[n_samples / 2] * 64 <= n_cols;
+    free(dist);
+    return banded;
 }
 
 void gcn_rowsplit_chunks_free(gcn_rowsplit_chunks *c)
@@ -120,5 +147,46 @@ gcn_status gcn_rowsplit_chunks_build(gcn_ctx *ctx, const int32_t *row_ptr, int32
     }
     out->n_chunks = c;
     out->n_long = l;
+    return GCN_OK;
+}
+
+/* Degrees above this share the last bucket of the window sort. */
+#define ORDER_BUCKETS 1024
+
+gcn_status gcn_rowsplit_order(gcn_ctx *ctx, const int32_t *row_ptr, int32_t n_rows, int32_t chunk,
+                              int32_t window, int32_t *perm, int32_t *n_short)
+{
+    int32_t n = 0;
+    for (int32_t i = 0; i < n_rows; i++)
+        if (row_ptr[i + 1] - row_ptr[i] <= chunk)
+            perm[n++] = i;
+    *n_short = n;
+    if (window <= 1)
+        return GCN_OK;
+    int32_t nb = chunk < ORDER_BUCKETS ? chunk + 1 : ORDER_BUCKETS;
+    int32_t *count = malloc(((size_t)nb + 1) * sizeof *count);
+    int32_t *tmp = malloc((size_t)(window < n ? window : n) * sizeof *tmp + 1);
+    if (!count || !tmp) {
+        free(count);
+        free(tmp);
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "rowsplit: out of host memory for the row order");
+    }
+    for (int32_t w0 = 0; w0 < n; w0 += window) {
+        int32_t len = n - w0 < window ? n - w0 : window;
+        memset(count, 0, ((size_t)nb + 1) * sizeof *count);
+        for (int32_t k = 0; k < len; k++) {
+            int32_t d = row_ptr[perm[w0 + k] + 1] - row_ptr[perm[w0 + k]];
+            count[(d < nb - 1 ? d : nb - 1) + 1]++;
+        }
+        for (int32_t b = 0; b < nb; b++)
+            count[b + 1] += count[b];
+        for (int32_t k = 0; k < len; k++) {
+            int32_t d = row_ptr[perm[w0 + k] + 1] - row_ptr[perm[w0 + k]];
+            tmp[count[d < nb - 1 ? d : nb - 1]++] = perm[w0 + k];
+        }
+        memcpy(perm + w0, tmp, (size_t)len * sizeof *tmp);
+    }
+    free(count);
+    free(tmp);
     return GCN_OK;
 }

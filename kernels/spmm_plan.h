@@ -70,10 +70,17 @@ gcn_rowsplit_shape gcn_rowsplit_shape_for(int vecs);
 int gcn_rowsplit_widest_tile(int vec);
 
 /* The widest tile (gcn_rowsplit_widest_tile), and, when X does not fit in
- * `l2_budget` bytes, the widest power-of-two tile >= 32 columns whose slice
- * of X (n_cols x tile floats) does.  A tile is a multiple of vec; feat when
- * no narrower tile is called for. */
-int gcn_rowsplit_auto_tile(int feat, int vec, int64_t n_cols, size_t l2_budget);
+ * `l2_budget` bytes and the matrix is not banded, the widest power-of-two
+ * tile >= 32 columns whose slice of X (n_cols x tile floats) does.  A tile
+ * is a multiple of vec; feat when no narrower tile is called for. */
+int gcn_rowsplit_auto_tile(int feat, int vec, int64_t n_cols, size_t l2_budget, bool banded);
+
+/* Whether a matrix is banded enough that the rows a GPU works on at once
+ * gather a narrow band of X, which stays in L2 without feature tiles (road
+ * networks, meshes): the median |column - row| of sampled non-zeros is at
+ * most n_cols / 64.  Sample k is non-zero k * stride, with column cols[k]. */
+bool gcn_spmm_banded(const int32_t *row_ptr, int32_t n_rows, int32_t n_cols, int64_t stride,
+                     const int32_t *cols, int n_samples);
 
 /* Rows with more than `chunk` non-zeros, cut into pieces of `chunk`: each
  * piece is one warp's work, its partial row goes to a scratch slot, and the
@@ -90,6 +97,14 @@ typedef struct gcn_rowsplit_chunks {
 gcn_status gcn_rowsplit_chunks_build(gcn_ctx *ctx, const int32_t *row_ptr, int32_t n_rows,
                                      int32_t chunk, gcn_rowsplit_chunks *out);
 void gcn_rowsplit_chunks_free(gcn_rowsplit_chunks *c);
+
+/* The order in which rowsplit's row warps take the rows that are not long
+ * (degree <= chunk): by degree, stable, within each window of `window`
+ * consecutive rows (so the 32 / group rows of a warp have similar degrees
+ * and a block's rows stay neighbours); window <= 1 keeps the natural order.
+ * perm receives the *n_short row ids. */
+gcn_status gcn_rowsplit_order(gcn_ctx *ctx, const int32_t *row_ptr, int32_t n_rows, int32_t chunk,
+                              int32_t window, int32_t *perm, int32_t *n_short);
 
 /* ---- accel (Accel-GCN) -------------------------------------------------- */
 
@@ -131,6 +146,11 @@ typedef struct gcn_accel_shape {
 } gcn_accel_shape;
 
 gcn_accel_shape gcn_accel_shape_for(int vecs, int block_warps);
+
+/* The vector width for accel: of the widths <= max_vec dividing feat, the
+ * one needing the fewest warps per combined warp, the narrowest on ties
+ * (more lanes busy, fewer registers: F = 16 reads scalars, 64 float2). */
+int gcn_accel_vec(int feat, int max_vec);
 
 /* The widest tile (<= feat) whose vectors fit one 1024-thread combined warp
  * and whose shared rows (block_warps / 2 of them, at least 1) fit in

@@ -1,9 +1,11 @@
 /* "rowsplit": the row-parallel CSR baseline and the deterministic kernel.  A
- * group of lanes sized to the feature tile owns each row, broadcasts the
- * row's column indices and values with shuffles, gathers X rows with
- * coalesced vector loads, and writes its row once: no float atomics.  Rows
- * longer than a chunk are cut into warp-sized pieces whose partial rows the
- * last piece to finish sums in a fixed order.  Host planning: spmm_plan.c. */
+ * group of lanes sized to the feature tile owns each row (rows taken in
+ * degree order within windows, so a warp's rows have similar lengths),
+ * broadcasts the row's column indices and values with shuffles, gathers X
+ * rows with coalesced vector loads, and writes its row once: no float
+ * atomics.  Rows longer than a chunk are cut into warp-sized pieces whose
+ * partial rows the last piece to finish sums in a fixed order.  Host
+ * planning: spmm_plan.c; docs/kernels.md. */
 #include <stdlib.h>
 
 #include "spmm_cuda.cuh"
@@ -11,7 +13,14 @@
 
 #define RS_THREADS 256
 #define RS_WARPS (RS_THREADS / 32)
-#define RS_MIN_BLOCKS 3 /* at most 80 registers: 24 warps per SM */
+/* Blocks an SM the register budget must allow (GCN_ROWSPLIT_MINBLOCKS): 3
+ * (<= 80 registers) suits groups of 1..8 lanes, whose loads hold many
+ * registers; 4 (<= 64, more warps in flight) suits 16- and 32-lane groups
+ * (H100 sweep, docs/perf.md). */
+#define RS_MIN_BLOCKS_NARROW 3
+#define RS_MIN_BLOCKS_WIDE 4
+#define RS_SORT_WINDOW 4096 /* default GCN_ROWSPLIT_SORT (H100 sweep, docs/perf.md) */
+#define RS_CHUNK 128        /* default GCN_ROWSPLIT_CHUNK */
 
 typedef struct rowsplit_plan {
     gcn_ctx *ctx;
@@ -20,25 +29,30 @@ typedef struct rowsplit_plan {
     int feat;
     bool empty;             /* no non-zeros: a run only clears y */
     int chunk;              /* rows with more non-zeros are cut into chunks */
+    int min_blocks;         /* 3 or 4 resident blocks an SM (0: by group width) */
     gcn_feat_layout lay[2]; /* [0] vectorised, [1] scalar for misaligned x or y */
     gcn_rowsplit_shape shape[2];
+    int32_t n_short;        /* rows of at most `chunk` non-zeros */
+    int4 *rows;             /* [n_short] in the order row warps take them: row, first
+                               non-zero, end (one load instead of two dependent ones) */
     int32_t n_chunks, n_long;
     int4 *chunks;           /* row, first non-zero, end, long-row id */
     int2 *long_info;        /* first chunk, number of chunks */
     float *partial;         /* [n_chunks, feat] partial rows */
     int *counter;           /* [n_long, tiles] pieces finished, reset by the last */
-    size_t chunks_bytes, long_bytes, partial_bytes, counter_bytes;
+    size_t rows_bytes, chunks_bytes, long_bytes, partial_bytes, counter_bytes;
 } rowsplit_plan;
 
 typedef struct rs_args {
-    const int32_t *row_ptr, *col_idx;
+    const int32_t *col_idx;
+    const int4 *rows;
     const float *val, *x;
     float *y;
     const int4 *chunks;
     const int2 *long_info;
     float *partial;
     int *counter;
-    int32_t n_rows, n_chunks, chunk;
+    int32_t n_short, n_chunks;
     int feat, tile, n_tiles;
     bool accumulate;
 } rs_args;
@@ -102,18 +116,18 @@ __device__ __forceinline__ void row_sum(const rs_args &a, const float *xt, int b
     }
 }
 
-/* Group grp of the warp owns row rwarp * (32 / G) + grp, unless it is long. */
+/* Group grp of the warp owns row rows[rwarp * (32 / G) + grp]. */
 template <int G, int V, int K>
 __device__ __forceinline__ void rows_task(const rs_args &a, int64_t rwarp, int lane, int col0,
                                           int nvec)
 {
     const int li = lane % G, grp = lane / G;
-    const int64_t row = rwarp * (32 / G) + grp;
-    if (row >= a.n_rows)
+    const int64_t k = rwarp * (32 / G) + grp;
+    if (k >= a.n_short)
         return;
-    const int b = __ldg(a.row_ptr + row), e = __ldg(a.row_ptr + row + 1);
-    if (e - b > a.chunk)
-        return;
+    const int4 r = __ldg(a.rows + k);
+    const int64_t row = r.x;
+    const int b = r.y, e = r.z;
     float acc[K][V];
 #pragma unroll
     for (int k = 0; k < K; k++)
@@ -193,11 +207,13 @@ __device__ __forceinline__ void chunk_task(const rs_args &a, int c, int lane, in
 
 /* Work mapping: blockIdx.y is the feature tile (columns [y * tile, ...));
  * along x, 8 warps per block; warps [0, n_chunks) each take one piece of a
- * long row, the following warps each take 32 / G consecutive rows, one per
- * group of G lanes; lane l of a group owns the tile's vectors l, l + G, ...
- * (K of them, V floats each). */
-template <int G, int V, int K>
-__global__ void __launch_bounds__(RS_THREADS, RS_MIN_BLOCKS) rowsplit_kernel(const __grid_constant__ rs_args a)
+ * long row, the following warps each take the next 32 / G rows of the
+ * plan's row order (degree-sorted within windows), one per group of G
+ * lanes; lane l of a group owns the tile's vectors l, l + G, ... (K of
+ * them, V floats each). */
+template <int G, int V, int K, int MINB>
+__global__ void __launch_bounds__(RS_THREADS, MINB)
+    rowsplit_kernel(const __grid_constant__ rs_args a)
 {
     const int lane = threadIdx.x & 31;
     const int64_t warp = (int64_t)blockIdx.x * RS_WARPS + (threadIdx.x >> 5);
@@ -211,37 +227,45 @@ __global__ void __launch_bounds__(RS_THREADS, RS_MIN_BLOCKS) rowsplit_kernel(con
 
 typedef void (*rs_kernel)(const rs_args);
 
-template <int V, int K>
+template <int V, int K, int MINB>
 static rs_kernel pick_group(int group)
 {
     switch (group) {
-    case 1: return rowsplit_kernel<1, V, K>;
-    case 2: return rowsplit_kernel<2, V, K>;
-    case 4: return rowsplit_kernel<4, V, K>;
-    case 8: return rowsplit_kernel<8, V, K>;
-    case 16: return rowsplit_kernel<16, V, K>;
-    default: return rowsplit_kernel<32, V, K>;
+    case 1: return rowsplit_kernel<1, V, K, MINB>;
+    case 2: return rowsplit_kernel<2, V, K, MINB>;
+    case 4: return rowsplit_kernel<4, V, K, MINB>;
+    case 8: return rowsplit_kernel<8, V, K, MINB>;
+    case 16: return rowsplit_kernel<16, V, K, MINB>;
+    default: return rowsplit_kernel<32, V, K, MINB>;
     }
 }
 
 /* K > 1 only with 32-lane groups, and K * V <= GCN_ROWSPLIT_MAX_FLOATS. */
-template <int V>
+template <int V, int MINB>
 static rs_kernel pick_per_lane(gcn_rowsplit_shape s)
 {
     switch (s.per_lane) {
-    case 1: return pick_group<V, 1>(s.group);
-    case 2: return rowsplit_kernel<32, V, 2>;
-    default: return rowsplit_kernel<32, V, 4>;
+    case 1: return pick_group<V, 1, MINB>(s.group);
+    case 2: return rowsplit_kernel<32, V, 2, MINB>;
+    case 4: return rowsplit_kernel<32, V, 4, MINB>;
+    default: return rowsplit_kernel<32, V, V == 4 ? 4 : 8, MINB>; /* 8: V <= 2 only */
     }
 }
 
-static rs_kernel pick_kernel(int vec, gcn_rowsplit_shape s)
+template <int MINB>
+static rs_kernel pick_vec(int vec, gcn_rowsplit_shape s)
 {
-    if (vec == 4)
-        return pick_per_lane<4>(s);
-    if (vec == 2)
-        return s.per_lane == 8 ? rowsplit_kernel<32, 2, 8> : pick_per_lane<2>(s);
-    return s.per_lane == 8 ? rowsplit_kernel<32, 1, 8> : pick_per_lane<1>(s);
+    return vec == 4 ? pick_per_lane<4, MINB>(s)
+                    : vec == 2 ? pick_per_lane<2, MINB>(s) : pick_per_lane<1, MINB>(s);
+}
+
+/* min_blocks: 3 (<= 80 registers) or 4 (<= 64); 0 picks by group width. */
+static rs_kernel pick_kernel(int vec, gcn_rowsplit_shape s, int min_blocks)
+{
+    if (min_blocks == 0)
+        min_blocks = s.group >= 16 ? RS_MIN_BLOCKS_WIDE : RS_MIN_BLOCKS_NARROW;
+    return min_blocks == RS_MIN_BLOCKS_WIDE ? pick_vec<RS_MIN_BLOCKS_WIDE>(vec, s)
+                                            : pick_vec<RS_MIN_BLOCKS_NARROW>(vec, s);
 }
 
 /* ---- plan ----------------------------------------------------------------- */
@@ -256,6 +280,7 @@ static void rowsplit_free_plan(void *plan)
     rowsplit_plan *p = (rowsplit_plan *)plan;
     if (!p)
         return;
+    gcn_mem_release(p->ctx, p->rows, p->rows_bytes);
     gcn_mem_release(p->ctx, p->chunks, p->chunks_bytes);
     gcn_mem_release(p->ctx, p->long_info, p->long_bytes);
     gcn_mem_release(p->ctx, p->partial, p->partial_bytes);
@@ -265,23 +290,69 @@ static void rowsplit_free_plan(void *plan)
 
 /* Tile width for vector width vec: GCN_ROWSPLIT_TILE columns when set (> 0),
  * else automatic (gcn_rowsplit_auto_tile). */
-static gcn_feat_layout choose_layout(const gcn_csr *a, int feat, int vec, size_t l2_budget)
+static gcn_feat_layout choose_layout(const gcn_csr *a, int feat, int vec, size_t l2_budget,
+                                     bool banded)
 {
     int widest = gcn_rowsplit_widest_tile(vec);
     int knob = gcn_spmm_knob("GCN_ROWSPLIT_TILE", 0, 0, 1 << 30);
     int tile = knob > 0 ? (knob < widest ? knob : widest)
-                        : gcn_rowsplit_auto_tile(feat, vec, a->n_cols, l2_budget);
+                        : gcn_rowsplit_auto_tile(feat, vec, a->n_cols, l2_budget, banded);
     return gcn_feat_layout_make(feat, vec, tile);
 }
 
-/* Long-row pieces to the device, with their scratch rows and counters. */
-static gcn_status upload_chunks(gcn_ctx *ctx, const gcn_csr *a, rowsplit_plan *p)
+/* Feature layouts: the vectorised one and the scalar fallback. */
+static gcn_status plan_layouts(gcn_ctx *ctx, const gcn_csr *a, rowsplit_plan *p,
+                               const int32_t *row_ptr)
 {
-    int32_t *row_ptr = NULL;
+    int sms;
+    size_t l2;
+    bool banded;
+    GCN_TRY(gcn_spmm_device_limits(ctx, &sms, &l2));
+    GCN_TRY(gcn_spmm_sample_banded(ctx, a, row_ptr, &banded));
+    size_t budget = gcn_spmm_l2_budget(l2);
+    p->lay[0] = choose_layout(a, p->feat, gcn_feat_vec(p->feat, 4), budget, banded);
+    p->lay[1] = choose_layout(a, p->feat, 1, budget, banded);
+    for (int i = 0; i < 2; i++) {
+        p->shape[i] = gcn_rowsplit_shape_for(p->lay[i].vecs);
+        if (p->lay[i].n_tiles > 65535)
+            return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "rowsplit: %d feature tiles exceed the grid",
+                             p->lay[i].n_tiles);
+    }
+    return GCN_OK;
+}
+
+/* The order row warps take the rows in, as (row, first non-zero, end).
+ * GCN_ROWSPLIT_SORT is the sort window in rows (0 or 1: natural order). */
+static gcn_status upload_rows(gcn_ctx *ctx, const gcn_csr *a, rowsplit_plan *p,
+                              const int32_t *row_ptr)
+{
+    int window = gcn_spmm_knob("GCN_ROWSPLIT_SORT", RS_SORT_WINDOW, 0, INT32_MAX);
+    int32_t *order = (int32_t *)malloc(((size_t)a->n_rows + 1) * 4 * sizeof *order);
+    if (!order)
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "rowsplit: out of host memory for the row order");
+    gcn_status st = gcn_rowsplit_order(ctx, row_ptr, a->n_rows, p->chunk, window, order,
+                                       &p->n_short);
+    for (int64_t k = p->n_short - 1; st == GCN_OK && k >= 0; k--) { /* in place, from the back */
+        int32_t r = order[k];
+        order[4 * k] = r;
+        order[4 * k + 1] = row_ptr[r];
+        order[4 * k + 2] = row_ptr[r + 1];
+        order[4 * k + 3] = 0;
+    }
+    p->rows_bytes = (size_t)p->n_short * sizeof(int4);
+    if (st == GCN_OK)
+        st = gcn_spmm_upload(ctx, (void **)&p->rows, order, p->rows_bytes);
+    free(order);
+    return st;
+}
+
+/* The long-row pieces, their scratch rows and their zeroed counters. */
+static gcn_status upload_chunks(gcn_ctx *ctx, const gcn_csr *a, rowsplit_plan *p,
+                                const int32_t *row_ptr)
+{
     gcn_rowsplit_chunks ch = {0};
     int tiles = p->lay[0].n_tiles > p->lay[1].n_tiles ? p->lay[0].n_tiles : p->lay[1].n_tiles;
     gcn_status st;
-    GCN_CHECK(gcn_spmm_host_row_ptr(ctx, a, &row_ptr));
     GCN_CHECK(gcn_rowsplit_chunks_build(ctx, row_ptr, a->n_rows, p->chunk, &ch));
     p->n_chunks = ch.n_chunks;
     p->n_long = ch.n_long;
@@ -299,8 +370,23 @@ static gcn_status upload_chunks(gcn_ctx *ctx, const gcn_csr *a, rowsplit_plan *p
         GCN_CHECK(GCN_CUDA_ST(cudaMemsetAsync(p->counter, 0, p->counter_bytes, cs->stream)));
     }
 cleanup:
-    free(row_ptr);
     gcn_rowsplit_chunks_free(&ch);
+    return st;
+}
+
+/* Everything a non-empty matrix needs, from a host copy of row_ptr. */
+static gcn_status build_plan(gcn_ctx *ctx, const gcn_csr *a, rowsplit_plan *p)
+{
+    int32_t *row_ptr = NULL;
+    gcn_status st;
+    p->chunk = gcn_spmm_knob("GCN_ROWSPLIT_CHUNK", RS_CHUNK, 1, INT32_MAX);
+    p->min_blocks = gcn_spmm_knob("GCN_ROWSPLIT_MINBLOCKS", 0, 3, 4);
+    GCN_CHECK(gcn_spmm_host_row_ptr(ctx, a, &row_ptr));
+    GCN_CHECK(plan_layouts(ctx, a, p, row_ptr));
+    GCN_CHECK(upload_rows(ctx, a, p, row_ptr));
+    GCN_CHECK(upload_chunks(ctx, a, p, row_ptr));
+cleanup:
+    free(row_ptr);
     return st;
 }
 
@@ -321,29 +407,15 @@ static gcn_status rowsplit_plan_create(gcn_ctx *ctx, const gcn_csr *a, int feat,
     p->n_rows = a->n_rows;
     p->feat = feat;
     p->empty = a->nnz == 0 || a->n_rows == 0;
-    gcn_status st = GCN_OK;
     if (!p->empty) {
-        int sms;
-        size_t l2;
-        GCN_CHECK(gcn_spmm_device_limits(ctx, &sms, &l2));
-        p->chunk = gcn_spmm_knob("GCN_ROWSPLIT_CHUNK", 256, 1, INT32_MAX);
-        p->lay[0] = choose_layout(a, feat, gcn_feat_vec(feat, 4), gcn_spmm_l2_budget(l2));
-        p->lay[1] = choose_layout(a, feat, 1, gcn_spmm_l2_budget(l2));
-        for (int i = 0; i < 2; i++) {
-            p->shape[i] = gcn_rowsplit_shape_for(p->lay[i].vecs);
-            if (p->lay[i].n_tiles > 65535) {
-                st = GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "rowsplit: %d feature tiles exceed the "
-                               "grid", p->lay[i].n_tiles);
-                goto cleanup;
-            }
+        gcn_status st = build_plan(ctx, a, p);
+        if (st != GCN_OK) {
+            rowsplit_free_plan(p);
+            return st;
         }
-        GCN_CHECK(upload_chunks(ctx, a, p));
     }
     *plan = p;
     return GCN_OK;
-cleanup:
-    rowsplit_free_plan(p);
-    return st;
 }
 
 /* ---- run ------------------------------------------------------------------ */
@@ -361,13 +433,14 @@ static gcn_status rowsplit_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const
         return accumulate ? GCN_OK : gcn_spmm_clear(ctx, y, p->n_rows, feat);
     int which = gcn_spmm_aligned(x, p->lay[0].vec) && gcn_spmm_aligned(y, p->lay[0].vec) ? 0 : 1;
     const gcn_feat_layout *l = &p->lay[which];
-    rs_args args = {a->row_ptr, a->col_idx, a->values, x, y, p->chunks, p->long_info,
-                    p->partial, p->counter, a->n_rows, p->n_chunks, p->chunk,
-                    feat, l->tile, l->n_tiles, accumulate};
+    rs_args args = {a->col_idx, p->rows, a->values, x, y, p->chunks, p->long_info,
+                    p->partial, p->counter, p->n_short, p->n_chunks, feat, l->tile, l->n_tiles,
+                    accumulate};
     int rows_per_warp = 32 / p->shape[which].group;
-    int64_t warps = p->n_chunks + ((int64_t)a->n_rows + rows_per_warp - 1) / rows_per_warp;
+    int64_t warps = p->n_chunks + ((int64_t)p->n_short + rows_per_warp - 1) / rows_per_warp;
     dim3 grid((unsigned)((warps + RS_WARPS - 1) / RS_WARPS), (unsigned)l->n_tiles);
-    pick_kernel(l->vec, p->shape[which])<<<grid, RS_THREADS, 0, cs->stream>>>(args);
+    pick_kernel(l->vec, p->shape[which], p->min_blocks)<<<grid, RS_THREADS, 0, cs->stream>>>(
+        args);
     GCN_LAUNCHED("rowsplit_kernel");
     return GCN_OK;
 }

@@ -188,6 +188,13 @@ Test(dataset_formats, long_lines_and_missing_files)
     cr_assert_eq(ds->n_nodes, 4);
     gcn_dataset_free(&ds);
     gcn_dataset_opts o = ds_opts(dir);
+    n = (size_t)65 << 20; /* past the 64 MiB limit */
+    text = malloc(n);
+    memset(text, '7', n);
+    ds_write_bytes(dir, "huge.txt", text, n);
+    free(text);
+    ds_expect_fail(ctx, ds_path(dir, "huge.txt"), &o, GCN_ERR_FORMAT, "huge.txt:1:",
+                   "longer than 64 MiB", NULL);
     ds_expect_fail(ctx, ds_path(dir, "graphs/none.txt"), &o, GCN_ERR_NOT_FOUND, "none.txt", NULL);
     gcn_ctx_free(&ctx);
     ds_rmtree(dir);

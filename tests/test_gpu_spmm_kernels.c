@@ -288,7 +288,8 @@ Test(gpu_spmm_kernels, empty_matrices)
 {
     GPU_REQUIRED();
     int32_t none = 0;
-    hmat shapes[] = {mat_alloc(0, 0, &none), mat_alloc(0, 7, &none), mat_alloc(5, 0, (int32_t[]){0, 0, 0, 0, 0})};
+    int32_t zeros[5] = {0, 0, 0, 0, 0};
+    hmat shapes[] = {mat_alloc(0, 0, &none), mat_alloc(0, 7, &none), mat_alloc(5, 0, zeros)};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         check_all_feats(&shapes[i], "an empty matrix");
         mat_free(&shapes[i]);
@@ -382,8 +383,9 @@ Test(gpu_spmm_kernels, degree_patterns)
 }
 
 /* Accel-GCN's published kernel loses work when 32 ceil(F / 32) does not
- * divide the block's threads (F = 250); the scalar form here is the
- * paper's, the vector one the default. */
+ * divide the block's threads (F = 250); scalar lanes with all of F in one
+ * tile are the paper's shape (256-thread combined warps), the others the
+ * defaults. */
 Test(gpu_spmm_kernels, accel_f250)
 {
     GPU_REQUIRED();
@@ -398,6 +400,7 @@ Test(gpu_spmm_kernels, accel_f250)
         char v[8];
         snprintf(v, sizeof v, "%d", vec);
         setenv("GCN_ACCEL_VEC", v, 1);
+        setenv("GCN_ACCEL_TILE", vec == 1 ? "100000" : "128", 1);
         for (int f = 249; f <= 251; f++) {
             product p;
             product_init(&p, g.gpu, &m, a, f, 0, "degrees 0..400");
@@ -438,11 +441,14 @@ Test(gpu_spmm_kernels, tuning_knobs)
 {
     GPU_REQUIRED();
     static const char *const knobs[][2] = {
-        {"GCN_ROWSPLIT_TILE", "32"},     {"GCN_ROWSPLIT_CHUNK", "5"},
-        {"GCN_MERGEPATH_COST", "1"},     {"GCN_MERGEPATH_COST", "997"},
-        {"GCN_MERGEPATH_TILE", "64"},    {"GCN_MERGEPATH_VEC", "1"},
-        {"GCN_ACCEL_TILE", "64"},        {"GCN_ACCEL_BLOCK_WARPS", "8"},
-        {"GCN_ACCEL_WARP_NZS", "7"},     {"GCN_SPMM_L2_PERCENT", "1"},
+        {"GCN_ROWSPLIT_TILE", "32"},      {"GCN_ROWSPLIT_CHUNK", "5"},
+        {"GCN_ROWSPLIT_SORT", "0"},       {"GCN_ROWSPLIT_SORT", "100000"},
+        {"GCN_ROWSPLIT_MINBLOCKS", "3"},  {"GCN_ROWSPLIT_MINBLOCKS", "4"},
+        {"GCN_MERGEPATH_COST", "1"},      {"GCN_MERGEPATH_COST", "997"},
+        {"GCN_MERGEPATH_TILE", "64"},     {"GCN_MERGEPATH_VEC", "1"},
+        {"GCN_ACCEL_TILE", "64"},         {"GCN_ACCEL_TILE", "100000"},
+        {"GCN_ACCEL_BLOCK_WARPS", "8"},   {"GCN_ACCEL_WARP_NZS", "7"},
+        {"GCN_SPMM_L2_PERCENT", "1"},
     };
     static const int feats[] = {3, 64, 250, 512};
     hmat m = degree_patterns();

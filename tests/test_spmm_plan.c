@@ -99,14 +99,75 @@ Test(spmm_plan, rowsplit_shapes_cover_the_tile)
 Test(spmm_plan, rowsplit_auto_tile_fits_l2)
 {
     size_t budget = 30u << 20;
-    cr_assert_eq(gcn_rowsplit_auto_tile(16, 4, 169343, budget), 16, "X fits: one tile");
-    cr_assert_eq(gcn_rowsplit_auto_tile(1024, 4, 1000, budget), 512, "the widest tile");
-    int t = gcn_rowsplit_auto_tile(256, 4, 169343, budget);
+    cr_assert_eq(gcn_rowsplit_auto_tile(16, 4, 169343, budget, false), 16, "X fits: one tile");
+    cr_assert_eq(gcn_rowsplit_auto_tile(1024, 4, 1000, budget, false), 512, "the widest tile");
+    int t = gcn_rowsplit_auto_tile(256, 4, 169343, budget, false);
     cr_assert_eq(t, 32, "arxiv at F = 256: a 32-column slice fits in 30 MB");
     cr_assert_leq((double)169343 * t * 4, (double)budget);
-    cr_assert_eq(gcn_rowsplit_auto_tile(256, 4, 100000000, budget), 256,
+    cr_assert_eq(gcn_rowsplit_auto_tile(256, 4, 169343, budget, true), 256, "banded: no slices");
+    cr_assert_eq(gcn_rowsplit_auto_tile(256, 4, 100000000, budget, false), 256,
                  "nothing fits: no slicing");
-    cr_assert_eq(gcn_rowsplit_auto_tile(96, 1, 169343, budget), 32);
+    cr_assert_eq(gcn_rowsplit_auto_tile(96, 1, 169343, budget, false), 32);
+}
+
+Test(spmm_plan, banded_matrices)
+{
+    enum { N = 10000 };
+    int32_t *rp = malloc((N + 1) * sizeof *rp), *band = malloc(3 * N * sizeof *band);
+    int32_t *spread = malloc(3 * N * sizeof *spread);
+    rp[0] = 0;
+    for (int32_t i = 0; i < N; i++) { /* a tridiagonal band, and the same degrees spread out */
+        rp[i + 1] = rp[i] + 3;
+        for (int k = 0; k < 3; k++) {
+            band[3 * i + k] = (i + k - 1 + N) % N;
+            spread[3 * i + k] = (int32_t)(((int64_t)i * 7919 + k * 3331) % N);
+        }
+    }
+    cr_assert(gcn_spmm_banded(rp, N, N, 1, band, 3 * N));
+    cr_assert_not(gcn_spmm_banded(rp, N, N, 1, spread, 3 * N));
+    int32_t sample[100];
+    for (int k = 0; k < 100; k++) /* every 300th non-zero */
+        sample[k] = band[300 * k];
+    cr_assert(gcn_spmm_banded(rp, N, N, 300, sample, 100));
+    cr_assert_not(gcn_spmm_banded(rp, N, N, 1, band, 0), "no samples: not banded");
+    free(rp);
+    free(band);
+    free(spread);
+}
+
+Test(spmm_plan, rowsplit_order_sorts_windows)
+{
+    int32_t n, chunk = 100;
+    int32_t *deg = mixed_degrees(150, 4, &n);
+    int32_t *rp = row_ptr_of(deg, n), *perm = malloc((size_t)n * sizeof *perm), n_short;
+    char *seen = calloc((size_t)n, 1);
+    gcn_ctx *ctx = test_cpu_ctx(4);
+    static const int32_t windows[] = {0, 1, 7, 64, 1 << 30};
+    for (int w = 0; w < 5; w++) {
+        cr_assert_eq(gcn_rowsplit_order(ctx, rp, n, chunk, windows[w], perm, &n_short), GCN_OK);
+        int32_t expect = 0;
+        for (int32_t i = 0; i < n; i++)
+            expect += deg[i] <= chunk;
+        cr_assert_eq(n_short, expect);
+        memset(seen, 0, (size_t)n);
+        for (int32_t k = 0; k < n_short; k++) {
+            cr_assert(deg[perm[k]] <= chunk && !seen[perm[k]], "window %d, row %d", windows[w],
+                      perm[k]);
+            seen[perm[k]] = 1;
+            bool same_window = windows[w] > 1 && k % windows[w] != 0;
+            if (k > 0 && same_window)
+                cr_assert(deg[perm[k - 1]] < deg[perm[k]] ||
+                              (deg[perm[k - 1]] == deg[perm[k]] && perm[k - 1] < perm[k]),
+                          "window %d not sorted at %d", windows[w], k);
+            if (k > 0 && windows[w] <= 1)
+                cr_assert_lt(perm[k - 1], perm[k], "natural order");
+        }
+    }
+    gcn_ctx_free(&ctx);
+    free(seen);
+    free(perm);
+    free(rp);
+    free(deg);
 }
 
 Test(spmm_plan, rowsplit_chunks_cover_long_rows)
@@ -163,8 +224,8 @@ Test(spmm_plan, accel_row_warps_match_the_paper)
 }
 
 /* Checks one normal block's rows and marks its non-zeros. */
-static void check_block(const gcn_accel_params *p, const int32_t *rp, const gcn_accel_partition *part,
-                        const int32_t *m, char *seen)
+static void check_block(const gcn_accel_params *p, const int32_t *rp,
+                        const gcn_accel_partition *part, const int32_t *m, char *seen)
 {
     int32_t d = m[0], rows = m[3] & 0xffff, warp_nzs = m[3] >> 16;
     int32_t f = gcn_accel_row_warps(p, d);
@@ -256,6 +317,12 @@ Test(spmm_plan, accel_shapes)
     cr_assert_eq(gcn_accel_shape_for(8, 12).per_block, 12, "the paper's 12 warps a block");
     cr_assert_eq(gcn_accel_shape_for(250, 12).per_block, 4, "F = 250 scalar: 4 x 256 threads");
     cr_assert_eq(gcn_accel_shape_for(125, 12).per_block, 6, "F = 250 as float2: 6 x 128");
+    cr_assert_eq(gcn_accel_vec(16, 4), 1, "one warp either way: scalar lanes");
+    cr_assert_eq(gcn_accel_vec(64, 4), 2);
+    cr_assert_eq(gcn_accel_vec(96, 4), 4);
+    cr_assert_eq(gcn_accel_vec(256, 4), 4);
+    cr_assert_eq(gcn_accel_vec(250, 4), 2);
+    cr_assert_eq(gcn_accel_vec(256, 1), 1);
     cr_assert_eq(gcn_accel_max_tile(256, 4, 12, 48 * 1024), 256);
     cr_assert_eq(gcn_accel_max_tile(8192, 4, 12, 48 * 1024), 2048, "six shared rows in 48 KB");
     cr_assert_eq(gcn_accel_max_tile(8192, 1, 12, 48 * 1024), 1024, "1024 threads");

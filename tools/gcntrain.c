@@ -15,7 +15,7 @@ enum { EXIT_USAGE = 1, EXIT_INPUT = 2, EXIT_RUNTIME = 3 };
 
 typedef struct args {
     const char *config, *dataset, *root, *device, *spmm, *features;
-    const char *log, *save, *resume;
+    const char *log, *save, *resume, *export_dir;
     long epochs, runs;
     long long seed;
     bool quiet;
@@ -34,6 +34,8 @@ static const char usage[] =
     "  --log FILE.jsonl      one JSON object per epoch, and a summary\n"
     "  --save FILE           checkpoint at the end of each run\n"
     "  --resume FILE         continue the first run from a checkpoint\n"
+    "  --export-data DIR     write the dataset as used (features, edges, labels, split)\n"
+    "                        as .npy files, e.g. for tools/compare/pyg_train.py\n"
     "  --quiet               no per-epoch lines\n"
     "  --help, --version\n";
 
@@ -96,6 +98,7 @@ static int parse_args(int argc, char **argv, args *a)
         else if (!strcmp(o, "--log")) a->log = v;
         else if (!strcmp(o, "--save")) a->save = v;
         else if (!strcmp(o, "--resume")) a->resume = v;
+        else if (!strcmp(o, "--export-data")) a->export_dir = v;
         else if (!strcmp(o, "--epochs") && parse_long(v, 1, 10000000, &n)) a->epochs = n;
         else if (!strcmp(o, "--runs") && parse_long(v, 1, 1000, &n)) a->runs = n;
         else if (!strcmp(o, "--seed") && parse_long(v, 0, 2147483647, &n)) a->seed = n;
@@ -212,6 +215,8 @@ static int load_dataset(session *s)
     double t0 = now_s();
     gcn_status st = gcn_dataset_load(s->ctx, &s->ds, s->a.dataset ? s->a.dataset : "synthetic", &o);
     s->t_load = now_s() - t0;
+    if (st == GCN_OK && s->a.export_dir)
+        st = gcn_dataset_export_npy(s->ctx, s->ds, s->a.export_dir);
     return st == GCN_OK ? 0 : fail(s, st, "dataset");
 }
 

@@ -1,0 +1,574 @@
+/* gcnbench: kernel benchmarks.  `gcnbench spmm` times SpMM kernels of the
+ * registry on graphs x feature widths with CUDA events after a warm-up,
+ * checks each against a float64 reference on sampled rows first, and prints
+ * a table (stdout) and JSON lines (--out); docs/perf.md, tools/bench_spmm.sh. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gcn.h"
+#include "kernels/spmm_bench.h"
+
+#define MAX_LIST 64
+#define MAX_SAMPLES 4096
+
+typedef struct config {
+    const char *datasets[MAX_LIST];
+    int n_datasets;
+    const char *root, *cache_dir, *kernels, *out, *tag, *sweep;
+    int feats[MAX_LIST], n_feats;
+    int reps, warmup;
+    double case_seconds; /* repetitions are cut so one case takes about this long */
+    bool flush;
+    uint64_t seed;
+} config;
+
+/* One measured (graph, F, kernel, knob) case. */
+typedef struct result {
+    int graph, feat;
+    const char *kernel;
+    char knob[96];
+    double median_ms, min_ms, plan_ms, speedup, max_err;
+    int reps;
+    bool valid;
+} result;
+
+typedef struct bench {
+    config cfg;
+    gcn_ctx *gpu, *host;
+    FILE *out;
+    char device[128];
+    const gcn_spmm_impl *impls[MAX_LIST];
+    int n_impls;
+    result *results;
+    int n_results, cap_results;
+    char names[MAX_LIST][96];
+} bench;
+
+/* The graph under test: host copy (GCN-normalised, with values), device
+ * matrix, and the rows whose results are checked. */
+typedef struct graph {
+    gcn_graph *g;
+    gcn_csr *a;
+    int32_t *sample;
+    int n_sample;
+} graph;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void log_stderr(gcn_log_level level, const char *msg, void *user)
+{
+    (void)user;
+    fprintf(stderr, "gcnbench: %s%s\n", level == GCN_LOG_ERROR ? "error: " : "", msg);
+}
+
+static int usage(void)
+{
+    fprintf(stderr,
+            "usage: gcnbench spmm --dataset SPEC [--dataset SPEC ...] [--root DIR]\n"
+            "                     [--feat 16,32,64,128,256] [--kernels all|a,b] [--reps N]\n"
+            "                     [--warmup N] [--case-seconds S] [--flush] [--out FILE.jsonl]\n"
+            "                     [--sweep VAR=v1,v2,...] [--tag TEXT] [--seed S]\n"
+            "                     [--cache-dir DIR]\n"
+            "  SPEC: a dataset name or path under --root, or a generator such as\n"
+            "  chunglu:arxiv or chunglu:products (datasets/dataset.h).  --sweep reruns\n"
+            "  every case with each value of an environment knob (\"default\" unsets it).\n");
+    return 2;
+}
+
+static bool parse_ints(const char *s, int *v, int *n)
+{
+    char *end;
+    for (*n = 0; *s && *n < MAX_LIST; s = *end ? end + 1 : end) {
+        long x = strtol(s, &end, 10);
+        if (end == s || x < 1 || x > 1 << 20 || (*end && *end != ','))
+            return false;
+        v[(*n)++] = (int)x;
+    }
+    return *n > 0;
+}
+
+static int parse_args(int argc, char **argv, config *c)
+{
+    *c = (config){.root = "../shared/data", .kernels = "all", .reps = 50, .warmup = 5,
+                  .case_seconds = 1.5, .seed = 1};
+    parse_ints("16,32,64,128,256", c->feats, &c->n_feats);
+    if (argc < 2 || strcmp(argv[1], "spmm") != 0)
+        return usage();
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--flush")) {
+            c->flush = true;
+            continue;
+        }
+        if (!v)
+            return usage();
+        i++;
+        if (!strcmp(a, "--dataset") && c->n_datasets < MAX_LIST)
+            c->datasets[c->n_datasets++] = v;
+        else if (!strcmp(a, "--root"))
+            c->root = v;
+        else if (!strcmp(a, "--cache-dir"))
+            c->cache_dir = v;
+        else if (!strcmp(a, "--feat") && parse_ints(v, c->feats, &c->n_feats))
+            continue;
+        else if (!strcmp(a, "--kernels"))
+            c->kernels = v;
+        else if (!strcmp(a, "--reps"))
+            c->reps = atoi(v);
+        else if (!strcmp(a, "--warmup"))
+            c->warmup = atoi(v);
+        else if (!strcmp(a, "--case-seconds"))
+            c->case_seconds = atof(v);
+        else if (!strcmp(a, "--out"))
+            c->out = v;
+        else if (!strcmp(a, "--tag"))
+            c->tag = v;
+        else if (!strcmp(a, "--sweep") && strchr(v, '='))
+            c->sweep = v;
+        else if (!strcmp(a, "--seed"))
+            c->seed = strtoull(v, NULL, 10);
+        else
+            return usage();
+    }
+    if (c->n_datasets == 0 || c->reps < 1 || c->warmup < 0)
+        return usage();
+    return 0;
+}
+
+/* The kernels to run, cusparse first so the others have their speed-up. */
+static int select_kernels(bench *b)
+{
+    int n = 0;
+    const gcn_spmm_impl *const *reg = gcn_spmm_registry(&n);
+    const char *want = b->cfg.kernels;
+    for (int pass = 0; pass < 2; pass++)
+        for (int k = 0; k < n; k++) {
+            const char *name = reg[k]->name;
+            size_t len = strlen(name);
+            bool cus = !strcmp(name, "cusparse"), listed = !strcmp(want, "all");
+            for (const char *p = want; !listed && (p = strstr(p, name)); p += len)
+                listed = (p == want || p[-1] == ',') && (p[len] == ',' || p[len] == '\0');
+            if (reg[k]->device == GCN_DEVICE_CUDA && listed && cus == (pass == 0))
+                b->impls[b->n_impls++] = reg[k];
+        }
+    if (b->n_impls == 0) {
+        fprintf(stderr, "gcnbench: no CUDA SpMM kernel matches --kernels %s\n", want);
+        return 2;
+    }
+    return 0;
+}
+
+/* ---- graphs --------------------------------------------------------------- */
+
+static int load_graph(bench *b, const char *spec, graph *gr)
+{
+    gcn_dataset_opts o = gcn_dataset_default_opts();
+    o.root = b->cfg.root;
+    o.features = "none";
+    o.cache_dir = b->cfg.cache_dir;
+    o.cache = b->cfg.cache_dir != NULL;
+    gcn_dataset *ds = NULL;
+    double t0 = now_ms();
+    gcn_status st = gcn_dataset_load(b->host, &ds, spec, &o);
+    if (st == GCN_OK)
+        st = gcn_graph_gcn_norm(b->host, ds->graph, &gr->g);
+    gcn_dataset_free(&ds);
+    if (st == GCN_OK)
+        st = gcn_csr_create(b->gpu, &gr->a, gr->g->n_nodes, gr->g->n_nodes, gr->g->nnz,
+                            gr->g->row_ptr, gr->g->col_idx, gr->g->values);
+    if (st != GCN_OK) {
+        fprintf(stderr, "gcnbench: %s: %s\n", spec,
+                gcn_last_error(gr->g && !gr->a ? b->gpu : b->host));
+        return 1;
+    }
+    int32_t n = gr->g->n_nodes, top = 0;
+    gr->n_sample = n < MAX_SAMPLES ? n : MAX_SAMPLES;
+    gr->sample = malloc(((size_t)gr->n_sample + 1) * sizeof *gr->sample);
+    for (int32_t i = 0; i < n; i++)
+        if (gr->g->row_ptr[i + 1] - gr->g->row_ptr[i] >
+            gr->g->row_ptr[top + 1] - gr->g->row_ptr[top])
+            top = i;
+    for (int i = 0; i < gr->n_sample; i++) /* spread over all rows, the longest row first */
+        gr->sample[i] = i == 0 ? top : (int32_t)((int64_t)i * n / gr->n_sample);
+    fprintf(stderr, "gcnbench: %s: %d nodes, %d non-zeros, ready in %.0f ms\n", spec, n,
+            gr->g->nnz, now_ms() - t0);
+    return 0;
+}
+
+static void free_graph(graph *gr)
+{
+    gcn_csr_free(&gr->a);
+    gcn_graph_free(&gr->g);
+    free(gr->sample);
+    memset(gr, 0, sizeof *gr);
+}
+
+/* ---- one width ------------------------------------------------------------ */
+
+/* Operands for one F: random X on host and device, Y, and the reference
+ * rows in float64 (value and summed magnitude). */
+typedef struct operands {
+    int feat;
+    float *hx, *hy;
+    gcn_tensor *x, *y;
+    double *ref, *mag;
+} operands;
+
+static int make_operands(bench *b, const graph *gr, int feat, operands *op)
+{
+    memset(op, 0, sizeof *op);
+    op->feat = feat;
+    int64_t n = gr->g->n_nodes, nx = n * feat;
+    op->hx = malloc((size_t)(nx > 0 ? nx : 1) * sizeof(float));
+    op->hy = malloc((size_t)(nx > 0 ? nx : 1) * sizeof(float));
+    op->ref = calloc((size_t)gr->n_sample * feat + 1, sizeof(double));
+    op->mag = calloc((size_t)gr->n_sample * feat + 1, sizeof(double));
+    if (!op->hx || !op->hy || !op->ref || !op->mag) {
+        fprintf(stderr, "gcnbench: out of host memory for F = %d\n", feat);
+        return 1;
+    }
+    uint64_t s = b->cfg.seed * 0x9E3779B97F4A7C15ull + (uint64_t)feat;
+    for (int64_t i = 0; i < nx; i++) { /* xorshift64: uniform in [-1, 1) */
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        op->hx[i] = (float)((double)(s >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+    }
+    for (int i = 0; i < gr->n_sample; i++) {
+        const gcn_graph *g = gr->g;
+        for (int32_t e = g->row_ptr[gr->sample[i]]; e < g->row_ptr[gr->sample[i] + 1]; e++)
+            for (int j = 0; j < feat; j++) {
+                double t = (double)g->values[e] * op->hx[(int64_t)g->col_idx[e] * feat + j];
+                op->ref[(int64_t)i * feat + j] += t;
+                op->mag[(int64_t)i * feat + j] += fabs(t);
+            }
+    }
+    gcn_status st = gcn_tensor_from_host(b->gpu, &op->x, op->hx, n, feat);
+    if (st == GCN_OK)
+        st = gcn_tensor_create(b->gpu, &op->y, n, feat);
+    if (st != GCN_OK) {
+        fprintf(stderr, "gcnbench: F = %d: %s\n", feat, gcn_last_error(b->gpu));
+        return 1;
+    }
+    return 0;
+}
+
+static void free_operands(operands *op)
+{
+    gcn_tensor_free(&op->x);
+    gcn_tensor_free(&op->y);
+    free(op->hx);
+    free(op->hy);
+    free(op->ref);
+    free(op->mag);
+}
+
+/* Y from NaN, one run, then the sampled rows against the reference:
+ * largest |got - ref| / summed magnitude. */
+static gcn_status validate(bench *b, const gcn_spmm_impl *impl, void *plan, const graph *gr,
+                           operands *op, double *err)
+{
+    gcn_status st = gcn_tensor_fill(b->gpu, op->y, NAN);
+    if (st == GCN_OK)
+        st = impl->run(b->gpu, plan, gr->a, gcn_tensor_cdata(op->x), gcn_tensor_data(op->y),
+                       op->feat, false);
+    if (st == GCN_OK)
+        st = gcn_tensor_to_host(b->gpu, op->y, op->hy);
+    *err = 0.0;
+    for (int i = 0; st == GCN_OK && i < gr->n_sample; i++)
+        for (int j = 0; j < op->feat; j++) {
+            int64_t k = (int64_t)i * op->feat + j;
+            double got = op->hy[(int64_t)gr->sample[i] * op->feat + j];
+            double e = isnan(got) ? INFINITY
+                                  : fabs(got - op->ref[k]) / (op->mag[k] > 0 ? op->mag[k] : 1e-30);
+            if (e > *err)
+                *err = e;
+        }
+    return st;
+}
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* Plan, validation and timing of one kernel on one case. */
+static int measure(bench *b, const gcn_spmm_impl *impl, const graph *gr, operands *op,
+                   result *r)
+{
+    void *plan = NULL;
+    float *ms = malloc((size_t)b->cfg.reps * sizeof *ms);
+    const float *x = gcn_tensor_cdata(op->x);
+    float *y = gcn_tensor_data(op->y);
+    double t0 = now_ms();
+    gcn_status st = impl->plan(b->gpu, gr->a, op->feat, &plan);
+    if (st == GCN_OK)
+        st = gcn_ctx_sync(b->gpu);
+    r->plan_ms = now_ms() - t0;
+    if (st == GCN_OK)
+        st = validate(b, impl, plan, gr, op, &r->max_err);
+    r->valid = r->max_err <= 1e-5;
+    float est = 0.0f;
+    if (st == GCN_OK)
+        st = gcn_spmm_time(b->gpu, impl, plan, gr->a, x, y, op->feat, false, b->cfg.warmup, 1,
+                           b->cfg.flush, &est);
+    double fit = est > 0 ? b->cfg.case_seconds * 1e3 / est : b->cfg.reps;
+    r->reps = fit < b->cfg.reps ? (fit > 5 ? (int)fit : 5) : b->cfg.reps;
+    if (st == GCN_OK)
+        st = gcn_spmm_time(b->gpu, impl, plan, gr->a, x, y, op->feat, false, 0, r->reps,
+                           b->cfg.flush, ms);
+    if (plan)
+        impl->free_plan(plan);
+    if (st != GCN_OK) {
+        fprintf(stderr, "gcnbench: %s, F = %d: %s\n", impl->name, op->feat,
+                gcn_last_error(b->gpu));
+        free(ms);
+        return 1;
+    }
+    qsort(ms, (size_t)r->reps, sizeof *ms, cmp_float);
+    r->median_ms = r->reps % 2 ? ms[r->reps / 2] : 0.5 * (ms[r->reps / 2 - 1] + ms[r->reps / 2]);
+    r->min_ms = ms[0];
+    free(ms);
+    return 0;
+}
+
+/* ---- output --------------------------------------------------------------- */
+
+static void json_str(FILE *f, const char *key, const char *s)
+{
+    fprintf(f, "\"%s\":", key);
+    if (!s) {
+        fputs("null", f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++)
+        if (*s == '"' || *s == '\\')
+            fprintf(f, "\\%c", *s);
+        else if ((unsigned char)*s >= 0x20)
+            fputc(*s, f);
+    fputc('"', f);
+}
+
+static void json_num(FILE *f, const char *key, double v)
+{
+    if (isfinite(v))
+        fprintf(f, ",\"%s\":%.6g", key, v);
+    else
+        fprintf(f, ",\"%s\":null", key);
+}
+
+static void report(bench *b, const graph *gr, const result *r)
+{
+    const gcn_graph *g = gr->g;
+    double flops = 2.0 * g->nnz * r->feat;
+    double bytes = 4.0 * (g->n_nodes + 1) + 8.0 * g->nnz + 8.0 * (double)g->n_nodes * r->feat;
+    double gflops = flops / (r->median_ms * 1e6), gbps = bytes / (r->median_ms * 1e6);
+    printf("%-22.22s %9d %10d %5d %-10s %-22.22s %9.4f %9.4f %8.1f %7.1f %8.2f %7.2f %s\n",
+           b->names[r->graph], g->n_nodes, g->nnz, r->feat, r->kernel,
+           r->knob[0] ? r->knob : "-", r->median_ms, r->min_ms, gflops, gbps, r->plan_ms,
+           r->speedup, r->valid ? "ok" : "INVALID");
+    fflush(stdout);
+    if (!b->out)
+        return;
+    FILE *f = b->out;
+    fputc('{', f);
+    json_str(f, "bench", "spmm");
+    fputc(',', f);
+    json_str(f, "graph", b->names[r->graph]);
+    fprintf(f, ",\"n_rows\":%d,\"nnz\":%d,\"feat\":%d,", g->n_nodes, g->nnz, r->feat);
+    json_str(f, "kernel", r->kernel);
+    fputc(',', f);
+    json_str(f, "knob", r->knob[0] ? r->knob : NULL);
+    json_num(f, "median_ms", r->median_ms);
+    json_num(f, "min_ms", r->min_ms);
+    json_num(f, "gflops", gflops);
+    json_num(f, "gbps", gbps);
+    json_num(f, "plan_ms", r->plan_ms);
+    json_num(f, "speedup_vs_cusparse", r->speedup > 0 ? r->speedup : NAN);
+    json_num(f, "max_err", r->max_err);
+    fprintf(f, ",\"valid\":%s,\"reps\":%d,\"flush\":%s,", r->valid ? "true" : "false", r->reps,
+            b->cfg.flush ? "true" : "false");
+    json_str(f, "device", b->device);
+    fputc(',', f);
+    json_str(f, "tag", b->cfg.tag);
+    fputs("}\n", f);
+    fflush(f);
+}
+
+/* The largest speed-up of any kernel on r's case (default knobs). */
+static double case_best(const bench *b, const result *r)
+{
+    double best = 0.0;
+    for (int j = 0; j < b->n_results; j++) {
+        const result *q = &b->results[j];
+        if (!q->knob[0] && q->valid && q->graph == r->graph && q->feat == r->feat &&
+            q->speedup > best)
+            best = q->speedup;
+    }
+    return best;
+}
+
+/* Whether r is the first default-knob result of its case. */
+static bool case_first(const bench *b, int i)
+{
+    for (int j = 0; j < i; j++)
+        if (!b->results[j].knob[0] && b->results[j].graph == b->results[i].graph &&
+            b->results[j].feat == b->results[i].feat)
+            return false;
+    return !b->results[i].knob[0];
+}
+
+/* Geometric mean of the speed-ups over cusparse per kernel, and of the best
+ * kernel per case, over the default-knob results. */
+static void summary(bench *b)
+{
+    printf("\nspeed-up over cusparse (median times), geometric mean over (graph, F) cases:\n");
+    for (int k = 0; k <= b->n_impls; k++) {
+        const char *name = k < b->n_impls ? b->impls[k]->name : "best";
+        double logsum = 0.0, lo = INFINITY;
+        int n = 0;
+        for (int i = 0; i < b->n_results; i++) {
+            const result *r = &b->results[i];
+            double s = k < b->n_impls ? r->speedup : case_best(b, r);
+            bool take = k < b->n_impls ? !r->knob[0] && r->valid && !strcmp(r->kernel, name)
+                                       : case_first(b, i);
+            if (!take || s <= 0)
+                continue;
+            logsum += log(s);
+            lo = fmin(lo, s);
+            n++;
+        }
+        if (n == 0)
+            continue;
+        printf("  %-10s %6.2fx over %d cases, lowest %.2fx\n", name, exp(logsum / n), n, lo);
+        if (b->out)
+            fprintf(b->out,
+                    "{\"bench\":\"spmm_summary\",\"kernel\":\"%s\",\"geomean_speedup\":%.6g,"
+                    "\"cases\":%d,\"min_speedup\":%.6g}\n",
+                    name, exp(logsum / n), n, lo);
+    }
+}
+
+static int add_result(bench *b, const result *r)
+{
+    if (b->n_results == b->cap_results) {
+        int cap = b->cap_results ? 2 * b->cap_results : 256;
+        result *p = realloc(b->results, (size_t)cap * sizeof *p);
+        if (!p)
+            return 1;
+        b->results = p;
+        b->cap_results = cap;
+    }
+    b->results[b->n_results++] = *r;
+    return 0;
+}
+
+/* ---- driver --------------------------------------------------------------- */
+
+/* Every kernel (and every knob value of --sweep) on one (graph, F). */
+static int run_case(bench *b, int gi, const graph *gr, operands *op)
+{
+    char var[64] = "", vals[512] = "default";
+    if (b->cfg.sweep) {
+        const char *eq = strchr(b->cfg.sweep, '=');
+        snprintf(var, sizeof var, "%.*s", (int)(eq - b->cfg.sweep), b->cfg.sweep);
+        snprintf(vals, sizeof vals, "%s", eq + 1);
+    }
+    double cusparse_ms = 0.0;
+    char *save = NULL;
+    for (char *v = strtok_r(vals, ",", &save); v; v = strtok_r(NULL, ",", &save)) {
+        bool dflt = !strcmp(v, "default");
+        if (var[0] && dflt)
+            unsetenv(var);
+        else if (var[0])
+            setenv(var, v, 1);
+        for (int k = 0; k < b->n_impls; k++) {
+            result r = {.graph = gi, .feat = op->feat, .kernel = b->impls[k]->name};
+            if (var[0] && !dflt)
+                snprintf(r.knob, sizeof r.knob, "%s=%s", var, v);
+            if (measure(b, b->impls[k], gr, op, &r))
+                return 1;
+            if (!strcmp(r.kernel, "cusparse") && cusparse_ms == 0.0)
+                cusparse_ms = r.median_ms;
+            r.speedup = cusparse_ms > 0 ? cusparse_ms / r.median_ms : 0.0;
+            report(b, gr, &r);
+            if (add_result(b, &r))
+                return 1;
+        }
+    }
+    return 0;
+}
+
+static int run(bench *b)
+{
+    printf("%-22s %9s %10s %5s %-10s %-22s %9s %9s %8s %7s %8s %7s %s\n", "graph", "n_rows",
+           "nnz", "F", "kernel", "knob", "median_ms", "min_ms", "GFLOP/s", "GB/s", "plan_ms",
+           "vs_cusp", "check");
+    for (int gi = 0; gi < b->cfg.n_datasets; gi++) {
+        graph gr = {0};
+        snprintf(b->names[gi], sizeof b->names[gi], "%s", b->cfg.datasets[gi]);
+        if (load_graph(b, b->cfg.datasets[gi], &gr)) {
+            free_graph(&gr);
+            return 1;
+        }
+        for (int fi = 0; fi < b->cfg.n_feats; fi++) {
+            operands op;
+            int rc = make_operands(b, &gr, b->cfg.feats[fi], &op);
+            if (!rc)
+                rc = run_case(b, gi, &gr, &op);
+            free_operands(&op);
+            if (rc) {
+                free_graph(&gr);
+                return 1;
+            }
+        }
+        free_graph(&gr);
+    }
+    summary(b);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    bench b = {0};
+    int rc = parse_args(argc, argv, &b.cfg);
+    if (rc)
+        return rc;
+    gcn_ctx_opts o = gcn_ctx_default_opts();
+    o.log_fn = log_stderr;
+    o.seed = b.cfg.seed;
+    o.device = GCN_DEVICE_CPU;
+    if (gcn_ctx_create(&b.host, &o) != GCN_OK)
+        return 1;
+    o.device = GCN_DEVICE_CUDA;
+    gcn_status st = gcn_ctx_create(&b.gpu, &o);
+    int sms;
+    size_t l2;
+    if (st != GCN_OK || gcn_spmm_device_info(b.gpu, b.device, sizeof b.device, &sms, &l2)) {
+        fprintf(stderr, "gcnbench: no usable CUDA device (%s)\n", gcn_status_str(st));
+        gcn_ctx_free(&b.host);
+        return 1;
+    }
+    fprintf(stderr, "gcnbench: %s, %d SMs, %.0f MB L2\n", b.device, sms, l2 / 1048576.0);
+    rc = select_kernels(&b);
+    if (!rc && b.cfg.out && !(b.out = fopen(b.cfg.out, "a"))) {
+        perror(b.cfg.out);
+        rc = 1;
+    }
+    if (!rc)
+        rc = run(&b);
+    if (b.out)
+        fclose(b.out);
+    free(b.results);
+    gcn_ctx_free(&b.gpu);
+    gcn_ctx_free(&b.host);
+    return rc;
+}
