@@ -33,7 +33,9 @@ LIB_CU    := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.cu $(d)/*/*.cu))
 LIB_OBJ   := $(LIB_C:%.c=$(BUILD)/obj/%.o) $(LIB_CU:%.cu=$(BUILD)/obj/%.cu.o)
 TEST_C    := $(wildcard tests/*.c)
 TEST_OBJ  := $(TEST_C:%.c=$(BUILD)/obj/%.o)
-TOOLS     := $(patsubst tools/%.c,$(BUILD)/%,$(wildcard tools/*.c))
+# Each tools/*.c is one tool; gcnbench is linked from tools/gcnbench/*.c.
+GCNBENCH_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tools/gcnbench/*.c))
+TOOLS     := $(patsubst tools/%.c,$(BUILD)/%,$(wildcard tools/*.c)) $(BUILD)/gcnbench
 # The installed headers: gcn.h and the module headers it includes.
 PUBLIC_H  := gcn.h $(shell sed -n 's/^\#include "\(.*\)"/\1/p' gcn.h)
 
@@ -59,6 +61,9 @@ $(BUILD)/libgcn.so: $(LIB_OBJ)
 
 $(BUILD)/%: tools/%.c $(BUILD)/libgcn.a
 	$(CC) $(CPPFLAGS) $(CFLAGS) $< -o $@ $(BUILD)/libgcn.a $(LDLIBS)
+
+$(BUILD)/gcnbench: $(GCNBENCH_OBJ) $(BUILD)/libgcn.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/gcn_tests: $(TEST_OBJ) $(BUILD)/libgcn.a
 	$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(BUILD)/libgcn.a $(LDLIBS) $(TEST_LIBS)
@@ -99,9 +104,10 @@ clean:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # ---- GPU bundle --------------------------------------------------------------
-# make bundle: $(BUILD)/bundle/ is a relocatable folder with the test runner,
-# the tools, the shared libraries they load that a bare GPU host may lack
-# (Criterion and its dependencies, cJSON, METIS, zlib, ...; collected with
+# make bundle: $(BUILD)/bundle/ is a relocatable folder with the test runner
+# and the tools, linked against libgcn.so (so the CUDA kernels are in it
+# once), the shared libraries they load that a bare GPU host may lack
+# (libgcn, Criterion and its dependencies, cJSON, zlib, ...; collected with
 # ldd) in lib/, and `run`, which puts lib/ on LD_LIBRARY_PATH, points
 # GCN_TOOLS at the bundle and execs its arguments (a bare name is looked up
 # in the bundle first):
@@ -110,14 +116,19 @@ clean:
 # libraries (cuBLAS, cuSPARSE), which a GPU host has in the versions its
 # driver supports.
 BUNDLE      := $(BUILD)/bundle
-BUNDLE_HOST := linux-vdso|ld-linux|/lib(c|m|dl|pthread|rt|util|resolv|gcc_s|stdc\+\+)\.so|/libcuda\.so|/libcudart|/libcublas|/libcusparse|/libnvJitLink
+BUNDLE_HOST := linux-vdso|ld-linux|/lib(c|m|dl|pthread|rt|util|resolv|gcc_s|stdc\+\+)\.so|/libcuda\.so|/libcudart|/libcublas|/libcusparse|/libnvJitLink|/libgcn\.so
+BUNDLE_LINK  = -L$(BUILD) -lgcn $(LDLIBS)
 
 .PHONY: bundle
 bundle: all $(BUILD)/gcn_tests
 	rm -rf $(BUNDLE)
 	mkdir -p $(BUNDLE)/lib
-	cp $(BUILD)/gcn_tests $(TOOLS) $(BUNDLE)/
-	for b in $(BUILD)/gcn_tests $(TOOLS); do ldd $$b; done | \
+	cp $(BUILD)/libgcn.so $(BUNDLE)/lib/
+	$(CC) $(CFLAGS) -o $(BUNDLE)/gcn_tests $(TEST_OBJ) $(BUNDLE_LINK) $(TEST_LIBS)
+	$(CC) $(CFLAGS) -o $(BUNDLE)/gcnbench $(GCNBENCH_OBJ) $(BUNDLE_LINK)
+	for t in $(wildcard tools/*.c); do \
+	    $(CC) -I. $(CFLAGS) $$t -o $(BUNDLE)/$$(basename $$t .c) $(BUNDLE_LINK) || exit 1; done
+	for b in $(BUNDLE)/*; do LD_LIBRARY_PATH=$(BUNDLE)/lib ldd $$b; done | \
 	    awk '$$2 == "=>" && $$3 ~ /^\// { print $$3 }' | grep -vE '$(BUNDLE_HOST)' | sort -u | \
 	    while read -r lib; do cp -L "$$lib" $(BUNDLE)/lib/; done
 	printf '%s\n' '#!/bin/sh' \
@@ -138,7 +149,8 @@ LDLIBS += -lz
 
 # ---- fuzz (issue 4): one libFuzzer target per dataset parser ---------------
 #   make fuzz        build/fuzz/fuzz_{edgelist,mtx,textdir,ogb,cache}
-#   build/fuzz/fuzz_ogb -jobs=1 -max_total_time=300 -timeout=10 fuzz/corpus/ogb
+#   mkdir -p /tmp/ogb && build/fuzz/fuzz_ogb -max_total_time=300 -timeout=10 /tmp/ogb fuzz/corpus/ogb
+# (new inputs go to the first folder, so the seed corpus stays as it is)
 # Built with clang, ASan and UBSan, from the datasets and the C core only
 # (fuzz/cuda_stub.c stands in for the .cu symbols the core refers to).
 FUZZ_CC     ?= clang
@@ -150,6 +162,9 @@ FUZZ_BINS   := $(patsubst fuzz/fuzz_%.c,$(BUILD)/fuzz/fuzz_%,$(wildcard fuzz/fuz
 
 .PHONY: fuzz
 fuzz: $(FUZZ_BINS)
+
+# Keep the objects between builds (make would delete them as intermediates).
+.PRECIOUS: $(BUILD)/fuzz/obj/%.o
 
 $(BUILD)/fuzz/obj/%.o: %.c
 	@mkdir -p $(@D)

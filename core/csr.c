@@ -80,6 +80,17 @@ static bool host_equal(const host_csr *a, const host_csr *b)
            !memcmp(a->values, b->values, (size_t)a->nnz * sizeof *a->values);
 }
 
+/* Whether every row lists its columns in strictly increasing order, the
+ * canonical form some libraries (cuSPARSE) assume. */
+static bool host_sorted(const host_csr *h)
+{
+    for (int32_t i = 0; i < h->n_rows; i++)
+        for (int32_t e = h->row_ptr[i] + 1; e < h->row_ptr[i + 1]; e++)
+            if (h->col_idx[e] <= h->col_idx[e - 1])
+                return false;
+    return true;
+}
+
 /* A device copy of a host matrix, with no transpose attached. */
 static gcn_status upload(gcn_ctx *ctx, const host_csr *h, gcn_csr **out)
 {
@@ -93,6 +104,7 @@ static gcn_status upload(gcn_ctx *ctx, const host_csr *h, gcn_csr **out)
     }
     a->priv = p;
     p->ctx = ctx;
+    p->sorted = host_sorted(h);
     a->n_rows = h->n_rows;
     a->n_cols = h->n_cols;
     a->nnz = h->nnz;
@@ -180,6 +192,11 @@ const gcn_csr *gcn_csr_transpose(const gcn_csr *a)
 bool gcn_csr_is_symmetric(const gcn_csr *a)
 {
     return a && a->priv && a->priv->symmetric;
+}
+
+bool gcn_csr_is_sorted(const gcn_csr *a)
+{
+    return a && a->priv && a->priv->sorted;
 }
 
 void gcn_csr_free(gcn_csr **pa)

@@ -44,6 +44,11 @@ gcn_status gcn_csr_to_host(gcn_ctx *ctx, const gcn_csr *a, int32_t *row_ptr, int
 const gcn_csr *gcn_csr_transpose(const gcn_csr *a);
 bool gcn_csr_is_symmetric(const gcn_csr *a);
 
+/* Whether every row lists its columns in strictly increasing order (sorted,
+ * no duplicates).  Kernels that assume this form (cusparse) refuse other
+ * matrices through their `supports` test. */
+bool gcn_csr_is_sorted(const gcn_csr *a);
+
 /* Frees the matrix, its transpose and every kernel plan built for it.
  * Accepts NULL and sets *a to NULL. */
 void gcn_csr_free(gcn_csr **a);

@@ -35,7 +35,8 @@ static gcn_status choose_device(gcn_ctx *ctx, const gcn_ctx_opts *o)
     if (n == 0) {
         if (o->device == GCN_DEVICE_CUDA)
             return GCN_ERROR(ctx, GCN_ERR_DEVICE, "device cuda requested but no CUDA device is usable");
-        gcn_log(ctx, GCN_LOG_INFO, "no CUDA device found; running on the CPU backend");
+        gcn_log(ctx, GCN_LOG_INFO, "no usable CUDA device (cudaGetDeviceCount failed or found "
+                                   "none); running on the CPU backend");
         ctx->device = GCN_DEVICE_CPU;
         return GCN_OK;
     }

@@ -195,6 +195,7 @@ struct gcn_csr_priv {
     gcn_ctx *ctx;
     gcn_csr *transpose;    /* NULL when the matrix is symmetric */
     bool symmetric;
+    bool sorted;           /* columns strictly increasing in every row: no duplicates */
     gcn_csr *owner;        /* borrowed: the matrix this one is the stored transpose of */
     gcn_csr_plan *plans;
 };

@@ -288,7 +288,9 @@ gcn_status gcn_sum(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out)
 
 gcn_status gcn_mean(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out)
 {
-    if (x && NUMEL(x) == 0)
+    GCN_TRY(gcn_op_begin(ctx, out));
+    GCN_TRY(gcn_check_tensor(ctx, x, "mean"));
+    if (NUMEL(x) == 0)
         return GCN_ERROR(ctx, GCN_ERR_SHAPE, "mean of an empty tensor");
-    return scaled_sum(ctx, x, x ? 1.0f / (float)NUMEL(x) : 1.0f, "mean", out);
+    return scaled_sum(ctx, x, 1.0f / (float)NUMEL(x), "mean", out);
 }

@@ -153,7 +153,8 @@ static const char *check_header(const gcn_cache_header *h, uint64_t fingerprint,
         return "source files or settings changed";
     }
     if (h->n_nodes < 0 || h->n_nodes > GCN_DS_MAX_NODES || h->nnz < 0 || h->n_features < 0 ||
-        h->n_classes < 0 || h->n_train < 0 || h->n_valid < 0 || h->n_test < 0 ||
+        h->n_classes < 0 || h->n_classes > GCN_DS_MAX_CLASSES || h->n_train < 0 ||
+        h->n_valid < 0 || h->n_test < 0 ||
         (int64_t)h->n_train + h->n_valid + h->n_test > h->n_nodes ||
         (int64_t)h->n_features * h->n_nodes > GCN_DS_MAX_FEATURE_VALUES)
         return "sizes out of range";

@@ -1,5 +1,6 @@
-/* NumPy .npy export (format version 1.0: magic, header length, a Python
- * dict literal padded to 64 bytes, then the array in C order). */
+/* NumPy .npy export of a dataset or of one CSR matrix (format version 1.0:
+ * magic, header length, a Python dict literal padded to 64 bytes, then the
+ * array in C order). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,13 +100,50 @@ static gcn_status write_edges(gcn_ctx *ctx, const char *dir, const gcn_graph *g)
     return finish(ctx, f, tmp, ok);
 }
 
+/* The graph's values, or ones when it stores none. */
+static gcn_status write_values(gcn_ctx *ctx, const char *dir, const gcn_graph *g)
+{
+    npy_array a = {"values.npy", "<f4", g->nnz, 0};
+    FILE *f;
+    char tmp[4096];
+    GCN_TRY(start(ctx, dir, &a, &f, tmp, sizeof tmp));
+    size_t n = (size_t)g->nnz;
+    bool ok = true;
+    if (g->values)
+        ok = fwrite(g->values, sizeof(float), n, f) == n;
+    for (size_t e = 0; !g->values && e < n && ok; e++) {
+        float one = 1.0f;
+        ok = fwrite(&one, sizeof one, 1, f) == 1;
+    }
+    return finish(ctx, f, tmp, ok);
+}
+
+static gcn_status make_dir(gcn_ctx *ctx, const char *dir)
+{
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return GCN_ERROR(ctx, GCN_ERR_IO, "%s: cannot create: %s", dir, strerror(errno));
+    return GCN_OK;
+}
+
+gcn_status gcn_graph_export_npy(gcn_ctx *ctx, const gcn_graph *g, const char *dir)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, g && dir);
+    GCN_TRY(make_dir(ctx, dir));
+    const int32_t shape[2] = {g->n_nodes, g->n_nodes};
+    GCN_TRY(write_ids(ctx, dir, "shape.npy", shape, 2));
+    GCN_TRY(write_ids(ctx, dir, "row_ptr.npy", g->row_ptr, (int64_t)g->n_nodes + 1));
+    GCN_TRY(write_ids(ctx, dir, "col_idx.npy", g->col_idx, g->nnz));
+    return write_values(ctx, dir, g);
+}
+
 gcn_status gcn_dataset_export_npy(gcn_ctx *ctx, const gcn_dataset *ds, const char *dir)
 {
     if (!ctx)
         return GCN_ERR_INVALID_ARG;
     GCN_ARG(ctx, ds && ds->graph && dir);
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return GCN_ERROR(ctx, GCN_ERR_IO, "%s: cannot create: %s", dir, strerror(errno));
+    GCN_TRY(make_dir(ctx, dir));
     if (ds->features) {
         npy_array a = {"x.npy", "<f4", ds->n_nodes, ds->n_features};
         FILE *f;

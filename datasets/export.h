@@ -1,5 +1,6 @@
-/* Writes a dataset as NumPy .npy files, so another framework (PyTorch
- * Geometric in tools/compare/) trains on exactly the same inputs. */
+/* Writes a dataset, or one graph's CSR matrix, as NumPy .npy files, so
+ * another framework (PyTorch and PyTorch Geometric in tools/compare/) works
+ * on exactly the same inputs. */
 #ifndef GCN_DATASET_EXPORT_H
 #define GCN_DATASET_EXPORT_H
 
@@ -16,6 +17,14 @@ extern "C" {
  *   y.npy          int64   [n_nodes]  (-1 = unlabelled)
  *   train_idx.npy, valid_idx.npy, test_idx.npy  int64 node ids */
 gcn_status gcn_dataset_export_npy(gcn_ctx *ctx, const gcn_dataset *ds, const char *dir);
+
+/* Creates dir if needed and writes the graph's CSR matrix, each file
+ * through a temporary file renamed into place:
+ *   shape.npy   int64   [2]            n_nodes, n_nodes
+ *   row_ptr.npy int64   [n_nodes + 1]
+ *   col_idx.npy int64   [nnz]
+ *   values.npy  float32 [nnz]  (ones when the graph stores no values) */
+gcn_status gcn_graph_export_npy(gcn_ctx *ctx, const gcn_graph *g, const char *dir);
 
 #ifdef __cplusplus
 }

@@ -117,6 +117,11 @@ bool gcn_path_is_file(const char *path);
 #define GCN_DS_MAX_FEATURE_VALUES ((int64_t)1 << 40)
 #endif
 
+/* Most classes a dataset may have: labels are below this (the generators
+ * take at most as many), so that a stray label cannot make the loader or a
+ * model allocate per-class arrays of billions of entries. */
+#define GCN_DS_MAX_CLASSES ((int64_t)1 << 16)
+
 /* Reads a file holding one non-negative integer (OGB num-*-list). */
 gcn_status gcn_read_count(gcn_ctx *ctx, const char *path, int64_t max, int64_t *count);
 

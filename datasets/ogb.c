@@ -96,7 +96,7 @@ static gcn_status read_labels(gcn_ctx *ctx, const char *path, int64_t n_nodes, g
         if (width == 1) {
             GCN_CHECK(gcn_reader_fields(&r, line, ',', f, 1, 1, &nf));
             if (*f[0] && strcmp(f[0], "nan") != 0 && strcmp(f[0], "NaN") != 0)
-                GCN_CHECK(gcn_reader_int(&r, f[0], 1, -1, INT32_MAX - 1, "label", &y));
+                GCN_CHECK(gcn_reader_int(&r, f[0], 1, -1, GCN_DS_MAX_CLASSES - 1, "label", &y));
         }
         max_label = (int32_t)y > max_label ? (int32_t)y : max_label;
         GCN_CHECK(gcn_i32vec_push(ctx, &v, (int32_t)y));

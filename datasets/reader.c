@@ -27,10 +27,18 @@ gcn_status gcn_ds_malloc(gcn_ctx *ctx, void **p, size_t count, size_t size)
     return GCN_OK;
 }
 
+/* calloc rather than malloc + memset: the pages of a large, sparsely
+ * written array (a dense feature matrix filled from sparse entries) are
+ * only touched where the data is. */
 gcn_status gcn_ds_calloc(gcn_ctx *ctx, void **p, size_t count, size_t size)
 {
-    GCN_TRY(gcn_ds_malloc(ctx, p, count, size));
-    memset(*p, 0, count * size);
+    *p = NULL;
+    if (size != 0 && count > SIZE_MAX / size)
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "allocation of %zu x %zu bytes overflows", count,
+                         size);
+    *p = calloc(count ? count : 1, size ? size : 1);
+    if (!*p)
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory (%zu bytes)", count * size);
     return GCN_OK;
 }
 

@@ -102,7 +102,8 @@ static gcn_status sbm_fill(gcn_ctx *ctx, gcn_dataset *ds, const gcn_sbm_opts *o)
 {
     /* At most n/2 classes leaves a class with two members for intra edges;
      * two classes are needed for inter edges. */
-    if (o->n_nodes < 2 || o->n_classes < 1 || o->n_classes > o->n_nodes / 2 || o->n_features < 0 ||
+    if (o->n_nodes < 2 || o->n_classes < 1 || o->n_classes > o->n_nodes / 2 ||
+        o->n_classes > GCN_DS_MAX_CLASSES || o->n_features < 0 ||
         !(o->avg_degree >= 0 && o->avg_degree < o->n_nodes - 1) ||
         !(o->homophily >= 0 && o->homophily <= 1) || !isfinite(o->feature_signal) ||
         (o->n_classes == 1 && o->homophily < 1) || o->train_per_class < 0 || o->n_valid < 0 ||
@@ -222,7 +223,7 @@ static gcn_status gen_sbm(gcn_ctx *ctx, const char *spec, const char *args, gcn_
 {
     gcn_sbm_opts o = gcn_sbm_default_opts();
     param p[] = {{"nodes", o.n_nodes, 2, INT32_MAX - 1, true},
-                 {"classes", o.n_classes, 1, 1 << 16, true},
+                 {"classes", o.n_classes, 1, GCN_DS_MAX_CLASSES, true},
                  {"features", o.n_features, 0, 1 << 20, true},
                  {"degree", o.avg_degree, 0, 1e6, false},
                  {"homophily", o.homophily, 0, 1, false},
@@ -258,7 +259,7 @@ static gcn_status gen_powerlaw(gcn_ctx *ctx, const char *spec, const char *args,
 {
     param p[] = {{"nodes", 169343, 2, INT32_MAX - 1, true},
                  {"edges", 1166243, 0, INT32_MAX, true},
-                 {"classes", 0, 0, 1 << 16, true},
+                 {"classes", 0, 0, GCN_DS_MAX_CLASSES, true},
                  {"a", 0.57, 0, 1, false},
                  {"b", 0.19, 0, 1, false},
                  {"c", 0.19, 0, 1, false},

@@ -46,7 +46,9 @@ static gcn_status read_meta(gcn_ctx *ctx, const char *path, meta *m)
                         : strcmp(key, "num_classes") == 0  ? &m->n_classes
                                                            : NULL;
         if (slot)
-            GCN_CHECK(gcn_reader_int(&r, value, 2, 0, GCN_DS_MAX_NODES, key, slot));
+            GCN_CHECK(gcn_reader_int(&r, value, 2, 0,
+                                     slot == &m->n_classes ? GCN_DS_MAX_CLASSES : GCN_DS_MAX_NODES,
+                                     key, slot));
         else if (strcmp(key, "name") == 0)
             snprintf(m->name, sizeof m->name, "%s", value);
     }
@@ -62,7 +64,7 @@ static gcn_status read_labels(gcn_ctx *ctx, const char *path, const meta *m, gcn
     gcn_i32vec v = {0};
     GCN_TRY(gcn_reader_open(ctx, &r, path));
     gcn_status st = GCN_OK;
-    int64_t hi = m->n_classes >= 0 ? m->n_classes - 1 : INT32_MAX - 1;
+    int64_t hi = m->n_classes >= 0 ? m->n_classes - 1 : GCN_DS_MAX_CLASSES - 1;
     int32_t max_label = -1;
     char *line, *f[1];
     int nf;

@@ -1,6 +1,6 @@
 /* Fuzzing entry points for the dataset parsers, shared by the libFuzzer
  * targets (fuzz/fuzz_*.c) and the regression test that replays the inputs
- * kept in tests/fuzz_regress/<target>/.  Each lays the bytes out as files in
+ * kept in fuzz/regress/<target>/.  Each lays the bytes out as files in
  * a fresh scratch folder, loads them, uses the result, frees everything and
  * returns 0 whatever the input. */
 #ifndef GCN_FUZZ_HARNESS_H

@@ -6,10 +6,13 @@
 #include "../core/internal.h"
 #include "spmm_impls.h"
 
-/* In order of preference: "auto" takes the first that supports a call. */
+/* In order of preference: "auto" takes the first that supports a call.
+ * rowsplit leads on the GPU: it is deterministic and, in docs/perf.md,
+ * faster than cuSPARSE almost everywhere; cusparse is the baseline after it. */
 static const gcn_spmm_impl *const registry[] = {
     &gcn_spmm_cpu,
     &gcn_spmm_rowsplit,
+    &gcn_spmm_cusparse,
     &gcn_spmm_accel,
     &gcn_spmm_mergepath,
 };
@@ -109,8 +112,9 @@ gcn_status gcn_spmm_run(gcn_ctx *ctx, const gcn_spmm_impl *impl, const gcn_csr *
         return GCN_ERROR(ctx, GCN_ERR_DEVICE, "spmm: kernel '%s' or matrix is not on this context",
                          impl->name);
     if (!impl->supports(a, feat))
-        return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "spmm kernel '%s' does not support width %d",
-                         impl->name, feat);
+        return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED,
+                         "spmm kernel '%s' does not support this matrix at width %d", impl->name,
+                         feat);
     if (a->n_rows == 0)
         return GCN_OK;
     void *plan = NULL;

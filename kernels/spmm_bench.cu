@@ -1,5 +1,5 @@
-/* CUDA-event timing of SpMM runs and the device description for
- * benchmarks (see spmm_bench.h). */
+/* CUDA-event timing of benchmarked operations (SpMM runs among them) and
+ * the device description for benchmarks (see spmm_bench.h). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -15,16 +15,15 @@ static gcn_status create_events(gcn_ctx *ctx, cudaEvent_t *ev, int n)
 }
 
 /* The timed runs, each preceded by the flush when one is given. */
-static gcn_status timed_runs(gcn_ctx *ctx, cudaStream_t stream, const gcn_spmm_impl *impl,
-                             void *plan, const gcn_csr *a, const float *x, float *y, int feat,
-                             bool accumulate, int reps, void *flush, size_t flush_bytes,
-                             cudaEvent_t *ev, float *ms)
+static gcn_status timed_runs(gcn_ctx *ctx, cudaStream_t stream, gcn_bench_fn fn, void *user,
+                             int reps, void *flush, size_t flush_bytes, cudaEvent_t *ev,
+                             float *ms)
 {
     for (int r = 0; r < reps; r++) {
         if (flush)
             GCN_CUDA(cudaMemsetAsync(flush, r & 0xff, flush_bytes, stream));
         GCN_CUDA(cudaEventRecord(ev[2 * r], stream));
-        GCN_TRY(impl->run(ctx, plan, a, x, y, feat, accumulate));
+        GCN_TRY(fn(ctx, user));
         GCN_CUDA(cudaEventRecord(ev[2 * r + 1], stream));
     }
     GCN_CUDA(cudaEventSynchronize(ev[2 * reps - 1]));
@@ -33,19 +32,18 @@ static gcn_status timed_runs(gcn_ctx *ctx, cudaStream_t stream, const gcn_spmm_i
     return GCN_OK;
 }
 
-gcn_status gcn_spmm_time(gcn_ctx *ctx, const gcn_spmm_impl *impl, void *plan, const gcn_csr *a,
-                         const float *x, float *y, int feat, bool accumulate, int warmup,
-                         int reps, bool flush_l2, float *ms)
+gcn_status gcn_bench_time(gcn_ctx *ctx, gcn_bench_fn fn, void *user, int warmup, int reps,
+                          bool flush_l2, float *ms)
 {
     if (!ctx)
         return GCN_ERR_INVALID_ARG;
-    GCN_ARG(ctx, impl && a && ms && reps >= 1 && warmup >= 0);
-    if (ctx->device != GCN_DEVICE_CUDA || impl->device != GCN_DEVICE_CUDA)
-        return GCN_ERROR(ctx, GCN_ERR_DEVICE, "spmm timing needs a CUDA context and kernel");
+    GCN_ARG(ctx, fn && ms && reps >= 1 && warmup >= 0);
+    if (ctx->device != GCN_DEVICE_CUDA)
+        return GCN_ERROR(ctx, GCN_ERR_DEVICE, "benchmark timing needs a CUDA context");
     gcn_cuda_state *cs;
     GCN_TRY(gcn_cuda_begin(ctx, &cs));
     for (int i = 0; i < warmup; i++)
-        GCN_TRY(impl->run(ctx, plan, a, x, y, feat, accumulate));
+        GCN_TRY(fn(ctx, user));
     int sms;
     size_t l2 = 0, flush_bytes = 0;
     void *flush = NULL;
@@ -59,8 +57,7 @@ gcn_status gcn_spmm_time(gcn_ctx *ctx, const gcn_spmm_impl *impl, void *plan, co
         GCN_CHECK(gcn_mem_alloc(ctx, &flush, flush_bytes));
     }
     GCN_CHECK(create_events(ctx, ev, 2 * reps));
-    GCN_CHECK(timed_runs(ctx, cs->stream, impl, plan, a, x, y, feat, accumulate, reps, flush,
-                         flush_bytes, ev, ms));
+    GCN_CHECK(timed_runs(ctx, cs->stream, fn, user, reps, flush, flush_bytes, ev, ms));
 cleanup:
     for (int i = 0; i < 2 * reps; i++)
         if (ev[i])
@@ -68,6 +65,37 @@ cleanup:
     free(ev);
     gcn_mem_release(ctx, flush, flush_bytes);
     return st;
+}
+
+/* One SpMM run: the arguments gcn_spmm_time was given. */
+typedef struct spmm_call {
+    const gcn_spmm_impl *impl;
+    void *plan;
+    const gcn_csr *a;
+    const float *x;
+    float *y;
+    int feat;
+    bool accumulate;
+} spmm_call;
+
+static gcn_status spmm_run(gcn_ctx *ctx, void *user)
+{
+    const spmm_call *c = (const spmm_call *)user;
+    return c->impl->run(ctx, c->plan, c->a, c->x, c->y, c->feat, c->accumulate);
+}
+
+gcn_status gcn_spmm_time(gcn_ctx *ctx, const gcn_spmm_impl *impl, void *plan, const gcn_csr *a,
+                         const float *x, float *y, int feat, bool accumulate, int warmup,
+                         int reps, bool flush_l2, float *ms)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, impl && a);
+    if (impl->device != GCN_DEVICE_CUDA)
+        return GCN_ERROR(ctx, GCN_ERR_DEVICE, "spmm timing needs a CUDA kernel, not %s",
+                         impl->name);
+    spmm_call c = {impl, plan, a, x, y, feat, accumulate};
+    return gcn_bench_time(ctx, spmm_run, &c, warmup, reps, flush_l2, ms);
 }
 
 gcn_status gcn_spmm_device_info(gcn_ctx *ctx, char *name, size_t size, int *sms,

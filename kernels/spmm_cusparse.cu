@@ -42,9 +42,12 @@ static const candidate candidates[N_CANDIDATES] = {
     {CUSPARSE_SPMM_CSR_ALG2, "CSR_ALG2"},
 };
 
+/* cuSPARSE documents CSR as sorted within rows with each (row, column) pair
+ * once; matrices with unsorted or repeated columns go to the other kernels. */
 static bool cusparse_supports(const gcn_csr *a, int feat)
 {
-    return a && a->device == GCN_DEVICE_CUDA && feat >= 0 && (a->nnz == 0 || a->values);
+    return a && a->device == GCN_DEVICE_CUDA && feat >= 0 && (a->nnz == 0 || a->values) &&
+           gcn_csr_is_sorted(a);
 }
 
 static void cusparse_free_plan(void *plan)
@@ -179,7 +182,8 @@ static gcn_status cusparse_plan_create(gcn_ctx *ctx, const gcn_csr *a, int feat,
     *plan = NULL;
     if (!cusparse_supports(a, feat))
         return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED,
-                         "cusparse SpMM needs a CUDA matrix with values and feat >= 0");
+                         "cusparse SpMM needs a CUDA matrix with values, columns sorted "
+                         "without duplicates in every row, and feat >= 0");
     cusparse_plan *p = (cusparse_plan *)calloc(1, sizeof *p);
     if (!p)
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory for a cusparse plan");

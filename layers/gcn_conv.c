@@ -16,8 +16,9 @@ gcn_status gcn_gcn_conv_init(gcn_ctx *ctx, gcn_gcn_conv *conv, int64_t in, int64
 
 bool gcn_gcn_conv_aggregates_first(const gcn_gcn_conv *conv)
 {
+    /* A cached A x costs no SpMM after the first epoch, whatever the widths. */
     if (conv->order == GCN_ORDER_AUTO)
-        return conv->lin.in < conv->lin.out;
+        return conv->cache_input || conv->lin.in < conv->lin.out;
     return conv->order == GCN_ORDER_AGGREGATE_FIRST;
 }
 

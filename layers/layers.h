@@ -51,14 +51,15 @@ typedef enum gcn_activation {
 gcn_status gcn_activate(gcn_ctx *ctx, gcn_activation act, gcn_tensor *x, gcn_tensor **y);
 
 typedef enum gcn_conv_order {
-    GCN_ORDER_AUTO = 0,        /* aggregate first when in < out, else transform first */
+    GCN_ORDER_AUTO = 0,        /* aggregate first when in < out or the input is cached,
+                                * else transform first */
     GCN_ORDER_AGGREGATE_FIRST, /* (A X) W: fewer columns through the SpMM when in < out */
     GCN_ORDER_TRANSFORM_FIRST  /* A (X W) */
 } gcn_conv_order;
 
 /* GCNConv (Kipf & Welling): y = A x W + b with A the normalised adjacency
- * D^-1/2 (A + I) D^-1/2.  With cache_input set and the aggregate-first
- * order, A x of a constant input (one that needs no gradient, e.g. the
+ * D^-1/2 (A + I) D^-1/2.  With cache_input set (which makes AUTO aggregate
+ * first), A x of a constant input (one that needs no gradient, e.g. the
  * features into the first layer) is computed once and reused while the
  * same x and A are passed. */
 typedef struct gcn_gcn_conv {

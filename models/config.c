@@ -100,6 +100,42 @@ static gcn_status get_string(parser *p, const cJSON *v, const char *path, char *
     return GCN_OK;
 }
 
+/* cJSON keeps every copy of a repeated key; a strict reader refuses them.
+ * prefix is the object's own path ("" at the top level). */
+static gcn_status check_unique_keys(parser *p, const cJSON *obj, const char *prefix)
+{
+    for (const cJSON *v = obj->child; v; v = v->next)
+        for (const cJSON *w = obj->child; w != v; w = w->next)
+            if (!strcmp(v->string, w->string)) {
+                char path[160];
+                snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", v->string);
+                return fail(p, path, "duplicate key");
+            }
+    return GCN_OK;
+}
+
+/* "file", "none", "degree" or "random:D" with D in [1, 2^20], as the
+ * dataset loader accepts them. */
+static gcn_status get_features(parser *p, const cJSON *v, const char *path, char *out, size_t size)
+{
+    static const char expected[] =
+        "expected \"file\", \"none\", \"degree\" or \"random:D\" with D in [1, 1048576]";
+    if (!cJSON_IsString(v) || strlen(v->valuestring) >= size)
+        return fail(p, path, "%s", expected);
+    const char *s = v->valuestring;
+    bool ok = !strcmp(s, "file") || !strcmp(s, "none") || !strcmp(s, "degree");
+    if (!strncmp(s, "random:", 7)) {
+        char *end = NULL;
+        errno = 0;
+        long d = strtol(s + 7, &end, 10);
+        ok = end != s + 7 && !*end && !errno && d >= 1 && d <= (1L << 20);
+    }
+    if (!ok)
+        return fail(p, path, "%s", expected);
+    strcpy(out, s);
+    return GCN_OK;
+}
+
 /* ---- sections ------------------------------------------------------------- */
 
 static const char *const layer_types[] = {"gcn", "gin", "linear"};
@@ -162,6 +198,7 @@ static gcn_status parse_layers(parser *p, const cJSON *arr, gcn_model_config *cf
         snprintf(path, sizeof path, "layers[%d]", i);
         if (!cJSON_IsObject(obj))
             return fail(p, path, "expected an object");
+        GCN_TRY(check_unique_keys(p, obj, path));
         gcn_layer_config *l = &cfg->layers[i];
         *l = (gcn_layer_config){.bias = true, .weight_decay = -1.0f};
         bool has_type = false, has_out = false;
@@ -189,6 +226,7 @@ static gcn_status parse_optimizer(parser *p, const cJSON *obj, gcn_optim_opts *o
 {
     if (!cJSON_IsObject(obj))
         return fail(p, "optimizer", "expected an object");
+    GCN_TRY(check_unique_keys(p, obj, "optimizer"));
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(obj, "type");
     int c;
     if (!type)
@@ -232,6 +270,7 @@ static gcn_status parse_dataset(parser *p, const cJSON *obj, gcn_model_config *c
 {
     if (!cJSON_IsObject(obj))
         return fail(p, "dataset", "expected an object");
+    GCN_TRY(check_unique_keys(p, obj, "dataset"));
     const cJSON *v;
     cJSON_ArrayForEach(v, obj) {
         char path[96];
@@ -239,7 +278,7 @@ static gcn_status parse_dataset(parser *p, const cJSON *obj, gcn_model_config *c
         if (!strcmp(v->string, "root"))
             GCN_TRY(get_string(p, v, path, cfg->root, sizeof cfg->root));
         else if (!strcmp(v->string, "features"))
-            GCN_TRY(get_string(p, v, path, cfg->features, sizeof cfg->features));
+            GCN_TRY(get_features(p, v, path, cfg->features, sizeof cfg->features));
         else if (!strcmp(v->string, "normalize_features"))
             GCN_TRY(get_bool(p, v, path, &cfg->normalize_features));
         else if (!strcmp(v->string, "seed")) {
@@ -332,6 +371,9 @@ gcn_status gcn_model_config_parse(gcn_model_config *cfg, const char *json, const
         st = fail(&p, "(top level)", "expected an object");
         goto cleanup;
     }
+    st = check_unique_keys(&p, root, "");
+    if (st != GCN_OK)
+        goto cleanup;
     const cJSON *v;
     cJSON_ArrayForEach(v, root) {
         st = parse_top_key(&p, v, cfg, &has_layers);

@@ -126,6 +126,51 @@ void ds_expect_fail(gcn_ctx *ctx, const char *spec, const gcn_dataset_opts *opts
     va_end(ap);
 }
 
+char *ds_random_edges(const char *prefix, int m, int n, int base, char sep, size_t *len)
+{
+    size_t cap = strlen(prefix) + (size_t)m * 24 + 1;
+    char *text = malloc(cap);
+    cr_assert(text);
+    *len = (size_t)snprintf(text, cap, "%s", prefix);
+    unsigned x = 12345;
+    for (int e = 0; e < m; e++) {
+        x = x * 1103515245u + 12345u;
+        *len += (size_t)snprintf(text + *len, cap - *len, "%u%c%u\n",
+                                 (x >> 16) % (unsigned)n + (unsigned)base, sep,
+                                 (x >> 8) % (unsigned)n + (unsigned)base);
+    }
+    return text;
+}
+
+static void flip(FILE *f, long offset, unsigned char x)
+{
+    cr_assert_eq(fseek(f, offset, offset < 0 ? SEEK_END : SEEK_SET), 0);
+    int c = fgetc(f);
+    cr_assert_neq(c, EOF);
+    cr_assert_eq(fseek(f, offset, offset < 0 ? SEEK_END : SEEK_SET), 0);
+    fputc(c ^ x, f);
+}
+
+const char *ds_damage_gzip(const char *path, int kind)
+{
+    FILE *f = fopen(path, "r+b");
+    cr_assert(f, "%s", path);
+    cr_assert_eq(fseek(f, 0, SEEK_END), 0);
+    long size = ftell(f);
+    cr_assert_gt(size, 200, "%s: too small to damage mid-stream", path);
+    if (kind == 1)
+        for (long off = 100; off < 140; off++)
+            flip(f, off, 0x5a);
+    else if (kind == 2)
+        flip(f, -6, 0x01); /* the stored CRC-32 */
+    fclose(f);
+    if (kind == 0)
+        cr_assert_eq(truncate(path, size / 2), 0);
+    return kind == 0 ? "unexpected end of file"
+           : kind == 1 ? "corrupt or truncated gzip"
+                       : "incorrect data check";
+}
+
 static bool same_ints(const int32_t *a, const int32_t *b, int64_t n)
 {
     return n == 0 || (a && b && memcmp(a, b, (size_t)n * sizeof *a) == 0);

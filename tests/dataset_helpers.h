@@ -37,6 +37,16 @@ gcn_dataset_opts ds_opts(const char *dir);
 void ds_expect_fail(gcn_ctx *ctx, const char *spec, const gcn_dataset_opts *opts,
                     gcn_status st, ...);
 
+/* prefix, then m edge lines "src<sep>dst\n" with ids in [base, base + n)
+ * drawn by a fixed LCG, so that the text does not compress to nothing; a
+ * new string (caller frees), *len its length. */
+char *ds_random_edges(const char *prefix, int m, int n, int base, char sep, size_t *len);
+
+/* Damages the gzip file at path: kind 0 cuts it in half, 1 flips 40 bytes
+ * of the deflate stream, 2 flips a bit of the stored CRC-32.  Returns a
+ * piece of the message zlib's reason leads to. */
+const char *ds_damage_gzip(const char *path, int kind);
+
 /* Whether two datasets hold identical graphs, features, labels and splits. */
 bool ds_same(const gcn_dataset *a, const gcn_dataset *b);
 

@@ -372,6 +372,21 @@ Test(dataset, textdir_errors_name_file_and_line)
         {"test.txt", "", GCN_ERR_FORMAT, "test.txt: ", "empty file"},
         {"meta.txt", "num_nodes six\n", GCN_ERR_FORMAT, "meta.txt:1:", "not an integer"},
         {"meta.txt", "num_nodes\n", GCN_ERR_FORMAT, "meta.txt:1:", "no value"},
+        {"labels.txt", "0\n0 1\n", GCN_ERR_FORMAT, "labels.txt:2:", "expected 1 columns, found 2"},
+        {"labels.txt", "0\n-2\n", GCN_ERR_FORMAT, "labels.txt:2:", "out of range [-1, 1]"},
+        {"edges.txt", "", GCN_ERR_FORMAT, "edges.txt: ", "empty file"},
+        {"features.txt", "0 0 1 2\n", GCN_ERR_FORMAT, "features.txt:1:",
+         "expected 3 columns, found 4"},
+        {"features.txt", "0 0 1\n-1 0 1\n", GCN_ERR_FORMAT, "features.txt:2:",
+         "node id -1 is negative"},
+        {"features.txt", "0 -3 1\n", GCN_ERR_FORMAT, "features.txt:1:",
+         "feature column -3 is negative"},
+        {"features.txt", "0 x 1\n", GCN_ERR_FORMAT, "features.txt:1:", "not an integer"},
+        {"train.txt", "0\n-1\n", GCN_ERR_FORMAT, "train.txt:2:", "node id -1 is negative"},
+        {"train.txt", "0,2\n", GCN_ERR_FORMAT, "train.txt:1:", "expected 1 columns, found 2"},
+        {"val.txt", "", GCN_ERR_FORMAT, "val.txt: ", "empty file"},
+        {"meta.txt", "num_classes 65537\n", GCN_ERR_FORMAT, "meta.txt:1:",
+         "num_classes 65537 out of range [0, 65536]"},
     };
     gcn_ctx *ctx = test_cpu_ctx(1);
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
@@ -382,6 +397,32 @@ Test(dataset, textdir_errors_name_file_and_line)
         ds_write(dir, rel, cases[k].text);
         gcn_dataset_opts o = ds_opts(dir);
         ds_expect_fail(ctx, "tiny", &o, cases[k].st, cases[k].where, cases[k].why, NULL);
+        ds_rmtree(dir);
+        free(dir);
+    }
+    gcn_ctx_free(&ctx);
+}
+
+/* The text files may be gzip data under their .txt names (zlib detects it);
+ * damage is then reported like OGB's. */
+Test(dataset, textdir_gzip_damage_is_reported)
+{
+    gcn_ctx *ctx = test_cpu_ctx(1);
+    for (int kind = 0; kind < 3; kind++) {
+        char *dir = ds_tmpdir();
+        write_tiny(dir);
+        size_t len;
+        char *text = ds_random_edges("", 20000, 6, 0, ' ', &len);
+        ds_write_bytes(dir, "tiny/edges.txt.gz", text, len);
+        free(text);
+        char gz[4096];
+        snprintf(gz, sizeof gz, "%s", ds_path(dir, "tiny/edges.txt.gz"));
+        cr_assert_eq(rename(gz, ds_path(dir, "tiny/edges.txt")), 0);
+        gcn_dataset_opts o = ds_opts(dir);
+        gcn_dataset *ds = load_ok(ctx, "tiny", &o);
+        gcn_dataset_free(&ds);
+        const char *why = ds_damage_gzip(ds_path(dir, "tiny/edges.txt"), kind);
+        ds_expect_fail(ctx, "tiny", &o, GCN_ERR_FORMAT, "tiny/edges.txt:", why, NULL);
         ds_rmtree(dir);
         free(dir);
     }
@@ -402,6 +443,9 @@ Test(dataset, textdir_without_meta_infers_sizes)
     cr_assert_null(ds->labels);
     cr_assert_eq(ds->n_train + ds->n_valid + ds->n_test, 0);
     gcn_dataset_free(&ds);
+    ds_write(dir, "m/labels.txt", "0\n65536\n0\n1\n"); /* no num_classes: the class cap */
+    ds_expect_fail(ctx, "m", &o, GCN_ERR_FORMAT, "m/labels.txt:2:",
+                   "label 65536 out of range [-1, 65535]", NULL);
     gcn_ctx_free(&ctx);
     ds_rmtree(dir);
     free(dir);

@@ -8,7 +8,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
+#include "datasets/internal.h"
 #include "dataset_helpers.h"
 #include "helpers.h"
 
@@ -146,6 +148,46 @@ Test(dataset_cache, corruption_is_detected_and_rebuilt)
         cr_assert_eq(file_size(cache), size, "cache rewritten");
         ds = load(ctx, "ogbn-toy", &o);
         cr_assert(ds->from_cache);
+        gcn_dataset_free(&ds);
+    }
+    gcn_dataset_free(&ref);
+    gcn_ctx_free(&ctx);
+    ds_rmtree(dir);
+    free(dir);
+}
+
+/* Rewrites the cache header's class count and its header CRC, so that only
+ * the size and content checks behind the checksum can catch it. */
+static void set_classes(const char *path, int32_t n_classes)
+{
+    gcn_cache_header h;
+    FILE *f = fopen(path, "r+b");
+    cr_assert(f);
+    cr_assert_eq(fread(&h, sizeof h, 1, f), 1);
+    h.n_classes = n_classes;
+    h.header_crc = (uint32_t)crc32_z(0, (const Bytef *)&h, offsetof(gcn_cache_header, header_crc));
+    cr_assert_eq(fseek(f, 0, SEEK_SET), 0);
+    cr_assert_eq(fwrite(&h, sizeof h, 1, f), 1);
+    fclose(f);
+}
+
+/* A checksummed header with too many classes (a label cap) or too few for
+ * the labels stored is corrupt, not trusted. */
+Test(dataset_cache, class_count_is_checked)
+{
+    char *dir = ds_tmpdir();
+    write_toy(dir);
+    gcn_ctx *ctx = test_cpu_ctx(1);
+    gcn_dataset_opts o = cache_opts(dir);
+    gcn_dataset *ref = load(ctx, "ogbn-toy", &o);
+    char cache[4096];
+    snprintf(cache, sizeof cache, "%s", ds_path(dir, "ogbn_toy/processed/gcn-v1.bin"));
+    const int32_t bad[2] = {(int32_t)GCN_DS_MAX_CLASSES + 1, 2}; /* the labels go up to 2 */
+    for (int k = 0; k < 2; k++) {
+        set_classes(cache, bad[k]);
+        gcn_dataset *ds = load(ctx, "ogbn-toy", &o);
+        cr_assert_not(ds->from_cache, "n_classes %d accepted", bad[k]);
+        cr_assert(ds_same(ds, ref));
         gcn_dataset_free(&ds);
     }
     gcn_dataset_free(&ref);

@@ -113,51 +113,70 @@ typedef struct bad_file {
     const char *where, *why;
 } bad_file;
 
+static const bad_file cases[] = {
+    {"e.txt", "# only comments\n\n", GCN_ERR_FORMAT, "e.txt:2:", "empty file"},
+    {"e.txt", "", GCN_ERR_FORMAT, "e.txt: ", "empty file"},
+    {"e.txt", "1 2\n3\n", GCN_ERR_FORMAT, "e.txt:2:", "expected 2 to 3 columns, found 1"},
+    {"e.txt", "1 2\n3 4 5 6\n", GCN_ERR_FORMAT, "e.txt:2:", "found 4"},
+    {"e.txt", "1 2\n3 -4\n", GCN_ERR_FORMAT, "e.txt:2:", "negative"},
+    {"e.txt", "1 2\n3 four\n", GCN_ERR_FORMAT, "e.txt:2:", "not an integer"},
+    {"e.txt", "1 2 x\n", GCN_ERR_FORMAT, "e.txt:1:", "not a number"},
+    {"e.txt", "1 2 nan\n", GCN_ERR_NUMERIC, "e.txt:1:", "NaN"},
+    {"e.txt", "1 2\n3 4\0\n", GCN_ERR_FORMAT, "e.txt:2:", "NUL byte"},
+    {"e.txt", "1 2 -inf\n", GCN_ERR_NUMERIC, "e.txt:1:", "infinite"},
+    {"e.txt", "1 2\n99999999999999999999 1\n", GCN_ERR_FORMAT, "e.txt:2:",
+     "not an integer"},
+    {"e.csv", "1,2\n3\n", GCN_ERR_FORMAT, "e.csv:2:", "expected 2 to 3 columns, found 1"},
+    {"e.csv", "1,2\n3,4,5,6\n", GCN_ERR_FORMAT, "e.csv:2:", "found 4"},
+    {"e.csv", "1,2\n,4\n", GCN_ERR_FORMAT, "e.csv:2:", "not an integer"},
+    {"m.mtx", "", GCN_ERR_FORMAT, "m.mtx: ", "empty file"},
+    {"m.mtx", "3 3 1\n1 2\n", GCN_ERR_FORMAT, "m.mtx:1:", "banner"},
+    {"m.mtx", "%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n4\n",
+     GCN_ERR_UNSUPPORTED, "m.mtx:1:", "coordinate"},
+    {"m.mtx", "%%MatrixMarket matrix coordinate complex general\n", GCN_ERR_UNSUPPORTED,
+     "m.mtx:1:", "complex"},
+    {"m.mtx", "%%MatrixMarket matrix coordinate real skew-symmetric\n", GCN_ERR_UNSUPPORTED,
+     "m.mtx:1:", "skew-symmetric"},
+    {"m.mtx", "%%MatrixMarket matrix coordinate pattern\n", GCN_ERR_FORMAT, "m.mtx:1:",
+     "expected 5 columns, found 4"},
+    {"m.mtx", "%%MatrixMarket matrix coordinate pattern general\n% c\n", GCN_ERR_FORMAT,
+     "m.mtx:2:", "before the size line"},
+    {"m.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 4 1\n1 2\n",
+     GCN_ERR_UNSUPPORTED, "m.mtx:2:", "square"},
+    {"m.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3\n", GCN_ERR_FORMAT,
+     "m.mtx:2:", "expected 3 columns, found 2"},
+    {"m.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n",
+     GCN_ERR_FORMAT, "m.mtx:3:", "after 1 of 2 entries"},
+    {"m.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 2\n2 3\n",
+     GCN_ERR_FORMAT, "m.mtx:4:", "more entries than the 1"},
+    {"m.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3 1\n0 2\n",
+     GCN_ERR_FORMAT, "m.mtx:3:", "row index 0 out of range [1, 3]"},
+    {"m.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 4\n",
+     GCN_ERR_FORMAT, "m.mtx:3:", "column index 4 out of range"},
+    {"m.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 2 1\n",
+     GCN_ERR_FORMAT, "m.mtx:3:", "expected 2 columns, found 3"},
+    {"m.mtx", "%%MatrixMarket matrix coordinate real general\n3 3 1\n1 2\n",
+     GCN_ERR_FORMAT, "m.mtx:3:", "expected 3 columns, found 2"},
+    {"m.mtx", "%%MatrixMarket matrix coordinate real general\n3 3 1\n1 2 inf\n",
+     GCN_ERR_NUMERIC, "m.mtx:3:", "infinite"},
+    {"m.mtx", "%%MatrixMarket matrix coordinate real general\n-3 -3 1\n", GCN_ERR_FORMAT,
+     "m.mtx:2:", "negative"},
+    {"m.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 three 1\n",
+     GCN_ERR_FORMAT, "m.mtx:2:", "column count is not an integer"},
+    {"m.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3 1 1\n",
+     GCN_ERR_FORMAT, "m.mtx:2:", "expected 3 columns, found 4"},
+    {"m.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 x\n",
+     GCN_ERR_FORMAT, "m.mtx:3:", "column index is not an integer"},
+    {"m.mtx", "%%MatrixMarket matrix coordinate pattern symmetric\n3 3 1\n-1 2\n",
+     GCN_ERR_FORMAT, "m.mtx:3:", "row index -1 is negative"},
+    {"m.mtx", "%%MatrixMarket matrix coordinate integer general\n3 3 1\n1 2 seven\n",
+     GCN_ERR_FORMAT, "m.mtx:3:", "not a number"},
+    {"m.mtx", "%%MatrixMarket matrix coordinate real symmetric\n3 3 1\n1 2 NaN\n",
+     GCN_ERR_NUMERIC, "m.mtx:3:", "NaN"},
+};
+
 Test(dataset_formats, errors_name_file_and_line)
 {
-    static const bad_file cases[] = {
-        {"e.txt", "# only comments\n\n", GCN_ERR_FORMAT, "e.txt:2:", "empty file"},
-        {"e.txt", "", GCN_ERR_FORMAT, "e.txt: ", "empty file"},
-        {"e.txt", "1 2\n3\n", GCN_ERR_FORMAT, "e.txt:2:", "expected 2 to 3 columns, found 1"},
-        {"e.txt", "1 2\n3 4 5 6\n", GCN_ERR_FORMAT, "e.txt:2:", "found 4"},
-        {"e.txt", "1 2\n3 -4\n", GCN_ERR_FORMAT, "e.txt:2:", "negative"},
-        {"e.txt", "1 2\n3 four\n", GCN_ERR_FORMAT, "e.txt:2:", "not an integer"},
-        {"e.txt", "1 2 x\n", GCN_ERR_FORMAT, "e.txt:1:", "not a number"},
-        {"e.txt", "1 2 nan\n", GCN_ERR_NUMERIC, "e.txt:1:", "NaN"},
-        {"e.txt", "1 2\n3 4\0\n", GCN_ERR_FORMAT, "e.txt:2:", "NUL byte"},
-        {"m.mtx", "", GCN_ERR_FORMAT, "m.mtx: ", "empty file"},
-        {"m.mtx", "3 3 1\n1 2\n", GCN_ERR_FORMAT, "m.mtx:1:", "banner"},
-        {"m.mtx", "%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n4\n",
-         GCN_ERR_UNSUPPORTED, "m.mtx:1:", "coordinate"},
-        {"m.mtx", "%%MatrixMarket matrix coordinate complex general\n", GCN_ERR_UNSUPPORTED,
-         "m.mtx:1:", "complex"},
-        {"m.mtx", "%%MatrixMarket matrix coordinate real skew-symmetric\n", GCN_ERR_UNSUPPORTED,
-         "m.mtx:1:", "skew-symmetric"},
-        {"m.mtx", "%%MatrixMarket matrix coordinate pattern\n", GCN_ERR_FORMAT, "m.mtx:1:",
-         "expected 5 columns, found 4"},
-        {"m.mtx", "%%MatrixMarket matrix coordinate pattern general\n% c\n", GCN_ERR_FORMAT,
-         "m.mtx:2:", "before the size line"},
-        {"m.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 4 1\n1 2\n",
-         GCN_ERR_UNSUPPORTED, "m.mtx:2:", "square"},
-        {"m.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3\n", GCN_ERR_FORMAT,
-         "m.mtx:2:", "expected 3 columns, found 2"},
-        {"m.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n",
-         GCN_ERR_FORMAT, "m.mtx:3:", "after 1 of 2 entries"},
-        {"m.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 2\n2 3\n",
-         GCN_ERR_FORMAT, "m.mtx:4:", "more entries than the 1"},
-        {"m.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3 1\n0 2\n",
-         GCN_ERR_FORMAT, "m.mtx:3:", "row index 0 out of range [1, 3]"},
-        {"m.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 4\n",
-         GCN_ERR_FORMAT, "m.mtx:3:", "column index 4 out of range"},
-        {"m.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 2 1\n",
-         GCN_ERR_FORMAT, "m.mtx:3:", "expected 2 columns, found 3"},
-        {"m.mtx", "%%MatrixMarket matrix coordinate real general\n3 3 1\n1 2\n",
-         GCN_ERR_FORMAT, "m.mtx:3:", "expected 3 columns, found 2"},
-        {"m.mtx", "%%MatrixMarket matrix coordinate real general\n3 3 1\n1 2 inf\n",
-         GCN_ERR_NUMERIC, "m.mtx:3:", "infinite"},
-        {"m.mtx", "%%MatrixMarket matrix coordinate real general\n-3 -3 1\n", GCN_ERR_FORMAT,
-         "m.mtx:2:", "negative"},
-    };
     gcn_ctx *ctx = test_cpu_ctx(1);
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         char *dir = ds_tmpdir();
@@ -168,6 +187,35 @@ Test(dataset_formats, errors_name_file_and_line)
         gcn_dataset_opts o = ds_opts(dir);
         ds_expect_fail(ctx, ds_path(dir, cases[k].name), &o, cases[k].st, cases[k].where,
                        cases[k].why, NULL);
+        ds_rmtree(dir);
+        free(dir);
+    }
+    gcn_ctx_free(&ctx);
+}
+
+/* Truncated, corrupt and checksum-damaged gzip edge lists and Matrix Market
+ * files fail with zlib's reason at the line reached. */
+Test(dataset_formats, gzip_damage_is_reported)
+{
+    static const char *const names[2] = {"e.txt.gz", "m.mtx.gz"};
+    gcn_ctx *ctx = test_cpu_ctx(1);
+    for (int k = 0; k < 6; k++) {
+        const char *name = names[k / 3];
+        char *dir = ds_tmpdir();
+        size_t len;
+        char *text = ds_random_edges(
+            k < 3 ? "# edges\n" : "%%MatrixMarket matrix coordinate pattern general\n"
+                                   "1000 1000 20000\n",
+            20000, 1000, k < 3 ? 0 : 1, ' ', &len);
+        ds_write_bytes(dir, name, text, len);
+        free(text);
+        gcn_dataset *ds = load_file(ctx, dir, name, true);
+        gcn_dataset_free(&ds);
+        const char *why = ds_damage_gzip(ds_path(dir, name), k % 3);
+        char where[32];
+        snprintf(where, sizeof where, "%s:", name);
+        gcn_dataset_opts o = ds_opts(dir);
+        ds_expect_fail(ctx, ds_path(dir, name), &o, GCN_ERR_FORMAT, where, why, NULL);
         ds_rmtree(dir);
         free(dir);
     }

@@ -1,6 +1,6 @@
 /* Replays every input kept for the dataset fuzzers (the seed corpora in
  * fuzz/corpus/<target>/ and the crash regressions in
- * tests/fuzz_regress/<target>/) through the same harness the libFuzzer
+ * fuzz/regress/<target>/) through the same harness the libFuzzer
  * targets use: each must load or fail cleanly, which the ASan build checks
  * for memory errors and leaks. */
 #include <criterion/criterion.h>
@@ -46,7 +46,7 @@ static void replay(const char *target, fuzz_fn fn)
     snprintf(dir, sizeof dir, "fuzz/corpus/%s", target);
     int seeds = replay_dir(dir, fn);
     cr_assert(seeds > 0, "no seed inputs in %s (run the tests from the repository root)", dir);
-    snprintf(dir, sizeof dir, "tests/fuzz_regress/%s", target);
+    snprintf(dir, sizeof dir, "fuzz/regress/%s", target);
     replay_dir(dir, fn);
 }
 

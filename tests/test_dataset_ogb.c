@@ -165,61 +165,21 @@ Test(dataset_ogb, split_schemes)
     free(dir);
 }
 
-/* An edge file big enough that gzip damage lands mid-stream. */
-static void write_big_edges(const char *dir)
-{
-    enum { M = 20000 };
-    char *text = malloc(M * 16);
-    size_t len = 0;
-    unsigned x = 12345; /* an LCG, so that the text does not compress to nothing */
-    for (int e = 0; e < M; e++) {
-        x = x * 1103515245u + 12345u;
-        len += (size_t)sprintf(text + len, "%u,%u\n", (x >> 16) % 5, (x >> 8) % 5);
-    }
-    ds_write_bytes(dir, "ogbn_toy/raw/edge.csv.gz", text, len);
-    free(text);
-    ds_write(dir, "ogbn_toy/raw/num-edge-list.csv.gz", "20000\n");
-}
-
-static void damage(const char *path, long offset, unsigned char x)
-{
-    FILE *f = fopen(path, "r+b");
-    cr_assert(f);
-    cr_assert_eq(fseek(f, offset, offset < 0 ? SEEK_END : SEEK_SET), 0);
-    int c = fgetc(f);
-    cr_assert_eq(fseek(f, offset, offset < 0 ? SEEK_END : SEEK_SET), 0);
-    fputc(c ^ x, f);
-    fclose(f);
-}
-
 Test(dataset_ogb, gzip_damage_is_reported)
 {
     gcn_ctx *ctx = test_cpu_ctx(1);
     for (int kind = 0; kind < 3; kind++) {
         char *dir = ds_tmpdir();
         write_toy(dir);
-        write_big_edges(dir);
-        char path[4096];
-        snprintf(path, sizeof path, "%s", ds_path(dir, "ogbn_toy/raw/edge.csv.gz"));
+        size_t len;
+        char *text = ds_random_edges("", 20000, 5, 0, ',', &len); /* damage lands mid-stream */
+        ds_write_bytes(dir, "ogbn_toy/raw/edge.csv.gz", text, len);
+        free(text);
+        ds_write(dir, "ogbn_toy/raw/num-edge-list.csv.gz", "20000\n");
         gcn_dataset_opts o = ds_opts(dir);
         gcn_dataset *ds = load_ok(ctx, "ogbn-toy", &o);
         gcn_dataset_free(&ds);
-        const char *why;
-        if (kind == 0) {
-            FILE *f = fopen(path, "rb");
-            fseek(f, 0, SEEK_END);
-            long size = ftell(f);
-            fclose(f);
-            cr_assert_eq(truncate(path, size / 2), 0);
-            why = "unexpected end of file";
-        } else if (kind == 1) {
-            for (long off = 100; off < 140; off++)
-                damage(path, off, 0x5a);
-            why = "corrupt or truncated gzip";
-        } else {
-            damage(path, -6, 0x01); /* the stored CRC-32 */
-            why = "incorrect data check";
-        }
+        const char *why = ds_damage_gzip(ds_path(dir, "ogbn_toy/raw/edge.csv.gz"), kind);
         ds_expect_fail(ctx, "ogbn-toy", &o, GCN_ERR_FORMAT, "raw/edge.csv.gz:", why, NULL);
         ds_rmtree(dir);
         free(dir);
@@ -233,62 +193,83 @@ typedef struct bad_file {
     const char *where, *why;
 } bad_file;
 
+static const bad_file cases[] = {
+    {"raw/num-edge-list.csv.gz", "7\n", GCN_ERR_FORMAT, "raw/edge.csv.gz:6:",
+     "6 edges, but num-edge-list.csv.gz says 7"},
+    {"raw/num-edge-list.csv.gz", "5\n", GCN_ERR_FORMAT, "raw/edge.csv.gz:6:",
+     "more edges than the 5"},
+    {"raw/num-node-list.csv.gz", "6\n", GCN_ERR_FORMAT, "raw/node-label.csv.gz:5:",
+     "5 labels, but num-node-list.csv.gz says 6"},
+    {"raw/num-node-list.csv.gz", "4\n", GCN_ERR_FORMAT, "raw/node-label.csv.gz:5:",
+     "more labels"},
+    {"raw/num-node-list.csv.gz", "", GCN_ERR_FORMAT, "raw/num-node-list.csv.gz: ",
+     "empty file"},
+    {"raw/num-node-list.csv.gz", "5\n5\n", GCN_ERR_FORMAT, "raw/num-node-list.csv.gz:2:",
+     "second line"},
+    {"raw/num-node-list.csv.gz", "-5\n", GCN_ERR_FORMAT, "raw/num-node-list.csv.gz:1:",
+     "negative"},
+    {"raw/edge.csv.gz", "0,1\n1,2\n2,x3\n3,4\n4,0\n0,2\n", GCN_ERR_FORMAT,
+     "raw/edge.csv.gz:3:", "not an integer"},
+    {"raw/edge.csv.gz", "0,1\n1,2\n2,3\n3,5\n4,0\n0,2\n", GCN_ERR_FORMAT,
+     "raw/edge.csv.gz:4:", "out of range"},
+    {"raw/edge.csv.gz", "0,1\n-1,2\n", GCN_ERR_FORMAT, "raw/edge.csv.gz:2:", "negative"},
+    {"raw/edge.csv.gz", "0,1\n1\n", GCN_ERR_FORMAT, "raw/edge.csv.gz:2:",
+     "expected 2 columns, found 1"},
+    {"raw/edge.csv.gz", "0,1,2\n", GCN_ERR_FORMAT, "raw/edge.csv.gz:1:",
+     "expected 2 columns, found 3"},
+    {"raw/edge.csv.gz", "0,\n", GCN_ERR_FORMAT, "raw/edge.csv.gz:1:", "not an integer"},
+    {"raw/edge.csv.gz", "", GCN_ERR_FORMAT, "raw/edge.csv.gz: ", "empty file"},
+    {"raw/node-feat.csv.gz", "0.5,-1,2\n1,nan,1\n0,0,0\n0,0,0\n0,0,0\n", GCN_ERR_NUMERIC,
+     "raw/node-feat.csv.gz:2:", "NaN"},
+    {"raw/node-feat.csv.gz", "0.5,-1,2\n1,1,1\n0,-inf,0\n0,0,0\n0,0,0\n", GCN_ERR_NUMERIC,
+     "raw/node-feat.csv.gz:3:", "infinite"},
+    {"raw/node-feat.csv.gz", "0.5,-1,2\n1,1\n", GCN_ERR_FORMAT, "raw/node-feat.csv.gz:2:",
+     "expected 3 columns, found 2"},
+    {"raw/node-feat.csv.gz", "0.5,-1,2\n1,1,1,1\n", GCN_ERR_FORMAT,
+     "raw/node-feat.csv.gz:2:", "expected 3 columns, found 4"},
+    {"raw/node-feat.csv.gz", "0.5,-1,2\n1,1,1\n", GCN_ERR_FORMAT, "raw/node-feat.csv.gz:2:",
+     "2 rows, but num-node-list.csv.gz says 5"},
+    {"raw/node-feat.csv.gz", "0.5,-1,2\n1,1,1\n1,1,1\n1,1,1\n1,1,1\n1,1,1\n", GCN_ERR_FORMAT,
+     "raw/node-feat.csv.gz:6:", "more rows"},
+    {"raw/node-feat.csv.gz", "0.5,-1,2\n1,1,1\n0,0,0\n0,0x,0\n0,0,0\n", GCN_ERR_FORMAT,
+     "raw/node-feat.csv.gz:4:", "not a number"},
+    {"raw/node-feat.csv.gz", "", GCN_ERR_FORMAT, "raw/node-feat.csv.gz: ", "empty file"},
+    {"raw/node-label.csv.gz", "0\n1\nbird\n0\n1\n", GCN_ERR_FORMAT,
+     "raw/node-label.csv.gz:3:", "not an integer"},
+    {"raw/node-label.csv.gz", "0\n1\n2,1\n0\n1\n", GCN_ERR_FORMAT,
+     "raw/node-label.csv.gz:3:", "expected 1 columns, found 2"},
+    {"split/time/train.csv.gz", "0\n5\n", GCN_ERR_FORMAT, "split/time/train.csv.gz:2:",
+     "out of range"},
+    {"split/time/train.csv.gz", "0\n1\n0\n", GCN_ERR_FORMAT, "split/time/train.csv.gz:3:",
+     "listed twice (also in train)"},
+    {"split/time/test.csv.gz", "3\n2\n", GCN_ERR_FORMAT, "split/time/test.csv.gz:2:",
+     "listed twice (also in valid)"},
+    {"split/time/valid.csv.gz", "", GCN_ERR_FORMAT, "split/time/valid.csv.gz: ",
+     "empty file"},
+    {"split/time/train.csv.gz", "0\n-1\n", GCN_ERR_FORMAT, "split/time/train.csv.gz:2:",
+     "node id -1 is negative"},
+    {"split/time/train.csv.gz", "0,1\n", GCN_ERR_FORMAT, "split/time/train.csv.gz:1:",
+     "expected 1 columns, found 2"},
+    {"split/time/valid.csv.gz", "two\n", GCN_ERR_FORMAT, "split/time/valid.csv.gz:1:",
+     "not an integer"},
+    {"raw/num-edge-list.csv.gz", "", GCN_ERR_FORMAT, "raw/num-edge-list.csv.gz: ",
+     "empty file"},
+    {"raw/num-edge-list.csv.gz", "6,6\n", GCN_ERR_FORMAT, "raw/num-edge-list.csv.gz:1:",
+     "expected 1 columns, found 2"},
+    {"raw/num-node-list.csv.gz", "five\n", GCN_ERR_FORMAT, "raw/num-node-list.csv.gz:1:",
+     "not an integer"},
+    {"raw/node-label.csv.gz", "", GCN_ERR_FORMAT, "raw/node-label.csv.gz: ",
+     "empty file: 0 labels, num-node-list.csv.gz says 5"},
+    {"raw/node-label.csv.gz", "0\n-2\n", GCN_ERR_FORMAT, "raw/node-label.csv.gz:2:",
+     "label -2 out of range [-1, 65535]"},
+    {"raw/node-label.csv.gz", "0\n65536\n", GCN_ERR_FORMAT, "raw/node-label.csv.gz:2:",
+     "label 65536 out of range [-1, 65535]"},
+    {"raw/node-feat.csv.gz", "0.5,-1,2\n1,1,1e39\n", GCN_ERR_NUMERIC,
+     "raw/node-feat.csv.gz:2:", "out of float range"},
+};
+
 Test(dataset_ogb, errors_name_file_and_line)
 {
-    static const bad_file cases[] = {
-        {"raw/num-edge-list.csv.gz", "7\n", GCN_ERR_FORMAT, "raw/edge.csv.gz:6:",
-         "6 edges, but num-edge-list.csv.gz says 7"},
-        {"raw/num-edge-list.csv.gz", "5\n", GCN_ERR_FORMAT, "raw/edge.csv.gz:6:",
-         "more edges than the 5"},
-        {"raw/num-node-list.csv.gz", "6\n", GCN_ERR_FORMAT, "raw/node-label.csv.gz:5:",
-         "5 labels, but num-node-list.csv.gz says 6"},
-        {"raw/num-node-list.csv.gz", "4\n", GCN_ERR_FORMAT, "raw/node-label.csv.gz:5:",
-         "more labels"},
-        {"raw/num-node-list.csv.gz", "", GCN_ERR_FORMAT, "raw/num-node-list.csv.gz: ",
-         "empty file"},
-        {"raw/num-node-list.csv.gz", "5\n5\n", GCN_ERR_FORMAT, "raw/num-node-list.csv.gz:2:",
-         "second line"},
-        {"raw/num-node-list.csv.gz", "-5\n", GCN_ERR_FORMAT, "raw/num-node-list.csv.gz:1:",
-         "negative"},
-        {"raw/edge.csv.gz", "0,1\n1,2\n2,x3\n3,4\n4,0\n0,2\n", GCN_ERR_FORMAT,
-         "raw/edge.csv.gz:3:", "not an integer"},
-        {"raw/edge.csv.gz", "0,1\n1,2\n2,3\n3,5\n4,0\n0,2\n", GCN_ERR_FORMAT,
-         "raw/edge.csv.gz:4:", "out of range"},
-        {"raw/edge.csv.gz", "0,1\n-1,2\n", GCN_ERR_FORMAT, "raw/edge.csv.gz:2:", "negative"},
-        {"raw/edge.csv.gz", "0,1\n1\n", GCN_ERR_FORMAT, "raw/edge.csv.gz:2:",
-         "expected 2 columns, found 1"},
-        {"raw/edge.csv.gz", "0,1,2\n", GCN_ERR_FORMAT, "raw/edge.csv.gz:1:",
-         "expected 2 columns, found 3"},
-        {"raw/edge.csv.gz", "0,\n", GCN_ERR_FORMAT, "raw/edge.csv.gz:1:", "not an integer"},
-        {"raw/edge.csv.gz", "", GCN_ERR_FORMAT, "raw/edge.csv.gz: ", "empty file"},
-        {"raw/node-feat.csv.gz", "0.5,-1,2\n1,nan,1\n0,0,0\n0,0,0\n0,0,0\n", GCN_ERR_NUMERIC,
-         "raw/node-feat.csv.gz:2:", "NaN"},
-        {"raw/node-feat.csv.gz", "0.5,-1,2\n1,1,1\n0,-inf,0\n0,0,0\n0,0,0\n", GCN_ERR_NUMERIC,
-         "raw/node-feat.csv.gz:3:", "infinite"},
-        {"raw/node-feat.csv.gz", "0.5,-1,2\n1,1\n", GCN_ERR_FORMAT, "raw/node-feat.csv.gz:2:",
-         "expected 3 columns, found 2"},
-        {"raw/node-feat.csv.gz", "0.5,-1,2\n1,1,1,1\n", GCN_ERR_FORMAT,
-         "raw/node-feat.csv.gz:2:", "expected 3 columns, found 4"},
-        {"raw/node-feat.csv.gz", "0.5,-1,2\n1,1,1\n", GCN_ERR_FORMAT, "raw/node-feat.csv.gz:2:",
-         "2 rows, but num-node-list.csv.gz says 5"},
-        {"raw/node-feat.csv.gz", "0.5,-1,2\n1,1,1\n1,1,1\n1,1,1\n1,1,1\n1,1,1\n", GCN_ERR_FORMAT,
-         "raw/node-feat.csv.gz:6:", "more rows"},
-        {"raw/node-feat.csv.gz", "0.5,-1,2\n1,1,1\n0,0,0\n0,0x,0\n0,0,0\n", GCN_ERR_FORMAT,
-         "raw/node-feat.csv.gz:4:", "not a number"},
-        {"raw/node-feat.csv.gz", "", GCN_ERR_FORMAT, "raw/node-feat.csv.gz: ", "empty file"},
-        {"raw/node-label.csv.gz", "0\n1\nbird\n0\n1\n", GCN_ERR_FORMAT,
-         "raw/node-label.csv.gz:3:", "not an integer"},
-        {"raw/node-label.csv.gz", "0\n1\n2,1\n0\n1\n", GCN_ERR_FORMAT,
-         "raw/node-label.csv.gz:3:", "expected 1 columns, found 2"},
-        {"split/time/train.csv.gz", "0\n5\n", GCN_ERR_FORMAT, "split/time/train.csv.gz:2:",
-         "out of range"},
-        {"split/time/train.csv.gz", "0\n1\n0\n", GCN_ERR_FORMAT, "split/time/train.csv.gz:3:",
-         "listed twice (also in train)"},
-        {"split/time/test.csv.gz", "3\n2\n", GCN_ERR_FORMAT, "split/time/test.csv.gz:2:",
-         "listed twice (also in valid)"},
-        {"split/time/valid.csv.gz", "", GCN_ERR_FORMAT, "split/time/valid.csv.gz: ",
-         "empty file"},
-    };
     gcn_ctx *ctx = test_cpu_ctx(1);
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         char *dir = ds_tmpdir();

@@ -1,6 +1,7 @@
 /* Every CUDA SpMM kernel in the registry against the CPU reference kernel on
- * awkward matrices and feature widths; determinism, plan reuse without
- * cudaMalloc, and the differentiable op's backward through the transpose. */
+ * awkward matrices and feature widths (each kernel on the matrices its
+ * `supports` accepts); determinism, plan reuse without cudaMalloc, and the
+ * differentiable op's backward through the transpose. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -234,6 +235,22 @@ Test(gpu_spmm, cusparse_registered)
     cr_assert_eq(gcn_spmm_set_kernel(p.gpu, "cusparse"), GCN_OK);
     cr_assert_str_eq(gcn_spmm_kernel(p.gpu), "cusparse");
     cr_assert_eq(gcn_spmm_set_kernel(p.cpu, "cusparse"), GCN_ERR_NOT_FOUND);
+    /* a matrix with a repeated column is refused with a reason, not multiplied */
+    gcn_csr *a = NULL;
+    cr_assert_eq(gcn_csr_create(p.gpu, &a, 2, 2, 3, (int32_t[]){0, 2, 3}, (int32_t[]){1, 1, 0},
+                                NULL),
+                 GCN_OK);
+    cr_assert_not(impl->supports(a, 4));
+    gcn_tensor *x = NULL, *y = NULL;
+    cr_assert_eq(gcn_tensor_zeros(p.gpu, &x, 2, 4), GCN_OK);
+    cr_assert_eq(gcn_spmm(p.gpu, a, x, &y), GCN_ERR_UNSUPPORTED);
+    cr_assert(strstr(gcn_last_error(p.gpu), "'cusparse'"), "%s", gcn_last_error(p.gpu));
+    cr_assert_null(y);
+    cr_assert_eq(gcn_spmm_set_kernel(p.gpu, "auto"), GCN_OK);
+    cr_assert_eq(gcn_spmm(p.gpu, a, x, &y), GCN_OK, "auto falls back to a kernel that takes it");
+    gcn_tensor_free(&y);
+    gcn_tensor_free(&x);
+    gcn_csr_free(&a);
     gpu_pair_close(&p);
 }
 
@@ -275,27 +292,40 @@ static float *spmm_grad(gcn_ctx *ctx, const host_mat *m, int f, float *loss)
     return g;
 }
 
+/* Every CUDA kernel that takes the matrix and its transpose, on a directed
+ * matrix with unsorted, repeated columns and on a sorted one (cusparse
+ * takes only the latter). */
 Test(gpu_spmm, backward_uses_transpose)
 {
     GPU_REQUIRED();
     gpu_pair p = gpu_pair_open(23, false);
-    const mat_case mc = {"directed", 4001, 3001, 12, 7, 2500, false};
-    host_mat m = make_mat(&mc, 4);
-    int n_impls = 0;
+    const mat_case cases[] = {{"directed, unsorted", 4001, 3001, 12, 7, 2500, false},
+                              {"directed, sorted", 4001, 3001, 12, 7, 2500, true}};
+    int n_impls = 0, tested_cusparse = 0;
     const gcn_spmm_impl *const *reg = gcn_spmm_registry(&n_impls);
-    float lc, lg;
-    float *gc = spmm_grad(p.cpu, &m, 33, &lc);
-    for (int k = 0; k < n_impls; k++) {
-        if (reg[k]->device != GCN_DEVICE_CUDA)
-            continue;
-        cr_assert_eq(gcn_spmm_set_kernel(p.gpu, reg[k]->name), GCN_OK);
-        float *gg = spmm_grad(p.gpu, &m, 33, &lg);
-        cr_assert(fabsf(lg - lc) <= 1e-5f * fmaxf(1.0f, fabsf(lc)), "%s: loss %.8g vs CPU %.8g",
-                  reg[k]->name, (double)lg, (double)lc);
-        expect_close(gg, gc, (int64_t)m.n_cols * 33, 1e-5, reg[k]->name);
-        free(gg);
+    for (int ci = 0; ci < 2; ci++) {
+        host_mat m = make_mat(&cases[ci], 4);
+        gcn_csr *ag = upload_mat(p.gpu, &m);
+        float lc, lg;
+        float *gc = spmm_grad(p.cpu, &m, 33, &lc);
+        for (int k = 0; k < n_impls; k++) {
+            if (reg[k]->device != GCN_DEVICE_CUDA || !reg[k]->supports(ag, 33) ||
+                !reg[k]->supports(gcn_csr_transpose(ag), 33))
+                continue;
+            tested_cusparse += !strcmp(reg[k]->name, "cusparse");
+            char what[96];
+            snprintf(what, sizeof what, "%s on %s", reg[k]->name, cases[ci].name);
+            cr_assert_eq(gcn_spmm_set_kernel(p.gpu, reg[k]->name), GCN_OK);
+            float *gg = spmm_grad(p.gpu, &m, 33, &lg);
+            cr_assert(fabsf(lg - lc) <= 1e-5f * fmaxf(1.0f, fabsf(lc)),
+                      "%s: loss %.8g vs CPU %.8g", what, (double)lg, (double)lc);
+            expect_close(gg, gc, (int64_t)m.n_cols * 33, 1e-5, what);
+            free(gg);
+        }
+        free(gc);
+        gcn_csr_free(&ag);
+        free_mat(&m);
     }
-    free(gc);
-    free_mat(&m);
+    cr_assert_eq(tested_cusparse, 1, "cusparse must run on the sorted matrix only");
     gpu_pair_close(&p);
 }

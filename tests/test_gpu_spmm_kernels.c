@@ -4,10 +4,11 @@
  * half the non-zeros, 1 x 1, rectangular matrices, unsorted then sorted
  * columns, every Accel-GCN degree pattern, misaligned operands and
  * non-default tuning knobs, at F in {1, 2, 3, 16, 31, 32, 33, 64, 96, 127,
- * 128, 250, 256, 512}.  An element passes when |GPU - ref| <= 1e-5 times
- * the magnitude it sums, sum |a||x| (+ |y0|): float32 summation stays near
- * 1e-7 of that even for 20,000 terms, and cancellation cannot hide behind a
- * norm.  Overwrite runs start from NaN, so an unwritten element fails. */
+ * 128, 250, 256, 512} and wide F up to 1024.  An element passes when
+ * |GPU - ref| <= 1e-5 times the magnitude it sums, sum |a||x| (+ |y0|):
+ * float32 summation stays near 1e-7 of that even for 20,000 terms, and
+ * cancellation cannot hide behind a norm.  Overwrite runs start from NaN,
+ * so an unwritten element fails. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -382,6 +383,19 @@ Test(gpu_spmm_kernels, degree_patterns)
     mat_free(&m);
 }
 
+/* Wider than the list above: every kernel must take F up to at least 1024,
+ * including widths that are not a multiple of 4 or of a tile. */
+Test(gpu_spmm_kernels, wide_features)
+{
+    GPU_REQUIRED();
+    static const int feats[] = {513, 768, 1000, 1024};
+    hmat m = degree_patterns();
+    gpu_pair g = gpu_pair_open(63, false);
+    check_matrix(g.gpu, &m, feats, (int)(sizeof feats / sizeof feats[0]), "degrees 0..400, wide F");
+    gpu_pair_close(&g);
+    mat_free(&m);
+}
+
 /* Accel-GCN's published kernel loses work when 32 ceil(F / 32) does not
  * divide the block's threads (F = 250); scalar lanes with all of F in one
  * tile are the paper's shape (256-thread combined warps), the others the
@@ -397,7 +411,7 @@ Test(gpu_spmm_kernels, accel_f250)
     cr_assert_eq(gcn_csr_create(g.gpu, &a, m.n_rows, m.n_cols, m.nnz, m.row_ptr, m.col_idx,
                                 m.values), GCN_OK);
     for (int vec = 1; vec <= 4; vec *= 2) {
-        char v[8];
+        char v[16];
         snprintf(v, sizeof v, "%d", vec);
         setenv("GCN_ACCEL_VEC", v, 1);
         setenv("GCN_ACCEL_TILE", vec == 1 ? "100000" : "128", 1);

@@ -49,6 +49,54 @@ Test(models, config_errors_name_the_key)
     expect_error("[1, 2]", "(top level): expected an object");
 }
 
+Test(models, config_rejects_types_ranges_and_repeats)
+{
+    expect_error("{\"layers\": [{\"type\": \"gcn\", \"out\": 16}, {\"type\": \"gcn\"}]}",
+                 "t.json: layers[1]: missing required key \"out\"");
+    expect_error("{\"layers\": [{\"type\": \"gcn\", \"out\": \"classes\", \"bias\": 1}]}",
+                 "t.json: layers[0].bias: expected true or false");
+    expect_error("{\"layers\": [{\"type\": \"gin\", \"out\": \"classes\", \"hidden\": 2.5}]}",
+                 "t.json: layers[0].hidden: expected an integer in [1, 1048576]");
+    expect_error("{\"layers\": [{\"type\": \"gcn\", \"out\": -3}]}",
+                 "t.json: layers[0].out: expected an integer in [1, 1048576] or \"classes\"");
+    expect_error("{\"layers\": [{\"type\": \"gcn\", \"out\": \"classes\", \"dropout\": 0.1, "
+                 "\"dropout\": 0.2}]}",
+                 "t.json: layers[0].dropout: duplicate key");
+    expect_error("{" LAYERS ", \"seed\": 1, \"seed\": 2}", "t.json: seed: duplicate key");
+    expect_error("{" LAYERS ", \"optimizer\": {\"type\": \"adam\", \"lr\": 1, \"lr\": 2}}",
+                 "t.json: optimizer.lr: duplicate key");
+    expect_error("{" LAYERS ", \"optimizer\": {\"type\": \"adam\", \"lr\": 20}}",
+                 "t.json: optimizer.lr: expected a number in [0, 10]");
+    expect_error("{" LAYERS ", \"optimizer\": {\"type\": \"adam\", \"beta2\": 1}}",
+                 "t.json: optimizer.beta2: expected a number in [0, 1)");
+    expect_error("{" LAYERS ", \"optimizer\": {\"type\": \"rmsprop\"}}",
+                 "t.json: optimizer.type: expected one of \"sgd\", \"adam\", \"adamw\"");
+    expect_error("{" LAYERS ", \"runs\": 0}", "t.json: runs: expected an integer in [1, 1000]");
+    expect_error("{" LAYERS ", \"seed\": -1}", "t.json: seed: expected an integer");
+    expect_error("{" LAYERS ", \"name\": 7}", "t.json: name: expected a non-empty string");
+    expect_error("{" LAYERS ", \"layers\": {}}", "t.json: layers: duplicate key");
+    const char *bad_features[] = {"random:0", "random:", "random:12x", "random:2000000",
+                                  "Random:8", "degrees"};
+    for (int i = 0; i < 6; i++) {
+        char json[256];
+        snprintf(json, sizeof json, "{" LAYERS ", \"dataset\": {\"features\": \"%s\"}}",
+                 bad_features[i]);
+        expect_error(json, "t.json: dataset.features: expected \"file\", \"none\", \"degree\" "
+                           "or \"random:D\"");
+    }
+    expect_error("{" LAYERS ", \"dataset\": {\"seed\": 1, \"root\": \"a\", \"root\": \"b\"}}",
+                 "t.json: dataset.root: duplicate key");
+    const char *good_features[] = {"file", "none", "degree", "random:1", "random:128"};
+    for (int i = 0; i < 5; i++) {
+        char json[256], err[256] = "";
+        snprintf(json, sizeof json, "{" LAYERS ", \"dataset\": {\"features\": \"%s\"}}",
+                 good_features[i]);
+        gcn_model_config cfg;
+        cr_assert_eq(gcn_model_config_parse(&cfg, json, "t.json", err, sizeof err), GCN_OK, "%s", err);
+        cr_assert_str_eq(cfg.features, good_features[i]);
+    }
+}
+
 Test(models, shipped_configs_load)
 {
     const char *files[] = {"models/gcn.json", "models/gcn-cora.json", "models/gin.json"};
@@ -61,15 +109,64 @@ Test(models, shipped_configs_load)
     }
     gcn_model_config cfg;
     char err[512];
-    cr_assert_eq(gcn_model_config_load(&cfg, "models/gcn.json", err, sizeof err), GCN_OK);
-    cr_assert_eq(cfg.epochs, 500);
-    cr_assert_eq(cfg.optim.kind, GCN_OPTIM_ADAM);
-    cr_assert_float_eq(cfg.optim.lr, 0.01f, 1e-9);
-    cr_assert_eq(cfg.layers[0].out, 256);
-    cr_assert(cfg.layers[0].batchnorm);
-    cr_assert_float_eq(cfg.layers[1].dropout, 0.5f, 1e-9);
     cr_assert_eq(gcn_model_config_load(&cfg, "models/none.json", err, sizeof err), GCN_ERR_IO);
     cr_assert(strstr(err, "models/none.json: cannot open"), "%s", err);
+}
+
+/* The OGB ogbn-arxiv recipe (gcn.json, and gin.json with GIN layers):
+ * 3 layers, hidden 256, batch norm and ReLU on the hidden layers, dropout
+ * 0.5 between layers, Adam lr 0.01 without weight decay, 500 epochs. */
+static void expect_arxiv_recipe(const char *path, gcn_layer_type type)
+{
+    gcn_model_config c;
+    char err[512] = "";
+    cr_assert_eq(gcn_model_config_load(&c, path, err, sizeof err), GCN_OK, "%s", err);
+    cr_assert_eq(c.n_layers, 3, "%s", path);
+    for (int i = 0; i < 3; i++) {
+        const gcn_layer_config *l = &c.layers[i];
+        cr_assert_eq(l->type, type, "%s layer %d", path, i);
+        cr_assert_eq(l->out, i < 2 ? 256 : 0, "%s layer %d", path, i);
+        cr_assert_eq(l->batchnorm, i < 2, "%s layer %d", path, i);
+        cr_assert_eq(l->activation, i < 2 ? GCN_ACT_RELU : GCN_ACT_NONE, "%s layer %d", path, i);
+        cr_assert_float_eq(l->dropout, i ? 0.5f : 0.0f, 1e-9, "%s layer %d", path, i);
+        cr_assert_lt(l->weight_decay, 0, "%s layer %d: the optimiser's", path, i);
+        if (type == GCN_LAYER_GIN) {
+            cr_assert(l->hidden == 256 || (l->hidden == 0 && l->out == 256), "%s layer %d", path, i);
+            cr_assert_not(l->train_eps);
+            cr_assert_float_eq(l->eps, 0.0f, 1e-9);
+        }
+    }
+    cr_assert_eq(c.optim.kind, GCN_OPTIM_ADAM);
+    cr_assert_float_eq(c.optim.lr, 0.01f, 1e-9);
+    cr_assert_float_eq(c.optim.weight_decay, 0.0f, 1e-9);
+    cr_assert_eq(c.epochs, 500);
+    cr_assert_not(c.tf32);
+    cr_assert_str_eq(c.spmm, "auto");
+}
+
+Test(models, shipped_configs_follow_their_recipes)
+{
+    expect_arxiv_recipe("models/gcn.json", GCN_LAYER_GCN);
+    expect_arxiv_recipe("models/gin.json", GCN_LAYER_GIN);
+    /* Kipf & Welling: 2 layers, hidden 16, dropout 0.5, weight decay 5e-4
+     * (on the first layer, as the reference code), lr 0.01, 200 epochs,
+     * row-normalised features */
+    gcn_model_config c;
+    char err[512] = "";
+    cr_assert_eq(gcn_model_config_load(&c, "models/gcn-cora.json", err, sizeof err), GCN_OK, "%s", err);
+    cr_assert_eq(c.n_layers, 2);
+    cr_assert_eq(c.layers[0].type, GCN_LAYER_GCN);
+    cr_assert_eq(c.layers[1].type, GCN_LAYER_GCN);
+    cr_assert_eq(c.layers[0].out, 16);
+    cr_assert_eq(c.layers[0].activation, GCN_ACT_RELU);
+    cr_assert_float_eq(c.layers[0].dropout, 0.5f, 1e-9);
+    cr_assert_float_eq(c.layers[1].dropout, 0.5f, 1e-9);
+    cr_assert_float_eq(c.layers[0].weight_decay, 5e-4f, 1e-12);
+    cr_assert_float_eq(c.layers[1].weight_decay, 0.0f, 1e-12);
+    cr_assert_eq(c.optim.kind, GCN_OPTIM_ADAM);
+    cr_assert_float_eq(c.optim.lr, 0.01f, 1e-9);
+    cr_assert_eq(c.epochs, 200);
+    cr_assert(c.normalize_features);
 }
 
 static gcn_dataset *small_sbm(gcn_ctx *ctx)

@@ -75,6 +75,23 @@ Test(ops, elementwise_by_hand)
     gcn_tensor_free(&b);
 }
 
+Test(ops, elu_and_scale_by_by_hand)
+{
+    gcn_tensor *x = test_tensor(ctx, (float[]){-1, 0, 2, -0.5f}, 2, 2), *y = NULL;
+    cr_assert_eq(gcn_elu(ctx, x, 0.5f, &y), GCN_OK);
+    expect(y, (float[]){0.5f * expm1f(-1), 0, 2, 0.5f * expm1f(-0.5f)}, 4, 1e-7);
+    gcn_tensor_free(&y);
+    cr_assert_eq(gcn_elu(ctx, x, 0.0f, &y), GCN_ERR_INVALID_ARG);
+    gcn_tensor *s = test_tensor(ctx, (float[]){-3}, 1, 1);
+    cr_assert_eq(gcn_scale_by(ctx, x, s, &y), GCN_OK);
+    expect(y, (float[]){3, 0, -6, 1.5f}, 4, 0);
+    gcn_tensor_free(&y);
+    cr_assert_eq(gcn_scale_by(ctx, s, x, &y), GCN_ERR_SHAPE); /* the scalar must be [1, 1] */
+    cr_assert_null(y);
+    gcn_tensor_free(&s);
+    gcn_tensor_free(&x);
+}
+
 Test(ops, log_softmax_and_nll_by_hand)
 {
     /* Row [0, ln 3]: softmax (1/4, 3/4).  Row [1, 1]: (1/2, 1/2). */

@@ -25,6 +25,36 @@ Test(rng, philox_known_answers)
     }
 }
 
+/* The context's draws are fixed by the seed alone: key = (seed low word,
+ * seed high word), counter = (offset low, offset high, stream, 0), word i of
+ * a draw from counter offset + i / 4, 24 bits per float; each draw moves the
+ * stream to the next whole counter.  Rebuilt here from the Philox function,
+ * whose own outputs are pinned by the known-answer vectors above. */
+Test(rng, context_draws_follow_the_seed_layout)
+{
+    const uint64_t seed = 0x0000000100000002ull;
+    gcn_ctx *ctx = test_cpu_ctx(seed);
+    const uint32_t key[2] = {2u, 1u};
+    float got[10];
+    uint64_t offset = 0;
+    for (int draw = 0; draw < 2; draw++) {
+        cr_assert_eq(gcn_rng_uniform(ctx, GCN_RNG_SPLIT, got, 10), GCN_OK);
+        for (uint32_t i = 0; i < 10; i++) {
+            uint32_t ctr[4] = {(uint32_t)(offset + i / 4), 0u, GCN_RNG_SPLIT, 0u}, out[4];
+            gcn_philox4x32(ctr, key, out);
+            float want = (float)(out[i % 4] >> 8) / 16777216.0f;
+            cr_assert_eq(got[i], want, "draw %d word %u: %.9g, expected %.9g", draw, i,
+                         (double)got[i], (double)want);
+        }
+        offset += 3; /* 10 words use 3 counters */
+    }
+    uint64_t off[GCN_RNG_N_STREAMS];
+    gcn_rng_get_state(ctx, off);
+    cr_assert_eq(off[GCN_RNG_SPLIT], 6);
+    cr_assert_eq(off[GCN_RNG_INIT], 0, "other streams do not move");
+    gcn_ctx_free(&ctx);
+}
+
 Test(rng, same_seed_same_draws_streams_differ)
 {
     gcn_ctx *a = test_cpu_ctx(42), *b = test_cpu_ctx(42), *c = test_cpu_ctx(43);

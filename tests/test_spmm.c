@@ -20,6 +20,47 @@ Test(spmm, registry_has_cpu_and_kernel_choice_is_checked)
     cr_assert(strstr(gcn_last_error(ctx), "'no-such-kernel'"));
     cr_assert_eq(gcn_spmm_set_kernel(ctx, "cpu"), GCN_OK);
     cr_assert_str_eq(gcn_spmm_kernel(ctx), "cpu");
+    /* the CUDA kernels are built and registered on every machine */
+    const char *cuda_kernels[] = {"rowsplit", "cusparse", "accel", "mergepath"};
+    for (size_t i = 0; i < sizeof cuda_kernels / sizeof cuda_kernels[0]; i++) {
+        const gcn_spmm_impl *impl = gcn_spmm_find(cuda_kernels[i]);
+        cr_assert_not_null(impl, "kernel %s is not registered", cuda_kernels[i]);
+        cr_assert_eq(impl->device, GCN_DEVICE_CUDA);
+        cr_assert_eq(gcn_spmm_set_kernel(ctx, cuda_kernels[i]), GCN_ERR_NOT_FOUND,
+                     "a CUDA kernel on a CPU context");
+    }
+    cr_assert_not(gcn_spmm_find("cusparse")->deterministic);
+    gcn_ctx_free(&ctx);
+}
+
+/* Sorted means strictly increasing columns in every row; the stored
+ * transpose of a matrix with repeated columns repeats them too. */
+Test(spmm, csr_sortedness_is_recorded)
+{
+    gcn_ctx *ctx = test_cpu_ctx(0);
+    gcn_csr *a = NULL;
+    /* rows {0, 2}, {}, {1}: sorted, asymmetric; its transpose is sorted */
+    cr_assert_eq(gcn_csr_create(ctx, &a, 3, 3, 3, (int32_t[]){0, 2, 2, 3}, (int32_t[]){0, 2, 1},
+                                NULL),
+                 GCN_OK);
+    cr_assert(gcn_csr_is_sorted(a));
+    cr_assert(gcn_csr_is_sorted(gcn_csr_transpose(a)));
+    gcn_csr_free(&a);
+    /* row 0 unsorted {2, 0}: the transpose, built by a stable counting sort, is sorted */
+    cr_assert_eq(gcn_csr_create(ctx, &a, 2, 3, 3, (int32_t[]){0, 2, 3}, (int32_t[]){2, 0, 1},
+                                NULL),
+                 GCN_OK);
+    cr_assert_not(gcn_csr_is_sorted(a));
+    cr_assert(gcn_csr_is_sorted(gcn_csr_transpose(a)));
+    gcn_csr_free(&a);
+    /* row 1 repeats column 1: neither it nor its transpose is sorted */
+    cr_assert_eq(gcn_csr_create(ctx, &a, 2, 2, 3, (int32_t[]){0, 1, 3}, (int32_t[]){0, 1, 1},
+                                NULL),
+                 GCN_OK);
+    cr_assert_not(gcn_csr_is_sorted(a));
+    cr_assert_not(gcn_csr_is_sorted(gcn_csr_transpose(a)));
+    gcn_csr_free(&a);
+    cr_assert_not(gcn_csr_is_sorted(NULL));
     gcn_ctx_free(&ctx);
 }
 

@@ -128,6 +128,27 @@ Test(tensor, wrong_device_or_context)
     cr_assert_eq(gcn_add(c1, a, b, &y), GCN_ERR_DEVICE);
     cr_assert(strstr(gcn_last_error(c1), "add b lives on another context"), "%s",
               gcn_last_error(c1));
+    cr_assert_null(y);
+    /* a matrix, an index array and an optimiser parameter from the other context */
+    gcn_csr *m = NULL;
+    cr_assert_eq(gcn_csr_create(c2, &m, 2, 2, 1, (int32_t[]){0, 1, 1}, (int32_t[]){1}, NULL),
+                 GCN_OK);
+    cr_assert_eq(gcn_spmm(c1, m, a, &y), GCN_ERR_DEVICE);
+    cr_assert(strstr(gcn_last_error(c1), "matrix belongs to another context"), "%s",
+              gcn_last_error(c1));
+    gcn_index *labels = test_index(c2, (int32_t[]){0, 1}, 2);
+    gcn_index *rows = test_index(c1, (int32_t[]){0}, 1);
+    cr_assert_eq(gcn_nll_loss(c1, a, labels, rows, &y), GCN_ERR_DEVICE);
+    cr_assert(strstr(gcn_last_error(c1), "labels lives on another context"), "%s",
+              gcn_last_error(c1));
+    gcn_optim *opt = NULL;
+    gcn_optim_opts oo = gcn_optim_default_opts(GCN_OPTIM_SGD);
+    cr_assert_eq(gcn_optim_create(c1, &opt, &b, 1, &oo), GCN_ERR_DEVICE);
+    cr_assert_null(opt);
+    cr_assert_null(y);
+    gcn_index_free(&labels);
+    gcn_index_free(&rows);
+    gcn_csr_free(&m);
     gcn_tensor_free(&a);
     gcn_tensor_free(&b);
     gcn_ctx_free(&c1);
@@ -170,6 +191,40 @@ Test(tensor, invalid_csr)
     cr_assert_eq(gcn_csr_create(ctx, &m, 2, 2, 1, (int32_t[]){0, 1, 1}, NULL, NULL),
                  GCN_ERR_INVALID_ARG);
     cr_assert_null(m);
+    gcn_ctx_free(&ctx);
+}
+
+/* Counts the messages that announce the CPU fallback. */
+static void count_fallback(gcn_log_level level, const char *msg, void *user)
+{
+    (void)level;
+    if (strstr(msg, "running on the CPU backend"))
+        (*(int *)user)++;
+}
+
+/* AUTO on a machine without a usable GPU says once, through the log sink,
+ * that it runs on the CPU; with a GPU it picks it and says nothing of the
+ * kind; an explicit CPU request never announces a fallback. */
+Test(tensor, cpu_fallback_is_said_once)
+{
+    int said = 0;
+    gcn_ctx_opts o = gcn_ctx_default_opts();
+    o.log_level = GCN_LOG_DEBUG;
+    o.log_fn = count_fallback;
+    o.log_user = &said;
+    gcn_ctx *ctx = NULL;
+    cr_assert_eq(gcn_ctx_create(&ctx, &o), GCN_OK);
+    gcn_tensor *t = NULL;
+    cr_assert_eq(gcn_tensor_zeros(ctx, &t, 3, 2), GCN_OK);
+    gcn_tensor_free(&t);
+    bool gpu = gcn_cuda_device_count() > 0;
+    cr_assert_eq(gcn_ctx_device(ctx), gpu ? GCN_DEVICE_CUDA : GCN_DEVICE_CPU);
+    cr_assert_eq(said, gpu ? 0 : 1, "fallback announced %d times", said);
+    gcn_ctx_free(&ctx);
+    said = 0;
+    o.device = GCN_DEVICE_CPU;
+    cr_assert_eq(gcn_ctx_create(&ctx, &o), GCN_OK);
+    cr_assert_eq(said, 0);
     gcn_ctx_free(&ctx);
 }
 

@@ -31,7 +31,8 @@ static const char usage[] =
     "  --spmm NAME|auto      SpMM kernel from the registry\n"
     "  --features random:D|degree|file\n"
     "                        substitute node features (e.g. for ogbn-arxiv without node-feat)\n"
-    "  --log FILE.jsonl      one JSON object per epoch, and a summary\n"
+    "  --log FILE.jsonl      one JSON object per epoch, one per run (its best-validation\n"
+    "                        epoch) and a summary\n"
     "  --save FILE           checkpoint at the end of each run\n"
     "  --resume FILE         continue the first run from a checkpoint\n"
     "  --export-data DIR     write the dataset as used (features, edges, labels, split)\n"
@@ -293,6 +294,11 @@ static int train_run(session *s, int run)
     s->best_test[run] = b.test_acc;
     printf("run %d best valid %.4f at epoch %d: test %.4f\n", run + 1, b.valid_acc, b.epoch,
            b.test_acc);
+    if (s->log)
+        fprintf(s->log,
+                "{\"run\":%d,\"best_epoch\":%d,\"best_train_acc\":%.6f,\"best_valid_acc\":%.6f,"
+                "\"best_test_acc\":%.6f}\n",
+                run + 1, b.epoch, b.train_acc, b.valid_acc, b.test_acc);
     if (s->a.save && (st = gcn_trainer_save(s->ctx, tr, s->a.save)) != GCN_OK)
         rc = fail(s, st, "save");
 done:
@@ -319,9 +325,9 @@ static void print_results(session *s)
         fprintf(s->log,
                 "{\"summary\":true,\"runs\":%d,\"test_acc_mean\":%.6f,\"test_acc_std\":%.6f,"
                 "\"load_s\":%.4f,\"preprocess_s\":%.4f,\"train_s\":%.4f,\"eval_s\":%.4f,"
-                "\"peak_bytes\":%zu,\"device\":\"%s\"}\n",
+                "\"peak_bytes\":%zu,\"reserved_bytes\":%zu,\"device\":\"%s\"}\n",
                 r, mean, sqrt(var), s->t_load, s->t_prep, s->t_train, s->t_eval, ms.peak,
-                gcn_device_name(gcn_ctx_device(s->ctx)));
+                ms.reserved, gcn_device_name(gcn_ctx_device(s->ctx)));
 }
 
 /* The log is written beside its final name and renamed on success, so a

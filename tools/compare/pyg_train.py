@@ -5,9 +5,18 @@
     gcntrain models/gcn.json --dataset ogbn-arxiv --features random:128 --export-data /tmp/arxiv
     python3 tools/compare/pyg_train.py models/gcn.json /tmp/arxiv --runs 1
 
-Prints one line per run and a JSON summary: test accuracy at the best
-validation epoch, median epoch time (train step + evaluation, CUDA
-synchronised) and torch.cuda.max_memory_allocated().
+The model mirrors gcn's (models/model.c): each block is dropout on its input
+-> layer -> batch norm -> activation; GCNConv normalises D^-1/2 (A+I) D^-1/2
+(self-loops added, as gcn's GCN adjacency); GINConv sums the neighbours of the
+exported graph, which has no self-loops (gcn's raw adjacency); Linear weights
+are Glorot-uniform and biases zero, as gcn initialises them.  Training is
+full-batch with the configuration's optimiser, parameter groups per block for
+per-layer weight decay, and the test accuracy at the first epoch with the best
+validation accuracy.  An epoch's time is the training step plus the
+evaluation of all splits, between two CUDA synchronisations, as gcntrain times
+it.  Prints one line per run and then one JSON object: test accuracy mean and
+std, the best epochs, median epoch time and torch.cuda.max_memory_allocated()
+(the data included, as gcntrain's peak includes it).
 """
 import argparse
 import json
@@ -18,8 +27,18 @@ import time
 import numpy as np
 import torch
 import torch.nn.functional as F
+import torch_geometric
 from torch import nn
 from torch_geometric.nn import GCNConv, GINConv
+
+
+def glorot_linear(fin, fout, bias=True):
+    """nn.Linear initialised as gcn's Linear: Glorot-uniform weight, zero bias."""
+    lin = nn.Linear(fin, fout, bias=bias)
+    nn.init.xavier_uniform_(lin.weight)
+    if bias:
+        nn.init.zeros_(lin.bias)
+    return lin
 
 
 class Block(nn.Module):
@@ -33,11 +52,12 @@ class Block(nn.Module):
             self.layer = GCNConv(fin, fout, cached=True, bias=bias)
         elif self.kind == "gin":
             hidden = spec.get("hidden", fout)
-            mlp = nn.Sequential(nn.Linear(fin, hidden), nn.BatchNorm1d(hidden), nn.ReLU(),
-                                nn.Linear(hidden, fout))
-            self.layer = GINConv(mlp, eps=spec.get("eps", 0.0), train_eps=spec.get("train_eps", False))
+            mlp = nn.Sequential(glorot_linear(fin, hidden), nn.BatchNorm1d(hidden), nn.ReLU(),
+                                glorot_linear(hidden, fout))
+            self.layer = GINConv(mlp, eps=spec.get("eps", 0.0),
+                                 train_eps=spec.get("train_eps", False))
         else:
-            self.layer = nn.Linear(fin, fout, bias=bias)
+            self.layer = glorot_linear(fin, fout, bias=bias)
         self.norm = nn.BatchNorm1d(fout) if spec.get("norm", "none") == "batch" else None
         self.act = spec.get("activation", "none")
         self.dropout = spec.get("dropout", 0.0)
@@ -72,29 +92,42 @@ class Model(nn.Module):
 
 
 def optimiser(cfg, model):
+    """The configuration's optimiser with gcn's defaults (models/README.md)."""
     o = cfg.get("optimizer", {"type": "adam", "lr": 0.01})
     kind, wd = o["type"], o.get("weight_decay", 0.01 if o["type"] == "adamw" else 0.0)
     groups = [{"params": b.parameters(),
-               "weight_decay": wd if b.weight_decay is None else b.weight_decay} for b in model.blocks]
+               "weight_decay": wd if b.weight_decay is None else b.weight_decay}
+              for b in model.blocks]
     lr = o.get("lr", 0.01 if kind == "sgd" else 0.001)
     if kind == "sgd":
         return torch.optim.SGD(groups, lr=lr, momentum=o.get("momentum", 0.0),
-                               dampening=o.get("dampening", 0.0), nesterov=o.get("nesterov", False))
+                               dampening=o.get("dampening", 0.0),
+                               nesterov=o.get("nesterov", False))
     betas = (o.get("beta1", 0.9), o.get("beta2", 0.999))
     cls = torch.optim.AdamW if kind == "adamw" else torch.optim.Adam
     return cls(groups, lr=lr, betas=betas, eps=o.get("eps", 1e-8))
 
 
 def load(folder, device):
-    get = lambda name: np.load(os.path.join(folder, name))
-    x = torch.from_numpy(get("x.npy")).to(device)
-    edge_index = torch.from_numpy(get("edge_index.npy")).to(device)
-    y = torch.from_numpy(get("y.npy")).to(device)
-    split = [torch.from_numpy(get(f"{s}_idx.npy")).to(device) for s in ("train", "valid", "test")]
+    """The exported arrays on the device.  gcn computes y_i = sum_j A_ij x_j
+    over the stored entries (row i, column j); PyG sends messages from
+    edge_index[0] to edge_index[1], so the rows are swapped."""
+    def get(name):
+        return torch.from_numpy(np.load(os.path.join(folder, name))).to(device)
+    x, y = get("x.npy"), get("y.npy")
+    edge_index = get("edge_index.npy").flip(0).contiguous()
+    split = [get(f"{s}_idx.npy") for s in ("train", "valid", "test")]
     return x, edge_index, y, split
 
 
+def synchronize(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
 def run(cfg, data, epochs, seed, device):
+    """One run; returns (best valid, its test accuracy, its epoch) and the
+    median epoch time in milliseconds."""
     x, edge_index, y, (train, valid, test) = data
     torch.manual_seed(seed)
     model = Model(cfg, x.size(1), int(y.max()) + 1).to(device)
@@ -102,7 +135,7 @@ def run(cfg, data, epochs, seed, device):
     best = (-1.0, 0.0, 0)
     times = []
     for epoch in range(1, epochs + 1):
-        torch.cuda.synchronize()
+        synchronize(device)
         t0 = time.perf_counter()
         model.train()
         opt.zero_grad()
@@ -114,8 +147,10 @@ def run(cfg, data, epochs, seed, device):
         with torch.no_grad():
             pred = model(x, edge_index).argmax(dim=-1)
             acc = [float((pred[i] == y[i]).float().mean()) for i in (train, valid, test)]
-        torch.cuda.synchronize()
+        synchronize(device)
         times.append((time.perf_counter() - t0) * 1e3)
+        if not torch.isfinite(loss):
+            raise SystemExit(f"pyg: non-finite training loss at epoch {epoch}")
         if acc[1] > best[0]:
             best = (acc[1], acc[2], epoch)
     return best, statistics.median(times)
@@ -124,30 +159,41 @@ def run(cfg, data, epochs, seed, device):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("config")
-    p.add_argument("data")
-    p.add_argument("--epochs", type=int)
-    p.add_argument("--runs", type=int)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("data", help="folder written by gcntrain --export-data")
+    p.add_argument("--epochs", type=int, help="default: the configuration's")
+    p.add_argument("--runs", type=int, help="default: the configuration's")
+    p.add_argument("--seed", type=int, help="run r uses seed + r (default: the configuration's)")
+    p.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     a = p.parse_args()
-    cfg = json.load(open(a.config))
+    with open(a.config) as f:
+        cfg = json.load(f)
     epochs = a.epochs or cfg.get("epochs", 200)
     runs = a.runs or cfg.get("runs", 1)
-    device = torch.device("cuda")
+    seed = cfg.get("seed", 0) if a.seed is None else a.seed
+    device = torch.device(a.device)
+    tf32 = cfg.get("precision", "fp32") == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
     data = load(a.data, device)
-    torch.cuda.reset_peak_memory_stats()
-    tests, medians = [], []
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    tests, epochs_best, medians = [], [], []
     for r in range(runs):
-        (valid, test, epoch), median_ms = run(cfg, data, epochs, a.seed + r, device)
+        (valid, test, epoch), median_ms = run(cfg, data, epochs, seed + r, device)
         print(f"pyg run {r + 1} best valid {valid:.4f} at epoch {epoch}: test {test:.4f}, "
               f"median epoch {median_ms:.2f} ms", flush=True)
         tests.append(test)
+        epochs_best.append(epoch)
         medians.append(median_ms)
+    cuda = device.type == "cuda"
     print(json.dumps({"framework": "pyg", "torch": torch.__version__,
-                      "test_acc_mean": statistics.mean(tests),
+                      "torch_geometric": torch_geometric.__version__,
+                      "runs": runs, "epochs": epochs, "best_epoch": epochs_best,
+                      "test_acc": tests, "test_acc_mean": statistics.mean(tests),
                       "test_acc_std": statistics.stdev(tests) if len(tests) > 1 else 0.0,
                       "median_epoch_ms": statistics.median(medians),
-                      "peak_bytes": torch.cuda.max_memory_allocated(),
-                      "device": torch.cuda.get_device_name()}))
+                      "peak_bytes": torch.cuda.max_memory_allocated() if cuda else None,
+                      "device": torch.cuda.get_device_name() if cuda else "cpu"}), flush=True)
 
 
 if __name__ == "__main__":

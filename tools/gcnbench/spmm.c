@@ -1,23 +1,23 @@
-/* gcnbench: kernel benchmarks.  `gcnbench spmm` times SpMM kernels of the
- * registry on graphs x feature widths with CUDA events after a warm-up,
- * checks each against a float64 reference on sampled rows first, and prints
- * a table (stdout) and JSON lines (--out); docs/perf.md, tools/bench_spmm.sh. */
+/* gcnbench spmm: times SpMM kernels of the registry on graphs x feature
+ * widths with CUDA events after a warm-up, checks each against a float64
+ * reference on sampled rows first, and prints a table (stdout) and JSON lines
+ * (--out); --export-matrix writes each benchmarked matrix as .npy files. */
+#include <ctype.h>
+#include <errno.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <sys/stat.h>
 
-#include "gcn.h"
-#include "kernels/spmm_bench.h"
+#include "bench.h"
 
-#define MAX_LIST 64
+#define MAX_LIST GCNBENCH_MAX_LIST
 #define MAX_SAMPLES 4096
 
 typedef struct config {
     const char *datasets[MAX_LIST];
     int n_datasets;
-    const char *root, *cache_dir, *kernels, *out, *tag, *sweep;
+    const char *root, *cache_dir, *kernels, *out, *tag, *sweep, *export_dir;
     int feats[MAX_LIST], n_feats;
     int reps, warmup;
     double case_seconds; /* repetitions are cut so one case takes about this long */
@@ -56,19 +56,6 @@ typedef struct graph {
     int n_sample;
 } graph;
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static void log_stderr(gcn_log_level level, const char *msg, void *user)
-{
-    (void)user;
-    fprintf(stderr, "gcnbench: %s%s\n", level == GCN_LOG_ERROR ? "error: " : "", msg);
-}
-
 static int usage(void)
 {
     fprintf(stderr,
@@ -76,33 +63,22 @@ static int usage(void)
             "                     [--feat 16,32,64,128,256] [--kernels all|a,b] [--reps N]\n"
             "                     [--warmup N] [--case-seconds S] [--flush] [--out FILE.jsonl]\n"
             "                     [--sweep VAR=v1,v2,...] [--tag TEXT] [--seed S]\n"
-            "                     [--cache-dir DIR]\n"
+            "                     [--cache-dir DIR] [--export-matrix DIR]\n"
             "  SPEC: a dataset name or path under --root, or a generator such as\n"
             "  chunglu:arxiv or chunglu:products (datasets/dataset.h).  --sweep reruns\n"
-            "  every case with each value of an environment knob (\"default\" unsets it).\n");
+            "  every case with each value of an environment knob (\"default\" unsets it).\n"
+            "  --export-matrix writes each graph's benchmarked matrix to DIR/NAME/\n"
+            "  (shape, row_ptr, col_idx: int64 .npy; values: float32 .npy), NAME the\n"
+            "  SPEC with every character outside [A-Za-z0-9._-] replaced by '_'.\n");
     return 2;
-}
-
-static bool parse_ints(const char *s, int *v, int *n)
-{
-    char *end;
-    for (*n = 0; *s && *n < MAX_LIST; s = *end ? end + 1 : end) {
-        long x = strtol(s, &end, 10);
-        if (end == s || x < 1 || x > 1 << 20 || (*end && *end != ','))
-            return false;
-        v[(*n)++] = (int)x;
-    }
-    return *n > 0;
 }
 
 static int parse_args(int argc, char **argv, config *c)
 {
     *c = (config){.root = "../shared/data", .kernels = "all", .reps = 50, .warmup = 5,
                   .case_seconds = 1.5, .seed = 1};
-    parse_ints("16,32,64,128,256", c->feats, &c->n_feats);
-    if (argc < 2 || strcmp(argv[1], "spmm") != 0)
-        return usage();
-    for (int i = 2; i < argc; i++) {
+    gcnbench_parse_ints("16,32,64,128,256", c->feats, &c->n_feats);
+    for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--flush")) {
             c->flush = true;
@@ -117,7 +93,9 @@ static int parse_args(int argc, char **argv, config *c)
             c->root = v;
         else if (!strcmp(a, "--cache-dir"))
             c->cache_dir = v;
-        else if (!strcmp(a, "--feat") && parse_ints(v, c->feats, &c->n_feats))
+        else if (!strcmp(a, "--export-matrix"))
+            c->export_dir = v;
+        else if (!strcmp(a, "--feat") && gcnbench_parse_ints(v, c->feats, &c->n_feats))
             continue;
         else if (!strcmp(a, "--kernels"))
             c->kernels = v;
@@ -168,6 +146,30 @@ static int select_kernels(bench *b)
 
 /* ---- graphs --------------------------------------------------------------- */
 
+/* Writes the matrix benchmarked for spec to export_dir/NAME (see usage). */
+static int export_matrix(bench *b, const char *spec, const gcn_graph *g)
+{
+    char dir[4096];
+    int len = snprintf(dir, sizeof dir, "%s/", b->cfg.export_dir);
+    if (len < 0 || len >= (int)sizeof dir - 1) {
+        fprintf(stderr, "gcnbench: --export-matrix %s: path too long\n", b->cfg.export_dir);
+        return 1;
+    }
+    for (const char *p = spec; *p && len < (int)sizeof dir - 1; p++)
+        dir[len++] = isalnum((unsigned char)*p) || strchr("._-", *p) ? *p : '_';
+    dir[len] = '\0';
+    if (mkdir(b->cfg.export_dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "gcnbench: %s: %s\n", b->cfg.export_dir, strerror(errno));
+        return 1;
+    }
+    if (gcn_graph_export_npy(b->host, g, dir) != GCN_OK) {
+        fprintf(stderr, "gcnbench: %s\n", gcn_last_error(b->host));
+        return 1;
+    }
+    fprintf(stderr, "gcnbench: %s: matrix written to %s\n", spec, dir);
+    return 0;
+}
+
 static int load_graph(bench *b, const char *spec, graph *gr)
 {
     gcn_dataset_opts o = gcn_dataset_default_opts();
@@ -176,11 +178,13 @@ static int load_graph(bench *b, const char *spec, graph *gr)
     o.cache_dir = b->cfg.cache_dir;
     o.cache = b->cfg.cache_dir != NULL;
     gcn_dataset *ds = NULL;
-    double t0 = now_ms();
+    double t0 = gcnbench_now_ms();
     gcn_status st = gcn_dataset_load(b->host, &ds, spec, &o);
     if (st == GCN_OK)
         st = gcn_graph_gcn_norm(b->host, ds->graph, &gr->g);
     gcn_dataset_free(&ds);
+    if (st == GCN_OK && b->cfg.export_dir && export_matrix(b, spec, gr->g))
+        return 1;
     if (st == GCN_OK)
         st = gcn_csr_create(b->gpu, &gr->a, gr->g->n_nodes, gr->g->n_nodes, gr->g->nnz,
                             gr->g->row_ptr, gr->g->col_idx, gr->g->values);
@@ -199,7 +203,7 @@ static int load_graph(bench *b, const char *spec, graph *gr)
     for (int i = 0; i < gr->n_sample; i++) /* spread over all rows, the longest row first */
         gr->sample[i] = i == 0 ? top : (int32_t)((int64_t)i * n / gr->n_sample);
     fprintf(stderr, "gcnbench: %s: %d nodes, %d non-zeros, ready in %.0f ms\n", spec, n,
-            gr->g->nnz, now_ms() - t0);
+            gr->g->nnz, gcnbench_now_ms() - t0);
     return 0;
 }
 
@@ -235,11 +239,7 @@ static int make_operands(bench *b, const graph *gr, int feat, operands *op)
         fprintf(stderr, "gcnbench: out of host memory for F = %d\n", feat);
         return 1;
     }
-    uint64_t s = b->cfg.seed * 0x9E3779B97F4A7C15ull + (uint64_t)feat;
-    for (int64_t i = 0; i < nx; i++) { /* xorshift64: uniform in [-1, 1) */
-        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-        op->hx[i] = (float)((double)(s >> 11) / 9007199254740992.0 * 2.0 - 1.0);
-    }
+    gcnbench_fill_uniform(op->hx, nx, b->cfg.seed * 0x9E3779B97F4A7C15ull + (uint64_t)feat);
     for (int i = 0; i < gr->n_sample; i++) {
         const gcn_graph *g = gr->g;
         for (int32_t e = g->row_ptr[gr->sample[i]]; e < g->row_ptr[gr->sample[i] + 1]; e++)
@@ -293,12 +293,6 @@ static gcn_status validate(bench *b, const gcn_spmm_impl *impl, void *plan, cons
     return st;
 }
 
-static int cmp_float(const void *a, const void *b)
-{
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
-
 /* Plan, validation and timing of one kernel on one case. */
 static int measure(bench *b, const gcn_spmm_impl *impl, const graph *gr, operands *op,
                    result *r)
@@ -307,11 +301,11 @@ static int measure(bench *b, const gcn_spmm_impl *impl, const graph *gr, operand
     float *ms = malloc((size_t)b->cfg.reps * sizeof *ms);
     const float *x = gcn_tensor_cdata(op->x);
     float *y = gcn_tensor_data(op->y);
-    double t0 = now_ms();
+    double t0 = gcnbench_now_ms();
     gcn_status st = impl->plan(b->gpu, gr->a, op->feat, &plan);
     if (st == GCN_OK)
         st = gcn_ctx_sync(b->gpu);
-    r->plan_ms = now_ms() - t0;
+    r->plan_ms = gcnbench_now_ms() - t0;
     if (st == GCN_OK)
         st = validate(b, impl, plan, gr, op, &r->max_err);
     r->valid = r->max_err <= 1e-5;
@@ -332,38 +326,12 @@ static int measure(bench *b, const gcn_spmm_impl *impl, const graph *gr, operand
         free(ms);
         return 1;
     }
-    qsort(ms, (size_t)r->reps, sizeof *ms, cmp_float);
-    r->median_ms = r->reps % 2 ? ms[r->reps / 2] : 0.5 * (ms[r->reps / 2 - 1] + ms[r->reps / 2]);
-    r->min_ms = ms[0];
+    gcnbench_stats(ms, r->reps, &r->median_ms, &r->min_ms);
     free(ms);
     return 0;
 }
 
 /* ---- output --------------------------------------------------------------- */
-
-static void json_str(FILE *f, const char *key, const char *s)
-{
-    fprintf(f, "\"%s\":", key);
-    if (!s) {
-        fputs("null", f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++)
-        if (*s == '"' || *s == '\\')
-            fprintf(f, "\\%c", *s);
-        else if ((unsigned char)*s >= 0x20)
-            fputc(*s, f);
-    fputc('"', f);
-}
-
-static void json_num(FILE *f, const char *key, double v)
-{
-    if (isfinite(v))
-        fprintf(f, ",\"%s\":%.6g", key, v);
-    else
-        fprintf(f, ",\"%s\":null", key);
-}
 
 static void report(bench *b, const graph *gr, const result *r)
 {
@@ -380,25 +348,25 @@ static void report(bench *b, const graph *gr, const result *r)
         return;
     FILE *f = b->out;
     fputc('{', f);
-    json_str(f, "bench", "spmm");
+    gcnbench_json_str(f, "bench", "spmm");
     fputc(',', f);
-    json_str(f, "graph", b->names[r->graph]);
+    gcnbench_json_str(f, "graph", b->names[r->graph]);
     fprintf(f, ",\"n_rows\":%d,\"nnz\":%d,\"feat\":%d,", g->n_nodes, g->nnz, r->feat);
-    json_str(f, "kernel", r->kernel);
+    gcnbench_json_str(f, "kernel", r->kernel);
     fputc(',', f);
-    json_str(f, "knob", r->knob[0] ? r->knob : NULL);
-    json_num(f, "median_ms", r->median_ms);
-    json_num(f, "min_ms", r->min_ms);
-    json_num(f, "gflops", gflops);
-    json_num(f, "gbps", gbps);
-    json_num(f, "plan_ms", r->plan_ms);
-    json_num(f, "speedup_vs_cusparse", r->speedup > 0 ? r->speedup : NAN);
-    json_num(f, "max_err", r->max_err);
+    gcnbench_json_str(f, "knob", r->knob[0] ? r->knob : NULL);
+    gcnbench_json_num(f, "median_ms", r->median_ms);
+    gcnbench_json_num(f, "min_ms", r->min_ms);
+    gcnbench_json_num(f, "gflops", gflops);
+    gcnbench_json_num(f, "gbps", gbps);
+    gcnbench_json_num(f, "plan_ms", r->plan_ms);
+    gcnbench_json_num(f, "speedup_vs_cusparse", r->speedup > 0 ? r->speedup : NAN);
+    gcnbench_json_num(f, "max_err", r->max_err);
     fprintf(f, ",\"valid\":%s,\"reps\":%d,\"flush\":%s,", r->valid ? "true" : "false", r->reps,
             b->cfg.flush ? "true" : "false");
-    json_str(f, "device", b->device);
+    gcnbench_json_str(f, "device", b->device);
     fputc(',', f);
-    json_str(f, "tag", b->cfg.tag);
+    gcnbench_json_str(f, "tag", b->cfg.tag);
     fputs("}\n", f);
     fflush(f);
 }
@@ -536,28 +504,22 @@ static int run(bench *b)
     return 0;
 }
 
-int main(int argc, char **argv)
+int gcnbench_spmm(int argc, char **argv)
 {
     bench b = {0};
     int rc = parse_args(argc, argv, &b.cfg);
     if (rc)
         return rc;
     gcn_ctx_opts o = gcn_ctx_default_opts();
-    o.log_fn = log_stderr;
+    o.log_fn = gcnbench_log;
     o.seed = b.cfg.seed;
     o.device = GCN_DEVICE_CPU;
     if (gcn_ctx_create(&b.host, &o) != GCN_OK)
         return 1;
-    o.device = GCN_DEVICE_CUDA;
-    gcn_status st = gcn_ctx_create(&b.gpu, &o);
-    int sms;
-    size_t l2;
-    if (st != GCN_OK || gcn_spmm_device_info(b.gpu, b.device, sizeof b.device, &sms, &l2)) {
-        fprintf(stderr, "gcnbench: no usable CUDA device (%s)\n", gcn_status_str(st));
+    if (gcnbench_open_gpu(&b.gpu, b.cfg.seed, false, b.device, sizeof b.device)) {
         gcn_ctx_free(&b.host);
         return 1;
     }
-    fprintf(stderr, "gcnbench: %s, %d SMs, %.0f MB L2\n", b.device, sms, l2 / 1048576.0);
     rc = select_kernels(&b);
     if (!rc && b.cfg.out && !(b.out = fopen(b.cfg.out, "a"))) {
         perror(b.cfg.out);

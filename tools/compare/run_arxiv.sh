@@ -1,0 +1,141 @@
+#!/bin/sh
+# The ogbn-arxiv comparison with PyTorch Geometric for a CUDA host (the
+# numbers in docs/perf.md), from the repository root with the bundle from
+# `make bundle` and a Python with PyTorch Geometric:
+#     OUT=/tmp/arxiv tools/compare/run_arxiv.sh
+# For each configuration (CONFIGS, default models/gcn.json models/gin.json):
+# gcntrain on the real graph and split with --features random:128, writing the
+# data it used (--export-data) and a JSON-lines log, then
+# tools/compare/pyg_train.py on that same data.  Prints one table: test
+# accuracy at the best-validation epoch, median epoch time (training step plus
+# evaluation, device-synchronised) and peak GPU memory, gcn beside PyG.
+# Exit status 0 only when every run succeeded and each pair of accuracies
+# agrees within TOLERANCE (default 0.01).  Each side reports the mean of RUNS
+# runs (default 3, so one seed's luck does not decide a one-point
+# comparison); EPOCHS overrides the configurations' 500.  Logs, JSON lines
+# and the table go to $OUT; the exported data (about 125 MB per
+# configuration) to $EXPORT (default ${TMPDIR:-/tmp}/gcn-arxiv-export).
+set -u
+
+OUT=${OUT:?set OUT to a directory for the results}
+BUNDLE=${BUNDLE:-build/bundle}
+DATA=${DATA:-../shared/data}
+CONFIGS=${CONFIGS:-"models/gcn.json models/gin.json"}
+PYTHON=${PYTHON:-python3}
+TOLERANCE=${TOLERANCE:-0.01}
+EPOCHS=${EPOCHS:-}
+RUNS=${RUNS:-3}
+EXPORT=${EXPORT:-${TMPDIR:-/tmp}/gcn-arxiv-export}
+
+run="$BUNDLE/run"
+if [ ! -x "$run" ] || [ ! -x "$BUNDLE/gcntrain" ]; then
+    echo "run_arxiv: no bundle in $BUNDLE (run 'make bundle' first)" >&2
+    exit 2
+fi
+if ! "$PYTHON" -c 'import numpy, torch, torch_geometric' 2>/dev/null; then
+    echo "run_arxiv: $PYTHON cannot import numpy, torch and torch_geometric" >&2
+    exit 2
+fi
+mkdir -p "$OUT" "$EXPORT"
+status=0
+
+{
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1
+    "$PYTHON" -c 'import torch, torch_geometric as g
+print("torch", torch.__version__, "cuda", torch.version.cuda, "torch_geometric", g.__version__)' 2>&1
+    date -u
+} > "$OUT/host.txt"
+
+overrides=""
+[ -n "$EPOCHS" ] && overrides="$overrides --epochs $EPOCHS"
+[ -n "$RUNS" ] && overrides="$overrides --runs $RUNS"
+
+names=""
+for cfg in $CONFIGS; do
+    name=$(basename "$cfg" .json)
+    names="$names $name"
+    echo "== $name: gcntrain" >&2
+    # shellcheck disable=SC2086
+    if ! "$run" gcntrain "$cfg" --dataset ogbn-arxiv --root "$DATA" --features random:128 \
+        --device cuda --export-data "$EXPORT/$name" --log "$OUT/$name.gcn.jsonl" --quiet \
+        $overrides > "$OUT/$name.gcn.log" 2>&1; then
+        tail -n 5 "$OUT/$name.gcn.log" >&2
+        status=1
+        continue
+    fi
+    echo "== $name: PyTorch Geometric" >&2
+    # shellcheck disable=SC2086
+    if ! "$PYTHON" tools/compare/pyg_train.py "$cfg" "$EXPORT/$name" $overrides \
+        > "$OUT/$name.pyg.log" 2>&1; then
+        tail -n 5 "$OUT/$name.pyg.log" >&2
+        status=1
+    fi
+done
+
+# One table from the logs; exits 1 when a pair is missing or disagrees.
+# shellcheck disable=SC2086
+"$PYTHON" - "$OUT" "$TOLERANCE" $names > "$OUT/table.txt" <<'EOF' || status=1
+import json, os, statistics, sys
+
+out, tol, names = sys.argv[1], float(sys.argv[2]), sys.argv[3:]
+
+def gcn_result(name):
+    path = os.path.join(out, name + ".gcn.jsonl")
+    if not os.path.exists(path):
+        return None
+    epochs, best, summary = {}, [], None
+    for line in open(path):
+        o = json.loads(line)
+        if o.get("summary"):
+            summary = o
+        elif "best_epoch" in o:
+            best.append(o["best_epoch"])
+        else:
+            epochs.setdefault(o["run"], []).append(o["train_ms"] + o["eval_ms"])
+    if summary is None:
+        return None
+    return {"acc": summary["test_acc_mean"], "std": summary["test_acc_std"], "best": best,
+            "ms": statistics.median(statistics.median(t) for t in epochs.values()),
+            "peak": summary["peak_bytes"]}
+
+def pyg_result(name):
+    path = os.path.join(out, name + ".pyg.log")
+    if not os.path.exists(path):
+        return None
+    lines = [l for l in open(path) if l.startswith("{")]
+    if not lines:
+        return None
+    o = json.loads(lines[-1])
+    return {"acc": o["test_acc_mean"], "std": o["test_acc_std"], "best": o["best_epoch"],
+            "ms": o["median_epoch_ms"], "peak": o["peak_bytes"],
+            "label": "pyg " + o["torch_geometric"]}
+
+ok = True
+print(f"{'config':8} {'framework':12} {'test acc':>16} {'best epoch':>11} "
+      f"{'median ms':>10} {'peak MiB':>9}")
+for name in names:
+    rows = [("gcn", gcn_result(name)), ("pyg", pyg_result(name))]
+    for label, r in rows:
+        if r is None:
+            print(f"{name:8} {label:12} {'(failed)':>16}")
+            continue
+        acc = f"{r['acc']:.4f} +- {r['std']:.4f}"
+        best = ",".join(str(b) for b in r["best"])
+        print(f"{name:8} {r.get('label', label):12} {acc:>16} {best:>11} "
+              f"{r['ms']:10.2f} {r['peak'] / 2**20:9.1f}")
+    g, p = rows[0][1], rows[1][1]
+    if g is None or p is None:
+        ok = False
+        continue
+    diff = g["acc"] - p["acc"]
+    agree = abs(diff) <= tol
+    ok = ok and agree
+    print(f"{name:8} {'gcn - pyg':12} {diff:+16.4f} {'':>11} {g['ms'] - p['ms']:+10.2f} "
+          f"{(g['peak'] - p['peak']) / 2**20:+9.1f}  accuracy {'agrees' if agree else 'DIFFERS'}"
+          f" (tolerance {tol})")
+sys.exit(0 if ok else 1)
+EOF
+cat "$OUT/table.txt"
+
+echo "run_arxiv: $( [ $status -eq 0 ] && echo ok || echo FAILED ) (results in $OUT)"
+exit $status

@@ -1,0 +1,111 @@
+/* gcnbench: kernel benchmarks (`gcnbench spmm`, `gcnbench matmul`; see
+ * docs/perf.md).  The dispatch to the subcommands and the helpers they
+ * share (bench.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench.h"
+
+double gcnbench_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+void gcnbench_log(gcn_log_level level, const char *msg, void *user)
+{
+    (void)user;
+    fprintf(stderr, "gcnbench: %s%s\n", level == GCN_LOG_ERROR ? "error: " : "", msg);
+}
+
+bool gcnbench_parse_ints(const char *s, int *v, int *n)
+{
+    char *end;
+    for (*n = 0; *s && *n < GCNBENCH_MAX_LIST; s = *end ? end + 1 : end) {
+        long x = strtol(s, &end, 10);
+        if (end == s || x < 1 || x > 1 << 20 || (*end && *end != ','))
+            return false;
+        v[(*n)++] = (int)x;
+    }
+    return *n > 0 && !*s;
+}
+
+void gcnbench_fill_uniform(float *v, int64_t n, uint64_t state)
+{
+    uint64_t s = state ? state : 1;
+    for (int64_t i = 0; i < n; i++) { /* xorshift64: uniform in [-1, 1) */
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        v[i] = (float)((double)(s >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+    }
+}
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+void gcnbench_stats(float *ms, int n, double *median, double *min)
+{
+    qsort(ms, (size_t)n, sizeof *ms, cmp_float);
+    *median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+    *min = ms[0];
+}
+
+int gcnbench_open_gpu(gcn_ctx **gpu, uint64_t seed, bool tf32, char *device, size_t size)
+{
+    gcn_ctx_opts o = gcn_ctx_default_opts();
+    o.log_fn = gcnbench_log;
+    o.seed = seed;
+    o.tf32 = tf32;
+    o.device = GCN_DEVICE_CUDA;
+    gcn_status st = gcn_ctx_create(gpu, &o);
+    int sms;
+    size_t l2;
+    if (st != GCN_OK || gcn_spmm_device_info(*gpu, device, size, &sms, &l2)) {
+        fprintf(stderr, "gcnbench: no usable CUDA device (%s)\n", gcn_status_str(st));
+        gcn_ctx_free(gpu);
+        return 1;
+    }
+    fprintf(stderr, "gcnbench: %s, %d SMs, %.0f MB L2, %s matmuls\n", device, sms,
+            l2 / 1048576.0, gcn_ctx_tf32(*gpu) ? "TF32" : "FP32");
+    return 0;
+}
+
+void gcnbench_json_str(FILE *f, const char *key, const char *s)
+{
+    fprintf(f, "\"%s\":", key);
+    if (!s) {
+        fputs("null", f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++)
+        if (*s == '"' || *s == '\\')
+            fprintf(f, "\\%c", *s);
+        else if ((unsigned char)*s >= 0x20)
+            fputc(*s, f);
+    fputc('"', f);
+}
+
+void gcnbench_json_num(FILE *f, const char *key, double v)
+{
+    if (isfinite(v))
+        fprintf(f, ",\"%s\":%.6g", key, v);
+    else
+        fprintf(f, ",\"%s\":null", key);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2 && !strcmp(argv[1], "spmm"))
+        return gcnbench_spmm(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "matmul"))
+        return gcnbench_matmul(argc - 1, argv + 1);
+    fprintf(stderr, "usage: gcnbench spmm|matmul [OPTIONS]   (gcnbench spmm --help, "
+                    "gcnbench matmul --help)\n");
+    return 2;
+}
