@@ -118,9 +118,16 @@ gcn_status gcn_backward(gcn_ctx *ctx, gcn_tensor *loss)
     GCN_CHECK(gcn_tensor_fill(ctx, loss->grad, 1.0f));
     for (int i = ctx->tape_len - 1; i >= 0; i--) {
         gcn_node *nd = &ctx->tape[i];
-        if (!nd->out->grad)
-            continue; /* the loss does not depend on this op */
-        GCN_CHECK(nd->backward(ctx, nd));
+        if (nd->out->grad) /* else the loss does not depend on this op */
+            GCN_CHECK(nd->backward(ctx, nd));
+        /* Every consumer of nd->out came later on the tape and is done, so
+         * its gradient is complete and now used: release it, and what the
+         * node holds, at once rather than after the walk.  Activations and
+         * gradients are then freed as backward passes them, which bounds
+         * the peak memory of a step by about one copy of the activations. */
+        gcn_tensor_free(&nd->out->grad);
+        node_release(nd);
+        ctx->tape_len = i;
     }
 cleanup:
     gcn_tape_clear(ctx);

@@ -42,8 +42,22 @@ static gcn_status matmul_backward(gcn_ctx *ctx, gcn_node *nd)
     return GCN_OK;
 }
 
-gcn_status gcn_matmul(gcn_ctx *ctx, gcn_tensor *a, gcn_tensor *b, bool trans_a, bool trans_b,
-                      gcn_tensor **out)
+/* matmul's backward, then the bias row's: dBias = the column sums of dC. */
+static gcn_status matmul_bias_backward(gcn_ctx *ctx, gcn_node *nd)
+{
+    GCN_TRY(matmul_backward(ctx, nd));
+    gcn_tensor *bias = nd->in[2], *dc = nd->out->grad;
+    if (!bias->requires_grad)
+        return GCN_OK;
+    float *buf;
+    bool acc;
+    GCN_TRY(gcn_grad_slot(ctx, bias, &buf, &acc));
+    return ctx->be->col_sum(ctx, dc->rows, dc->cols, dc->data, buf, acc);
+}
+
+/* c = op(a) op(b) (+ bias, a [1, n] row added to every row when not NULL). */
+static gcn_status matmul_op(gcn_ctx *ctx, gcn_tensor *a, gcn_tensor *b, bool trans_a,
+                            bool trans_b, gcn_tensor *bias, gcn_tensor **out)
 {
     GCN_TRY(gcn_op_begin(ctx, out));
     GCN_TRY(gcn_check_tensor(ctx, a, "matmul a"));
@@ -54,14 +68,24 @@ gcn_status gcn_matmul(gcn_ctx *ctx, gcn_tensor *a, gcn_tensor *b, bool trans_a, 
         return GCN_ERROR(ctx, GCN_ERR_SHAPE,
                          "matmul: op(a) is [%lld, %lld] but op(b) is [%lld, %lld]", (long long)m,
                          (long long)k, (long long)kb, (long long)n);
+    if (bias) {
+        GCN_TRY(gcn_check_tensor(ctx, bias, "matmul bias"));
+        if (bias->rows != 1 || bias->cols != n)
+            return GCN_ERROR(ctx, GCN_ERR_SHAPE, "matmul: bias is [%lld, %lld], not [1, %lld]",
+                             (long long)bias->rows, (long long)bias->cols, (long long)n);
+    }
     gcn_tensor *c = NULL;
     gcn_node *nd;
     gcn_status st;
     GCN_CHECK(gcn_tensor_create(ctx, &c, m, n));
     GCN_CHECK(ctx->be->gemm(ctx, trans_a, trans_b, m, n, k, 1.0f, a->data, a->cols, b->data,
                             b->cols, 0.0f, c->data, n));
-    gcn_tensor *in[2] = {a, b};
-    GCN_CHECK(gcn_tape_record(ctx, "matmul", matmul_backward, in, 2, c, &nd));
+    if (bias)
+        GCN_CHECK(ctx->be->add_bias(ctx, m, n, c->data, bias->data, c->data));
+    gcn_tensor *in[3] = {a, b, bias};
+    GCN_CHECK(gcn_tape_record(ctx, bias ? "matmul_bias" : "matmul",
+                              bias ? matmul_bias_backward : matmul_backward, in, bias ? 3 : 2, c,
+                              &nd));
     if (nd) {
         nd->param[0] = trans_a;
         nd->param[1] = trans_b;
@@ -71,6 +95,20 @@ gcn_status gcn_matmul(gcn_ctx *ctx, gcn_tensor *a, gcn_tensor *b, bool trans_a, 
 cleanup:
     gcn_tensor_free(&c);
     return st;
+}
+
+gcn_status gcn_matmul(gcn_ctx *ctx, gcn_tensor *a, gcn_tensor *b, bool trans_a, bool trans_b,
+                      gcn_tensor **out)
+{
+    return matmul_op(ctx, a, b, trans_a, trans_b, NULL, out);
+}
+
+gcn_status gcn_matmul_bias(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *w, gcn_tensor *bias,
+                           gcn_tensor **out)
+{
+    if (ctx && !bias)
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "matmul_bias: bias is NULL");
+    return matmul_op(ctx, x, w, false, false, bias, out);
 }
 
 /* ---- element-wise ------------------------------------------------------ */

@@ -143,9 +143,9 @@ static gcn_status spmm_backward(gcn_ctx *ctx, gcn_node *nd)
     return acc ? GCN_OK : ctx->be->fill(ctx, buf, x->rows * x->cols, 0.0f);
 }
 
-gcn_status gcn_spmm(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, gcn_tensor **out)
+/* The shared checks of gcn_spmm and gcn_spmm_self. */
+static gcn_status check_spmm(gcn_ctx *ctx, const gcn_csr *a, const gcn_tensor *x)
 {
-    GCN_TRY(gcn_op_begin(ctx, out));
     GCN_ARG(ctx, a && a->priv);
     GCN_TRY(gcn_check_tensor(ctx, x, "spmm x"));
     if (a->priv->ctx != ctx)
@@ -153,18 +153,62 @@ gcn_status gcn_spmm(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, gcn_tensor **
     if (x->rows != a->n_cols || x->cols > INT32_MAX)
         return GCN_ERROR(ctx, GCN_ERR_SHAPE, "spmm: matrix is %d x %d but x is [%lld, %lld]",
                          a->n_rows, a->n_cols, (long long)x->rows, (long long)x->cols);
+    return GCN_OK;
+}
+
+/* y = A x, plus alpha x when self_term; records backward on the tape. */
+static gcn_status spmm_op(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, bool self_term,
+                          float alpha, gcn_backward_fn backward, gcn_tensor **out)
+{
     gcn_tensor *y = NULL;
     gcn_node *nd;
     gcn_status st;
     GCN_CHECK(gcn_tensor_create(ctx, &y, a->n_rows, x->cols));
+    if (self_term)
+        GCN_CHECK(ctx->be->axpby(ctx, x->rows * x->cols, alpha, x->data, 0.0f, y->data));
     if (x->cols > 0)
-        GCN_CHECK(spmm_apply(ctx, a, x->data, y->data, (int)x->cols, false));
-    GCN_CHECK(gcn_tape_record(ctx, "spmm", spmm_backward, &x, 1, y, &nd));
-    if (nd)
+        GCN_CHECK(spmm_apply(ctx, a, x->data, y->data, (int)x->cols, self_term));
+    GCN_CHECK(gcn_tape_record(ctx, self_term ? "spmm_self" : "spmm", backward, &x, 1, y, &nd));
+    if (nd) {
         nd->matrix = a;
+        nd->param[0] = alpha;
+    }
     *out = y;
     return GCN_OK;
 cleanup:
     gcn_tensor_free(&y);
     return st;
+}
+
+gcn_status gcn_spmm(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, gcn_tensor **out)
+{
+    GCN_TRY(gcn_op_begin(ctx, out));
+    GCN_TRY(check_spmm(ctx, a, x));
+    return spmm_op(ctx, a, x, false, 0.0f, spmm_backward, out);
+}
+
+/* dX = A^T dY + alpha dY. */
+static gcn_status spmm_self_backward(gcn_ctx *ctx, gcn_node *nd)
+{
+    gcn_tensor *x = nd->in[0];
+    const gcn_csr *at = gcn_csr_transpose(nd->matrix);
+    float *buf;
+    bool acc;
+    GCN_TRY(gcn_grad_slot(ctx, x, &buf, &acc));
+    GCN_TRY(ctx->be->axpby(ctx, x->rows * x->cols, (float)nd->param[0], nd->out->grad->data,
+                           acc ? 1.0f : 0.0f, buf));
+    if (at->n_rows > 0 && x->cols > 0)
+        return spmm_apply(ctx, at, nd->out->grad->data, buf, (int)x->cols, true);
+    return GCN_OK;
+}
+
+gcn_status gcn_spmm_self(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, float alpha,
+                         gcn_tensor **out)
+{
+    GCN_TRY(gcn_op_begin(ctx, out));
+    GCN_TRY(check_spmm(ctx, a, x));
+    if (a->n_rows != a->n_cols)
+        return GCN_ERROR(ctx, GCN_ERR_SHAPE, "spmm_self: the matrix must be square, got %d x %d",
+                         a->n_rows, a->n_cols);
+    return spmm_op(ctx, a, x, true, alpha, spmm_self_backward, out);
 }

@@ -51,6 +51,12 @@ gcn_status gcn_spmm_run(gcn_ctx *ctx, const gcn_spmm_impl *impl, const gcn_csr *
  * gives dX = A^T dY through the matrix's stored transpose. */
 gcn_status gcn_spmm(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, gcn_tensor **out);
 
+/* GIN's aggregation with its self term in one op: a square [n, n], x [n, f]
+ * -> out = A x + alpha x.  One output tensor where A x, alpha x and their
+ * sum would be three (all kept for backward); dX = A^T dY + alpha dY. */
+gcn_status gcn_spmm_self(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, float alpha,
+                         gcn_tensor **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -24,20 +24,18 @@ cleanup:
     return st;
 }
 
-/* h = (1 + eps) x + A x; a trained eps goes through scale_by (x + eps x)
- * so it receives a gradient, a fixed one is a plain scale. */
+/* h = (1 + eps) x + A x: one fused op for a fixed eps; a trained eps goes
+ * through scale_by (x + eps x) so that it receives a gradient. */
 static gcn_status combine(gcn_ctx *ctx, const gcn_gin_conv *conv, const gcn_csr *adj,
                           gcn_tensor *x, gcn_tensor **h)
 {
+    if (!conv->train_eps)
+        return gcn_spmm_self(ctx, adj, x, 1.0f + conv->eps_fixed, h);
     gcn_status st;
     gcn_tensor *ax = NULL, *ex = NULL, *xe = NULL;
     GCN_CHECK(gcn_spmm(ctx, adj, x, &ax));
-    if (conv->train_eps) {
-        GCN_CHECK(gcn_scale_by(ctx, x, conv->eps, &ex));
-        GCN_CHECK(gcn_add(ctx, x, ex, &xe));
-    } else {
-        GCN_CHECK(gcn_scale(ctx, x, 1.0f + conv->eps_fixed, &xe));
-    }
+    GCN_CHECK(gcn_scale_by(ctx, x, conv->eps, &ex));
+    GCN_CHECK(gcn_add(ctx, x, ex, &xe));
     GCN_CHECK(gcn_add(ctx, xe, ax, h));
 cleanup:
     gcn_tensor_free(&ax);

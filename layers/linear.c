@@ -26,11 +26,7 @@ gcn_status gcn_linear_forward(gcn_ctx *ctx, const gcn_linear *l, gcn_tensor *x, 
 {
     if (!l || !l->bias)
         return gcn_matmul(ctx, x, l ? l->weight : NULL, false, false, y);
-    gcn_tensor *xw = NULL;
-    GCN_TRY(gcn_matmul(ctx, x, l->weight, false, false, &xw));
-    gcn_status st = gcn_add_bias(ctx, xw, l->bias, y);
-    gcn_tensor_free(&xw);
-    return st;
+    return gcn_matmul_bias(ctx, x, l->weight, l->bias, y);
 }
 
 void gcn_linear_release(gcn_linear *l)

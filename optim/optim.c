@@ -112,7 +112,7 @@ gcn_status gcn_optim_zero_grad(gcn_ctx *ctx, gcn_optim *opt)
         return GCN_ERR_INVALID_ARG;
     GCN_ARG(ctx, opt && opt->ctx == ctx);
     for (int i = 0; i < opt->n_params; i++)
-        GCN_TRY(gcn_tensor_zero_grad(ctx, opt->params[i]));
+        gcn_tensor_free(&opt->params[i]->grad);
     return GCN_OK;
 }
 

@@ -44,7 +44,10 @@ gcn_status gcn_optim_create(gcn_ctx *ctx, gcn_optim **out, gcn_tensor *const *pa
  * are skipped, as in PyTorch. */
 gcn_status gcn_optim_step(gcn_ctx *ctx, gcn_optim *opt);
 
-/* Zeroes every parameter's grad. */
+/* Clears every parameter's grad by releasing it, as PyTorch's
+ * zero_grad(set_to_none=True) does: the next backward allocates it again.
+ * Every training step then allocates and frees in the same order, so from
+ * the first step on the GPU pool serves a step with no cudaMalloc. */
 gcn_status gcn_optim_zero_grad(gcn_ctx *ctx, gcn_optim *opt);
 
 /* Learning rate, for schedules. */

@@ -140,3 +140,39 @@ void test_gradcheck(gcn_ctx *ctx, const test_input *inputs, int n_inputs, test_l
         free(d[k]);
     }
 }
+
+/* ---- weighted losses for gradient checks ---- */
+
+static double row_w(int64_t i) { return 0.5 + 0.25 * (double)(i % 5) - 0.1 * (double)(i % 3); }
+static double col_w(int64_t j) { return cos(1.0 + (double)j); }
+
+gcn_status test_weigh(gcn_ctx *ctx, gcn_tensor *y, gcn_tensor **loss)
+{
+    int64_t n = gcn_tensor_rows(y), f = gcn_tensor_cols(y);
+    float r[256], w[256];
+    for (int64_t i = 0; i < n; i++)
+        r[i] = (float)row_w(i);
+    for (int64_t j = 0; j < f; j++)
+        w[j] = (float)col_w(j);
+    gcn_tensor *rt = NULL, *wt = NULL, *yw = NULL;
+    gcn_status st = gcn_tensor_from_host(ctx, &rt, r, n, 1);
+    if (st == GCN_OK)
+        st = gcn_tensor_from_host(ctx, &wt, w, f, 1);
+    if (st == GCN_OK)
+        st = gcn_matmul(ctx, y, wt, false, false, &yw);
+    if (st == GCN_OK)
+        st = gcn_matmul(ctx, rt, yw, true, false, loss);
+    gcn_tensor_free(&rt);
+    gcn_tensor_free(&wt);
+    gcn_tensor_free(&yw);
+    return st;
+}
+
+double test_weigh_ref(const double *y, int64_t n, int64_t f)
+{
+    double s = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < f; j++)
+            s += row_w(i) * y[i * f + j] * col_w(j);
+    return s;
+}

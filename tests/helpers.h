@@ -44,4 +44,10 @@ typedef struct test_input {
 void test_gradcheck(gcn_ctx *ctx, const test_input *inputs, int n_inputs, test_lib_loss lib,
                     test_ref_loss ref, void *user, double tol);
 
+/* loss = r^T y w with fixed row weights r and column weights w, built from
+ * recorded ops, and the same loss in double precision: reduce an op's
+ * output to the scalar a gradient check differentiates. */
+gcn_status test_weigh(gcn_ctx *ctx, gcn_tensor *y, gcn_tensor **loss);
+double test_weigh_ref(const double *y, int64_t n, int64_t f);
+
 #endif

@@ -11,41 +11,6 @@
 
 #define TOL 2e-3 /* float32 analytic gradient vs double central differences */
 
-static double row_w(int64_t i) { return 0.5 + 0.25 * (double)(i % 5) - 0.1 * (double)(i % 3); }
-static double col_w(int64_t j) { return cos(1.0 + (double)j); }
-
-/* loss = r^T y w, built from recorded ops. */
-static gcn_status weigh(gcn_ctx *ctx, gcn_tensor *y, gcn_tensor **loss)
-{
-    int64_t n = gcn_tensor_rows(y), f = gcn_tensor_cols(y);
-    float r[256], w[256];
-    for (int64_t i = 0; i < n; i++)
-        r[i] = (float)row_w(i);
-    for (int64_t j = 0; j < f; j++)
-        w[j] = (float)col_w(j);
-    gcn_tensor *rt = NULL, *wt = NULL, *yw = NULL;
-    gcn_status st = gcn_tensor_from_host(ctx, &rt, r, n, 1);
-    if (st == GCN_OK)
-        st = gcn_tensor_from_host(ctx, &wt, w, f, 1);
-    if (st == GCN_OK)
-        st = gcn_matmul(ctx, y, wt, false, false, &yw);
-    if (st == GCN_OK)
-        st = gcn_matmul(ctx, rt, yw, true, false, loss);
-    gcn_tensor_free(&rt);
-    gcn_tensor_free(&wt);
-    gcn_tensor_free(&yw);
-    return st;
-}
-
-static double weigh_ref(const double *y, int64_t n, int64_t f)
-{
-    double s = 0.0;
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t j = 0; j < f; j++)
-            s += row_w(i) * y[i * f + j] * col_w(j);
-    return s;
-}
-
 /* Applies `op` to the checker's inputs and weighs the result. */
 typedef gcn_status (*unary_op)(gcn_ctx *, gcn_tensor *, gcn_tensor **);
 typedef struct { unary_op op; int64_t n, f; } unary_case;
@@ -56,7 +21,7 @@ static gcn_status lib_unary(gcn_ctx *ctx, gcn_tensor **in, void *user, gcn_tenso
     gcn_tensor *y = NULL;
     gcn_status st = c->op(ctx, in[0], &y);
     if (st == GCN_OK)
-        st = weigh(ctx, y, loss);
+        st = test_weigh(ctx, y, loss);
     gcn_tensor_free(&y);
     return st;
 }
@@ -71,7 +36,7 @@ static gcn_status lib_matmul(gcn_ctx *ctx, gcn_tensor **in, void *user, gcn_tens
     gcn_tensor *y = NULL;
     gcn_status st = gcn_matmul(ctx, in[0], in[1], c->ta, c->tb, &y);
     if (st == GCN_OK)
-        st = weigh(ctx, y, loss);
+        st = test_weigh(ctx, y, loss);
     gcn_tensor_free(&y);
     return st;
 }
@@ -90,7 +55,7 @@ static double ref_matmul(double **in, void *user)
             }
             y[i * c->n + j] = s;
         }
-    return weigh_ref(y, c->m, c->n);
+    return test_weigh_ref(y, c->m, c->n);
 }
 
 Test(grad, matmul_all_transposes)
@@ -103,6 +68,51 @@ Test(grad, matmul_all_transposes)
         test_gradcheck(ctx, in, 2, lib_matmul, ref_matmul, &c, TOL);
         gcn_ctx_free(&ctx);
     }
+}
+
+static gcn_status lib_matmul_bias(gcn_ctx *ctx, gcn_tensor **in, void *user, gcn_tensor **loss)
+{
+    (void)user;
+    gcn_tensor *y = NULL;
+    gcn_status st = gcn_matmul_bias(ctx, in[0], in[1], in[2], &y);
+    if (st == GCN_OK)
+        st = test_weigh(ctx, y, loss);
+    gcn_tensor_free(&y);
+    return st;
+}
+
+static double ref_matmul_bias(double **in, void *user)
+{
+    (void)user;
+    double y[5 * 3];
+    for (int i = 0; i < 5; i++)
+        for (int j = 0; j < 3; j++) {
+            double s = in[2][j];
+            for (int l = 0; l < 7; l++)
+                s += in[0][i * 7 + l] * in[1][l * 3 + j];
+            y[i * 3 + j] = s;
+        }
+    return test_weigh_ref(y, 5, 3);
+}
+
+Test(grad, matmul_bias)
+{
+    gcn_ctx *ctx = test_cpu_ctx(1);
+    test_input in[3] = {{5, 7, -1, 1}, {7, 3, -1, 1}, {1, 3, -1, 1}};
+    test_gradcheck(ctx, in, 3, lib_matmul_bias, ref_matmul_bias, NULL, TOL);
+    gcn_tensor *x = NULL, *w = NULL, *b = NULL, *y = NULL;
+    cr_assert_eq(gcn_tensor_zeros(ctx, &x, 5, 7), GCN_OK);
+    cr_assert_eq(gcn_tensor_zeros(ctx, &w, 7, 3), GCN_OK);
+    cr_assert_eq(gcn_tensor_zeros(ctx, &b, 1, 4), GCN_OK);
+    cr_assert_eq(gcn_matmul_bias(ctx, x, w, b, &y), GCN_ERR_SHAPE);
+    cr_assert(strstr(gcn_last_error(ctx), "bias is [1, 4], not [1, 3]"), "%s",
+              gcn_last_error(ctx));
+    cr_assert_eq(gcn_matmul_bias(ctx, x, w, NULL, &y), GCN_ERR_INVALID_ARG);
+    cr_assert_null(y);
+    gcn_tensor_free(&x);
+    gcn_tensor_free(&w);
+    gcn_tensor_free(&b);
+    gcn_ctx_free(&ctx);
 }
 
 static gcn_status lib_matmul_self(gcn_ctx *ctx, gcn_tensor **in, void *user, gcn_tensor **loss)
@@ -135,7 +145,7 @@ static gcn_status lib_add(gcn_ctx *ctx, gcn_tensor **in, void *user, gcn_tensor 
     gcn_tensor *y = NULL;
     gcn_status st = gcn_add(ctx, in[0], in[1], &y);
     if (st == GCN_OK)
-        st = weigh(ctx, y, loss);
+        st = test_weigh(ctx, y, loss);
     gcn_tensor_free(&y);
     return st;
 }
@@ -146,7 +156,7 @@ static double ref_add(double **in, void *user)
     double y[6 * 4];
     for (int i = 0; i < 24; i++)
         y[i] = in[0][i] + in[1][i];
-    return weigh_ref(y, 6, 4);
+    return test_weigh_ref(y, 6, 4);
 }
 
 Test(grad, add)
@@ -163,7 +173,7 @@ static gcn_status lib_add_bias(gcn_ctx *ctx, gcn_tensor **in, void *user, gcn_te
     gcn_tensor *y = NULL;
     gcn_status st = gcn_add_bias(ctx, in[0], in[1], &y);
     if (st == GCN_OK)
-        st = weigh(ctx, y, loss);
+        st = test_weigh(ctx, y, loss);
     gcn_tensor_free(&y);
     return st;
 }
@@ -175,7 +185,7 @@ static double ref_add_bias(double **in, void *user)
     for (int i = 0; i < 7; i++)
         for (int j = 0; j < 3; j++)
             y[i * 3 + j] = in[0][i * 3 + j] + in[1][j];
-    return weigh_ref(y, 7, 3);
+    return test_weigh_ref(y, 7, 3);
 }
 
 Test(grad, add_bias)
@@ -197,7 +207,7 @@ static double ref_scale(double **in, void *user)
     double y[64];
     for (int64_t i = 0; i < c->n * c->f; i++)
         y[i] = -3.0 * in[0][i];
-    return weigh_ref(y, c->n, c->f);
+    return test_weigh_ref(y, c->n, c->f);
 }
 
 Test(grad, scale)
@@ -215,7 +225,7 @@ static double ref_relu(double **in, void *user)
     double y[64];
     for (int64_t i = 0; i < c->n * c->f; i++)
         y[i] = in[0][i] > 0.0 ? in[0][i] : 0.0;
-    return weigh_ref(y, c->n, c->f);
+    return test_weigh_ref(y, c->n, c->f);
 }
 
 Test(grad, relu)
@@ -245,7 +255,7 @@ static double ref_dropout(double **in, void *user)
         double u = (double)(out[i % 4] >> 8) / 16777216.0;
         y[i] = u >= 0.4 ? in[0][i] / 0.6 : 0.0;
     }
-    return weigh_ref(y, c->n, c->f);
+    return test_weigh_ref(y, c->n, c->f);
 }
 
 Test(grad, dropout)
@@ -276,7 +286,7 @@ static gcn_status lib_bn(gcn_ctx *ctx, gcn_tensor **in, void *user, gcn_tensor *
     if (st == GCN_OK)
         st = gcn_batchnorm(ctx, in[0], in[1], in[2], rm, rv, c->training, 0.1f, 1e-5f, &y);
     if (st == GCN_OK)
-        st = weigh(ctx, y, loss);
+        st = test_weigh(ctx, y, loss);
     gcn_tensor_free(&y);
     gcn_tensor_free(&rm);
     gcn_tensor_free(&rv);
@@ -299,7 +309,7 @@ static double ref_bn(double **in, void *user)
         for (int64_t i = 0; i < c->n; i++)
             y[i * c->f + j] = (in[0][i * c->f + j] - mean) / sqrt(var + 1e-5) * in[1][j] + in[2][j];
     }
-    return weigh_ref(y, c->n, c->f);
+    return test_weigh_ref(y, c->n, c->f);
 }
 
 Test(grad, batchnorm_training)
@@ -372,7 +382,7 @@ static double ref_log_softmax(double **in, void *user)
         for (int64_t j = 0; j < c->f; j++)
             y[i * c->f + j] = in[0][i * c->f + j] - log(lse);
     }
-    return weigh_ref(y, c->n, c->f);
+    return test_weigh_ref(y, c->n, c->f);
 }
 
 Test(grad, log_softmax_alone)
@@ -392,7 +402,7 @@ static gcn_status lib_concat(gcn_ctx *ctx, gcn_tensor **in, void *user, gcn_tens
     gcn_tensor *parts[3] = {in[0], in[1], in[0]}, *y = NULL;
     gcn_status st = gcn_concat_cols(ctx, parts, 3, &y);
     if (st == GCN_OK)
-        st = weigh(ctx, y, loss);
+        st = test_weigh(ctx, y, loss);
     gcn_tensor_free(&y);
     return st;
 }
@@ -404,7 +414,7 @@ static double ref_concat(double **in, void *user)
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 7; j++)
             y[i * 7 + j] = j < 2 ? in[0][i * 2 + j] : j < 5 ? in[1][i * 3 + j - 2] : in[0][i * 2 + j - 5];
-    return weigh_ref(y, 4, 7);
+    return test_weigh_ref(y, 4, 7);
 }
 
 Test(grad, concat_cols)
@@ -455,46 +465,6 @@ Test(grad, sum_and_mean)
     gcn_ctx_free(&ctx);
 }
 
-/* ---- spmm ---------------------------------------------------------------- */
-
-/* 5 x 4, asymmetric: row 1 and row 4 empty, row 3 repeats column 2. */
-static const int32_t sp_row_ptr[6] = {0, 3, 3, 5, 9, 9};
-static const int32_t sp_col_idx[9] = {0, 3, 1, 2, 0, 2, 1, 2, 3};
-static const float sp_values[9] = {1.5f, -2.0f, 0.5f, 1.0f, 3.0f, 0.25f, -1.0f, 0.75f, 2.0f};
-
-static gcn_status lib_spmm(gcn_ctx *ctx, gcn_tensor **in, void *user, gcn_tensor **loss)
-{
-    gcn_tensor *y = NULL;
-    gcn_status st = gcn_spmm(ctx, user, in[0], &y);
-    if (st == GCN_OK)
-        st = weigh(ctx, y, loss);
-    gcn_tensor_free(&y);
-    return st;
-}
-
-static double ref_spmm(double **in, void *user)
-{
-    (void)user;
-    double y[5 * 3] = {0};
-    for (int i = 0; i < 5; i++)
-        for (int e = sp_row_ptr[i]; e < sp_row_ptr[i + 1]; e++)
-            for (int j = 0; j < 3; j++)
-                y[i * 3 + j] += sp_values[e] * in[0][sp_col_idx[e] * 3 + j];
-    return weigh_ref(y, 5, 3);
-}
-
-Test(grad, spmm_asymmetric_empty_rows_duplicates)
-{
-    gcn_ctx *ctx = test_cpu_ctx(1);
-    gcn_csr *a = NULL;
-    cr_assert_eq(gcn_csr_create(ctx, &a, 5, 4, 9, sp_row_ptr, sp_col_idx, sp_values), GCN_OK);
-    cr_assert_not(gcn_csr_is_symmetric(a));
-    test_input in[1] = {{4, 3, -1, 1}};
-    test_gradcheck(ctx, in, 1, lib_spmm, ref_spmm, a, TOL);
-    gcn_csr_free(&a);
-    gcn_ctx_free(&ctx);
-}
-
 static gcn_status elu_07(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **y)
 {
     return gcn_elu(ctx, x, 0.7f, y);
@@ -506,7 +476,7 @@ static double ref_elu(double **in, void *user)
     double y[64];
     for (int64_t i = 0; i < c->n * c->f; i++)
         y[i] = in[0][i] > 0.0 ? in[0][i] : 0.7 * expm1(in[0][i]);
-    return weigh_ref(y, c->n, c->f);
+    return test_weigh_ref(y, c->n, c->f);
 }
 
 Test(grad, elu)
@@ -524,7 +494,7 @@ static gcn_status lib_scale_by(gcn_ctx *ctx, gcn_tensor **in, void *user, gcn_te
     gcn_tensor *y = NULL;
     gcn_status st = gcn_scale_by(ctx, in[0], in[1], &y);
     if (st == GCN_OK)
-        st = weigh(ctx, y, loss);
+        st = test_weigh(ctx, y, loss);
     gcn_tensor_free(&y);
     return st;
 }
@@ -535,7 +505,7 @@ static double ref_scale_by(double **in, void *user)
     double y[4 * 5];
     for (int i = 0; i < 20; i++)
         y[i] = in[1][0] * in[0][i];
-    return weigh_ref(y, 4, 5);
+    return test_weigh_ref(y, 4, 5);
 }
 
 Test(grad, scale_by_trainable_scalar)

@@ -5,14 +5,16 @@
 # $OUT; the last lines printed are a summary, and the exit status is 0 only
 # when everything passed and both sanitizers are clean.
 #     OUT=/tmp/gpu-logs tools/gpu_check.sh
-# CHECKS picks steps (default "tests memcheck racecheck") and SUITES the GPU
-# suites, so a long run can be split into several shorter ones.
+# CHECKS picks steps (default "tests memcheck racecheck"), TESTS the tests of
+# the first step (a Criterion filter, default all) and SUITES the GPU suites
+# of the others, so a long run can be split into several shorter ones.
 set -u
 
 OUT=${OUT:?set OUT to a directory for the logs}
 BUNDLE=${BUNDLE:-build/bundle}
 JOBS=${JOBS:-4}
 CHECKS=${CHECKS:-"tests memcheck racecheck"}
+TESTS=${TESTS:-"*/*"}
 # racecheck skips one NVIDIA kernel: cuSPARSE's csrmv_v3_kernel (its SpMV,
 # which cusparseSpMM uses for one feature column) reports warp-level WAW
 # hazards on its own shared memory with every SpMV algorithm (CUDA 13 on an
@@ -49,7 +51,7 @@ note() {
 # 1. The whole suite, CPU and GPU tests.  A GPU test that skips here means
 #    the bundle did not see the GPU, which is a failure on a GPU host.
 case " $CHECKS " in *" tests "*)
-    "$run" gcn_tests --jobs "$JOBS" --verbose > "$OUT/tests.log" 2>&1
+    "$run" gcn_tests --jobs "$JOBS" --verbose --filter "$TESTS" > "$OUT/tests.log" 2>&1
     rc=$?
     skipped=$(grep -c 'no CUDA device' "$OUT/tests.log")
     [ "$rc" -eq 0 ] && [ "$skipped" -eq 0 ] || status=1
