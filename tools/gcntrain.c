@@ -29,7 +29,7 @@ static const char usage[] =
     "                        override the configuration (run r uses seed S + r)\n"
     "  --device cpu|cuda|cuda:N|auto\n"
     "  --spmm NAME|auto      SpMM kernel from the registry\n"
-    "  --features random:D|degree|file\n"
+    "  --features random:D|degree|file|none\n"
     "                        substitute node features (e.g. for ogbn-arxiv without node-feat)\n"
     "  --log FILE.jsonl      one JSON object per epoch, one per run (its best-validation\n"
     "                        epoch) and a summary\n"
