@@ -148,6 +148,16 @@ bundle: all $(BUILD)/gcn_tests
 	@du -sh $(BUNDLE) | awk '{ print "bundle: " $$1 " in $(BUNDLE)" }'
 	@ls $(BUNDLE)/lib
 
+# ---- benchmarks --------------------------------------------------------------
+# make bench, on a GPU host: every SpMM kernel on every graph under DATA and
+# the generated power-law graphs (tools/bench_spmm.sh), tables on stdout and
+# JSON lines in $(BUILD)/bench/.  The comparisons with PyTorch need it
+# installed: tools/bench_core.sh, tools/compare/run_arxiv.sh.
+DATA ?= ../shared/data
+.PHONY: bench
+bench: bundle
+	OUT=$(BUILD)/bench BUNDLE=$(BUNDLE) DATA=$(DATA) PHASES=main tools/bench_spmm.sh
+
 # ---- datasets (issue 4) -----------------------------------------------------
 # datasets/ reads gzip files and checksums its cache with zlib.
 LDLIBS += -lz
