@@ -53,18 +53,41 @@ static int count_files(const char *dir, const char *part)
     return n;
 }
 
+/* The toy OGB folder in a new temporary folder, a CPU context and options
+ * with the cache on; `cache` is where the cache file goes. */
+typedef struct toy {
+    char *dir;
+    gcn_ctx *ctx;
+    gcn_dataset_opts o;
+    char cache[4096];
+} toy;
+
+static toy toy_open(void)
+{
+    toy t = {.dir = ds_tmpdir()};
+    write_toy(t.dir);
+    t.ctx = test_cpu_ctx(1);
+    t.o = cache_opts(t.dir);
+    snprintf(t.cache, sizeof t.cache, "%s", ds_path(t.dir, "ogbn_toy/processed/gcn-v1.bin"));
+    return t;
+}
+
+static void toy_close(toy *t)
+{
+    gcn_ctx_free(&t->ctx);
+    ds_rmtree(t->dir);
+    free(t->dir);
+}
+
 Test(dataset_cache, round_trip)
 {
-    char *dir = ds_tmpdir();
-    write_toy(dir);
-    gcn_ctx *ctx = test_cpu_ctx(1);
-    gcn_dataset_opts o = cache_opts(dir);
-    gcn_dataset *first = load(ctx, "ogbn-toy", &o);
+    toy t = toy_open();
+    gcn_dataset *first = load(t.ctx, "ogbn-toy", &t.o);
     cr_assert_not(first->from_cache);
-    const char *processed = ds_path(dir, "ogbn_toy/processed");
+    const char *processed = ds_path(t.dir, "ogbn_toy/processed");
     cr_assert_eq(count_files(processed, "gcn-v1.bin"), 1);
     cr_assert_eq(count_files(processed, "tmp"), 0, "no temporary file left behind");
-    gcn_dataset *second = load(ctx, "ogbn-toy", &o);
+    gcn_dataset *second = load(t.ctx, "ogbn-toy", &t.o);
     cr_assert(second->from_cache);
     cr_assert_str_eq(second->name, "ogbn-toy");
     cr_assert(ds_same(first, second));
@@ -72,9 +95,7 @@ Test(dataset_cache, round_trip)
     cr_assert_str_eq(second->feature_source, "file");
     gcn_dataset_free(&first);
     gcn_dataset_free(&second);
-    gcn_ctx_free(&ctx);
-    ds_rmtree(dir);
-    free(dir);
+    toy_close(&t);
 }
 
 Test(dataset_cache, written_even_when_features_must_be_substituted)
@@ -138,31 +159,24 @@ static void expect_rebuilt(gcn_ctx *ctx, const gcn_dataset_opts *o, const gcn_da
  * sources again, and rewrite a good cache. */
 Test(dataset_cache, corruption_is_detected_and_rebuilt)
 {
-    char *dir = ds_tmpdir();
-    write_toy(dir);
-    gcn_ctx *ctx = test_cpu_ctx(1);
-    gcn_dataset_opts o = cache_opts(dir);
-    gcn_dataset *ref = load(ctx, "ogbn-toy", &o);
-    char cache[4096];
-    snprintf(cache, sizeof cache, "%s", ds_path(dir, "ogbn_toy/processed/gcn-v1.bin"));
-    long size = file_size(cache);
+    toy t = toy_open();
+    gcn_dataset *ref = load(t.ctx, "ogbn-toy", &t.o);
+    long size = file_size(t.cache);
     for (int kind = 0; kind < 5; kind++) {
         if (kind == 0)
-            flip(cache, size - 3); /* payload (test split) */
+            flip(t.cache, size - 3); /* payload (test split) */
         else if (kind == 1)
-            flip(cache, 0); /* magic */
+            flip(t.cache, 0); /* magic */
         else if (kind == 2)
-            flip(cache, 100); /* a header count */
+            flip(t.cache, 100); /* a header count */
         else if (kind == 3)
-            cr_assert_eq(truncate(cache, size - 4), 0);
+            cr_assert_eq(truncate(t.cache, size - 4), 0);
         else
-            cr_assert_eq(truncate(cache, 10), 0);
-        expect_rebuilt(ctx, &o, ref, cache, size);
+            cr_assert_eq(truncate(t.cache, 10), 0);
+        expect_rebuilt(t.ctx, &t.o, ref, t.cache, size);
     }
     gcn_dataset_free(&ref);
-    gcn_ctx_free(&ctx);
-    ds_rmtree(dir);
-    free(dir);
+    toy_close(&t);
 }
 
 /* Rewrites the cache header's class count and its header CRC, so that only
@@ -184,53 +198,41 @@ static void set_classes(const char *path, int32_t n_classes)
  * the labels stored is corrupt, not trusted. */
 Test(dataset_cache, class_count_is_checked)
 {
-    char *dir = ds_tmpdir();
-    write_toy(dir);
-    gcn_ctx *ctx = test_cpu_ctx(1);
-    gcn_dataset_opts o = cache_opts(dir);
-    gcn_dataset *ref = load(ctx, "ogbn-toy", &o);
-    char cache[4096];
-    snprintf(cache, sizeof cache, "%s", ds_path(dir, "ogbn_toy/processed/gcn-v1.bin"));
-    long size = file_size(cache);
+    toy t = toy_open();
+    gcn_dataset *ref = load(t.ctx, "ogbn-toy", &t.o);
+    long size = file_size(t.cache);
     const int32_t bad[2] = {(int32_t)GCN_DS_MAX_CLASSES + 1, 2}; /* the labels go up to 2 */
     for (int k = 0; k < 2; k++) {
-        set_classes(cache, bad[k]);
-        expect_rebuilt(ctx, &o, ref, cache, size);
+        set_classes(t.cache, bad[k]);
+        expect_rebuilt(t.ctx, &t.o, ref, t.cache, size);
     }
     gcn_dataset_free(&ref);
-    gcn_ctx_free(&ctx);
-    ds_rmtree(dir);
-    free(dir);
+    toy_close(&t);
 }
 
 Test(dataset_cache, stale_when_sources_change)
 {
-    char *dir = ds_tmpdir();
-    write_toy(dir);
-    gcn_ctx *ctx = test_cpu_ctx(1);
-    gcn_dataset_opts o = cache_opts(dir);
-    gcn_dataset *ds = load(ctx, "ogbn-toy", &o);
+    toy t = toy_open();
+    gcn_dataset *ds = load(t.ctx, "ogbn-toy", &t.o);
     gcn_dataset_free(&ds);
-    ds_write(dir, "ogbn_toy/raw/edge.csv.gz", "0,1\n1,2\n2,3\n3,4\n4,0\n0,3\n");
-    ds = load(ctx, "ogbn-toy", &o);
+    ds_write(t.dir, "ogbn_toy/raw/edge.csv.gz", "0,1\n1,2\n2,3\n3,4\n4,0\n0,3\n");
+    ds = load(t.ctx, "ogbn-toy", &t.o);
     cr_assert_not(ds->from_cache);
     cr_assert_eq(ds->graph->col_idx[ds->graph->row_ptr[0] + 1], 3, "0-3 replaced 0-2");
     gcn_dataset_free(&ds);
-    ds = load(ctx, "ogbn-toy", &o);
+    ds = load(t.ctx, "ogbn-toy", &t.o);
     cr_assert(ds->from_cache);
     gcn_dataset_free(&ds);
     /* A different split scheme is a different cache key. */
-    ds_write(dir, "ogbn_toy/split/b/train.csv.gz", "4\n");
-    ds_write(dir, "ogbn_toy/split/b/valid.csv.gz", "3\n");
-    ds_write(dir, "ogbn_toy/split/b/test.csv.gz", "2\n");
-    o.split_scheme = "b";
-    ds = load(ctx, "ogbn-toy", &o);
+    ds_write(t.dir, "ogbn_toy/split/b/train.csv.gz", "4\n");
+    ds_write(t.dir, "ogbn_toy/split/b/valid.csv.gz", "3\n");
+    ds_write(t.dir, "ogbn_toy/split/b/test.csv.gz", "2\n");
+    t.o.split_scheme = "b";
+    ds = load(t.ctx, "ogbn-toy", &t.o);
     cr_assert_not(ds->from_cache);
     cr_assert_eq(ds->train[0], 4);
     gcn_dataset_free(&ds);
-    gcn_ctx_free(&ctx);
-    ds_rmtree(dir);
-    free(dir);
+    toy_close(&t);
 }
 
 static char notices[2048];
