@@ -10,11 +10,7 @@
 #include "spmm_impls.h"
 
 typedef struct accel_plan {
-    gcn_ctx *ctx;
-    const int32_t *row_ptr; /* the matrix the plan describes */
-    int32_t n_rows;
-    int feat;
-    bool empty;             /* no non-zeros: a run only clears y */
+    gcn_spmm_head head;     /* first member: the product the plan is for */
     gcn_accel_params params;
     gcn_feat_layout lay[2]; /* [0] vectorised, [1] scalar for misaligned x or y */
     gcn_accel_shape shape[2];
@@ -154,18 +150,13 @@ __global__ void accel_zero_rows(const int2 *rows, int32_t n_zero, int32_t long_b
 
 /* ---- plan ----------------------------------------------------------------- */
 
-static bool accel_supports(const gcn_csr *a, int feat)
-{
-    return a && a->device == GCN_DEVICE_CUDA && feat >= 1 && (a->nnz == 0 || a->values);
-}
-
 static void accel_free_plan(void *plan)
 {
     accel_plan *p = (accel_plan *)plan;
     if (!p)
         return;
-    gcn_mem_release(p->ctx, p->meta, p->meta_bytes);
-    gcn_mem_release(p->ctx, p->rows, p->rows_bytes);
+    gcn_mem_release(p->head.ctx, p->meta, p->meta_bytes);
+    gcn_mem_release(p->head.ctx, p->rows, p->rows_bytes);
     free(p);
 }
 
@@ -177,10 +168,10 @@ static void accel_free_plan(void *plan)
  * one tile as the paper does. */
 static void choose_layout(accel_plan *p, int i, int vec)
 {
-    int widest = gcn_accel_max_tile(p->feat, vec, p->params.block_warps, ACCEL_SMEM_BYTES);
+    int widest = gcn_accel_max_tile(p->head.feat, vec, p->params.block_warps, ACCEL_SMEM_BYTES);
     int knob = gcn_spmm_knob("GCN_ACCEL_TILE", ACCEL_TILE, 1, 1 << 30);
     int tile = knob < widest ? knob : widest;
-    p->lay[i] = gcn_feat_layout_make(p->feat, vec, tile);
+    p->lay[i] = gcn_feat_layout_make(p->head.feat, vec, tile);
     p->shape[i] = gcn_accel_shape_for(p->lay[i].vecs, p->params.block_warps);
 }
 
@@ -207,33 +198,15 @@ cleanup:
 
 static gcn_status accel_plan_create(gcn_ctx *ctx, const gcn_csr *a, int feat, void **plan)
 {
-    if (!ctx)
-        return GCN_ERR_INVALID_ARG;
-    GCN_ARG(ctx, plan);
-    *plan = NULL;
-    if (!accel_supports(a, feat))
-        return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED,
-                         "accel SpMM needs a CUDA matrix with values and feat >= 1");
-    accel_plan *p = (accel_plan *)calloc(1, sizeof *p);
-    if (!p)
-        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory for an accel plan");
-    p->ctx = ctx;
-    p->row_ptr = a->row_ptr;
-    p->n_rows = a->n_rows;
-    p->feat = feat;
-    p->empty = a->nnz == 0 || a->n_rows == 0;
+    accel_plan *p = NULL;
+    GCN_TRY(gcn_spmm_plan_new(ctx, a, feat, "accel", sizeof *p, plan, (void **)&p));
     p->params.block_warps = gcn_spmm_knob("GCN_ACCEL_BLOCK_WARPS", 12, 1, 32);
     p->params.warp_nzs = gcn_spmm_knob("GCN_ACCEL_WARP_NZS", 32, 1, 1024);
     gcn_status st = GCN_OK;
-    if (!p->empty) {
+    if (!p->head.empty) {
         choose_layout(p, 0, gcn_accel_vec(feat, gcn_spmm_knob("GCN_ACCEL_VEC", 4, 1, 4)));
         choose_layout(p, 1, 1);
-        for (int i = 0; i < 2; i++)
-            if (p->lay[i].n_tiles > 65535) {
-                st = GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "accel: %d feature tiles exceed the grid",
-                               p->lay[i].n_tiles);
-                goto cleanup;
-            }
+        GCN_CHECK(gcn_spmm_check_tiles(ctx, "accel", p->lay));
         GCN_CHECK(build_partition(ctx, a, p));
     }
     *plan = p;
@@ -250,16 +223,14 @@ static gcn_status accel_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const fl
 {
     accel_plan *p = (accel_plan *)plan;
     gcn_cuda_state *cs;
-    GCN_TRY(gcn_cuda_begin(ctx, &cs));
-    if (!p || p->ctx != ctx || p->row_ptr != a->row_ptr || p->feat != feat)
-        return GCN_ERROR(ctx, GCN_ERR_STATE,
-                         "accel SpMM: plan built for another matrix, context or width");
-    if (p->empty)
-        return accumulate ? GCN_OK : gcn_spmm_clear(ctx, y, p->n_rows, feat);
-    int n_clear = p->n_zero + (p->n_rows - p->long_begin);
+    bool done;
+    GCN_TRY(gcn_spmm_run_begin(ctx, p, a, y, feat, accumulate, "accel", &cs, &done));
+    if (done)
+        return GCN_OK;
+    int n_clear = p->n_zero + (p->head.n_rows - p->long_begin);
     if (!accumulate && n_clear > 0) {
         accel_zero_rows<<<gcn_blocks((int64_t)n_clear * feat, GCN_THREADS), GCN_THREADS, 0,
-                          cs->stream>>>(p->rows, p->n_zero, p->long_begin, p->n_rows, y, feat);
+                          cs->stream>>>(p->rows, p->n_zero, p->long_begin, p->head.n_rows, y, feat);
         GCN_LAUNCHED("accel_zero_rows");
     }
     if (p->n_blocks == 0)
@@ -291,7 +262,7 @@ const gcn_spmm_impl gcn_spmm_accel = {
     .name = "accel",
     .device = GCN_DEVICE_CUDA,
     .deterministic = false,
-    .supports = accel_supports,
+    .supports = gcn_spmm_cuda_supports,
     .plan = accel_plan_create,
     .run = accel_run,
     .free_plan = accel_free_plan,

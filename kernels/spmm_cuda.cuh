@@ -1,7 +1,8 @@
 /* Device and host helpers shared by the hand-written CUDA SpMM kernels
  * (spmm_rowsplit.cu, spmm_accel.cu, spmm_mergepath.cu): loads and stores of
- * 1, 2 or 4 consecutive floats, device limits for the plans, and host
- * copies of CSR arrays.  Internal, CUDA C++ only. */
+ * 1, 2 or 4 consecutive floats, device limits for the plans, host
+ * copies of CSR arrays, and the plan header with the checks every plan and
+ * run starts with.  Internal, CUDA C++ only. */
 #ifndef GCN_SPMM_CUDA_CUH
 #define GCN_SPMM_CUDA_CUH
 
@@ -192,6 +193,79 @@ static inline gcn_status gcn_spmm_clear(gcn_ctx *ctx, float *y, int64_t n_rows, 
     if (n_rows > 0 && feat > 0)
         GCN_CUDA(cudaMemsetAsync(y, 0, (size_t)n_rows * (size_t)feat * sizeof(float), cs->stream));
     return GCN_OK;
+}
+
+/* ---- the start of every plan and run -------------------------------------- */
+
+/* The product a plan was built for, which every run checks; the first
+ * member of each hand-written kernel's plan. */
+typedef struct gcn_spmm_head {
+    gcn_ctx *ctx;
+    const int32_t *row_ptr;
+    int32_t n_rows;
+    int feat;
+    bool empty; /* no non-zeros: a run only clears y */
+} gcn_spmm_head;
+
+/* What the hand-written kernels multiply: a CUDA matrix with values (or no
+ * non-zeros) by a dense matrix of feat >= 1 columns. */
+static inline bool gcn_spmm_cuda_supports(const gcn_csr *a, int feat)
+{
+    return a && a->device == GCN_DEVICE_CUDA && feat >= 1 && (a->nnz == 0 || a->values);
+}
+
+/* *out = a zeroed plan of `size` bytes, which starts with a gcn_spmm_head,
+ * its head describing (ctx, a, feat); *plan is cleared first.  `kernel`
+ * names the kernel in errors. */
+static inline gcn_status gcn_spmm_plan_new(gcn_ctx *ctx, const gcn_csr *a, int feat,
+                                           const char *kernel, size_t size, void **plan,
+                                           void **out)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, plan);
+    *plan = NULL;
+    if (!gcn_spmm_cuda_supports(a, feat))
+        return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED,
+                         "%s SpMM needs a CUDA matrix with values and feat >= 1", kernel);
+    gcn_spmm_head *h = (gcn_spmm_head *)calloc(1, size);
+    if (!h)
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory for the %s plan", kernel);
+    *h = (gcn_spmm_head){ctx, a->row_ptr, a->n_rows, feat, a->nnz == 0 || a->n_rows == 0};
+    *out = h;
+    return GCN_OK;
+}
+
+/* Whether the feature tiles of both layouts (vectorised and scalar) fit
+ * the grid's y dimension; an error naming `kernel` if not. */
+static inline gcn_status gcn_spmm_check_tiles(gcn_ctx *ctx, const char *kernel,
+                                              const gcn_feat_layout lay[2])
+{
+    for (int i = 0; i < 2; i++)
+        if (lay[i].n_tiles > 65535)
+            return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "%s: %d feature tiles exceed the grid",
+                             kernel, lay[i].n_tiles);
+    return GCN_OK;
+}
+
+/* The context's stream for a run of `plan` (a plan starting with a
+ * gcn_spmm_head), after checking that the plan was built for (ctx, a,
+ * feat).  *done is set when the run has nothing more to do: the matrix has
+ * no non-zeros, and y has been cleared unless accumulating. */
+static inline gcn_status gcn_spmm_run_begin(gcn_ctx *ctx, const void *plan, const gcn_csr *a,
+                                            float *y, int feat, bool accumulate,
+                                            const char *kernel, gcn_cuda_state **cs, bool *done)
+{
+    const gcn_spmm_head *h = (const gcn_spmm_head *)plan;
+    *done = false;
+    GCN_TRY(gcn_cuda_begin(ctx, cs));
+    if (!h || h->ctx != ctx || h->row_ptr != a->row_ptr || h->feat != feat)
+        return GCN_ERROR(ctx, GCN_ERR_STATE,
+                         "%s SpMM: plan built for another matrix, context or width", kernel);
+    if (!h->empty)
+        return GCN_OK;
+    *done = true;
+    return accumulate ? GCN_OK : gcn_spmm_clear(ctx, y, h->n_rows, feat);
 }
 
 #endif

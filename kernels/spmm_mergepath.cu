@@ -12,11 +12,7 @@
 #define MP_THREADS 256
 
 typedef struct mergepath_plan {
-    gcn_ctx *ctx;
-    const int32_t *row_ptr; /* the matrix the plan describes */
-    int32_t n_rows;
-    int feat;
-    bool empty;             /* no non-zeros: a run only clears y */
+    gcn_spmm_head head;     /* first member: the product the plan is for */
     int cost;               /* merge-path items per worker */
     int64_t n_workers;
     gcn_feat_layout lay[2]; /* [0] vectorised, [1] scalar for misaligned x or y */
@@ -155,18 +151,13 @@ __global__ void __launch_bounds__(1024) mergepath_kernel(const __grid_constant__
 
 /* ---- plan ----------------------------------------------------------------- */
 
-static bool mergepath_supports(const gcn_csr *a, int feat)
-{
-    return a && a->device == GCN_DEVICE_CUDA && feat >= 1 && (a->nnz == 0 || a->values);
-}
-
 static void mergepath_free_plan(void *plan)
 {
     mergepath_plan *p = (mergepath_plan *)plan;
     if (!p)
         return;
-    gcn_mem_release(p->ctx, p->coord, p->coord_bytes);
-    gcn_mem_release(p->ctx, p->split, p->split_bytes);
+    gcn_mem_release(p->head.ctx, p->coord, p->coord_bytes);
+    gcn_mem_release(p->head.ctx, p->split, p->split_bytes);
     free(p);
 }
 
@@ -232,34 +223,17 @@ static gcn_status search_path(gcn_ctx *ctx, const gcn_csr *a, mergepath_plan *p)
 
 static gcn_status mergepath_plan_create(gcn_ctx *ctx, const gcn_csr *a, int feat, void **plan)
 {
-    if (!ctx)
-        return GCN_ERR_INVALID_ARG;
-    GCN_ARG(ctx, plan);
-    *plan = NULL;
-    if (!mergepath_supports(a, feat))
-        return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED,
-                         "mergepath SpMM needs a CUDA matrix with values and feat >= 1");
-    mergepath_plan *p = (mergepath_plan *)calloc(1, sizeof *p);
-    if (!p)
-        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory for a mergepath plan");
-    p->ctx = ctx;
-    p->row_ptr = a->row_ptr;
-    p->n_rows = a->n_rows;
-    p->feat = feat;
-    p->empty = a->nnz == 0 || a->n_rows == 0;
+    mergepath_plan *p = NULL;
+    GCN_TRY(gcn_spmm_plan_new(ctx, a, feat, "mergepath", sizeof *p, plan, (void **)&p));
     gcn_status st = GCN_OK;
-    if (!p->empty) {
+    if (!p->head.empty) {
         int sms;
         size_t l2;
         GCN_CHECK(gcn_spmm_device_limits(ctx, &sms, &l2));
         p->lay[0] = choose_layout(feat, gcn_feat_vec(feat, gcn_spmm_knob("GCN_MERGEPATH_VEC", 4,
                                                                           1, 4)));
         p->lay[1] = choose_layout(feat, 1);
-        if (p->lay[1].n_tiles > 65535) {
-            st = GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "mergepath: %d feature tiles exceed the grid",
-                           p->lay[1].n_tiles);
-            goto cleanup;
-        }
+        GCN_CHECK(gcn_spmm_check_tiles(ctx, "mergepath", p->lay));
         int64_t items = (int64_t)a->n_rows + a->nnz;
         int64_t target = (int64_t)sms * 2048 / worker_threads(&p->lay[0]) / p->lay[0].n_tiles;
         p->cost = gcn_mergepath_cost(feat, items, target,
@@ -281,12 +255,10 @@ static gcn_status mergepath_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, cons
 {
     mergepath_plan *p = (mergepath_plan *)plan;
     gcn_cuda_state *cs;
-    GCN_TRY(gcn_cuda_begin(ctx, &cs));
-    if (!p || p->ctx != ctx || p->row_ptr != a->row_ptr || p->feat != feat)
-        return GCN_ERROR(ctx, GCN_ERR_STATE,
-                         "mergepath SpMM: plan built for another matrix, context or width");
-    if (p->empty)
-        return accumulate ? GCN_OK : gcn_spmm_clear(ctx, y, p->n_rows, feat);
+    bool done;
+    GCN_TRY(gcn_spmm_run_begin(ctx, p, a, y, feat, accumulate, "mergepath", &cs, &done));
+    if (done)
+        return GCN_OK;
     if (!accumulate && p->n_split > 0) {
         mergepath_zero_split<<<gcn_blocks((int64_t)p->n_split * feat, GCN_THREADS), GCN_THREADS,
                                0, cs->stream>>>(p->split, p->n_split, y, feat);
@@ -316,7 +288,7 @@ const gcn_spmm_impl gcn_spmm_mergepath = {
     .name = "mergepath",
     .device = GCN_DEVICE_CUDA,
     .deterministic = false,
-    .supports = mergepath_supports,
+    .supports = gcn_spmm_cuda_supports,
     .plan = mergepath_plan_create,
     .run = mergepath_run,
     .free_plan = mergepath_free_plan,

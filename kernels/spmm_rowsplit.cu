@@ -23,11 +23,7 @@
 #define RS_CHUNK 128        /* default GCN_ROWSPLIT_CHUNK */
 
 typedef struct rowsplit_plan {
-    gcn_ctx *ctx;
-    const int32_t *row_ptr; /* the matrix the plan describes */
-    int32_t n_rows;
-    int feat;
-    bool empty;             /* no non-zeros: a run only clears y */
+    gcn_spmm_head head;     /* first member: the product the plan is for */
     int chunk;              /* rows with more non-zeros are cut into chunks */
     int min_blocks;         /* 3 or 4 resident blocks an SM (0: by group width) */
     gcn_feat_layout lay[2]; /* [0] vectorised, [1] scalar for misaligned x or y */
@@ -270,21 +266,16 @@ static rs_kernel pick_kernel(int vec, gcn_rowsplit_shape s, int min_blocks)
 
 /* ---- plan ----------------------------------------------------------------- */
 
-static bool rowsplit_supports(const gcn_csr *a, int feat)
-{
-    return a && a->device == GCN_DEVICE_CUDA && feat >= 1 && (a->nnz == 0 || a->values);
-}
-
 static void rowsplit_free_plan(void *plan)
 {
     rowsplit_plan *p = (rowsplit_plan *)plan;
     if (!p)
         return;
-    gcn_mem_release(p->ctx, p->rows, p->rows_bytes);
-    gcn_mem_release(p->ctx, p->chunks, p->chunks_bytes);
-    gcn_mem_release(p->ctx, p->long_info, p->long_bytes);
-    gcn_mem_release(p->ctx, p->partial, p->partial_bytes);
-    gcn_mem_release(p->ctx, p->counter, p->counter_bytes);
+    gcn_mem_release(p->head.ctx, p->rows, p->rows_bytes);
+    gcn_mem_release(p->head.ctx, p->chunks, p->chunks_bytes);
+    gcn_mem_release(p->head.ctx, p->long_info, p->long_bytes);
+    gcn_mem_release(p->head.ctx, p->partial, p->partial_bytes);
+    gcn_mem_release(p->head.ctx, p->counter, p->counter_bytes);
     free(p);
 }
 
@@ -310,15 +301,11 @@ static gcn_status plan_layouts(gcn_ctx *ctx, const gcn_csr *a, rowsplit_plan *p,
     GCN_TRY(gcn_spmm_device_limits(ctx, &sms, &l2));
     GCN_TRY(gcn_spmm_sample_banded(ctx, a, row_ptr, &banded));
     size_t budget = gcn_spmm_l2_budget(l2);
-    p->lay[0] = choose_layout(a, p->feat, gcn_feat_vec(p->feat, 4), budget, banded);
-    p->lay[1] = choose_layout(a, p->feat, 1, budget, banded);
-    for (int i = 0; i < 2; i++) {
+    p->lay[0] = choose_layout(a, p->head.feat, gcn_feat_vec(p->head.feat, 4), budget, banded);
+    p->lay[1] = choose_layout(a, p->head.feat, 1, budget, banded);
+    for (int i = 0; i < 2; i++)
         p->shape[i] = gcn_rowsplit_shape_for(p->lay[i].vecs);
-        if (p->lay[i].n_tiles > 65535)
-            return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "rowsplit: %d feature tiles exceed the grid",
-                             p->lay[i].n_tiles);
-    }
-    return GCN_OK;
+    return gcn_spmm_check_tiles(ctx, "rowsplit", p->lay);
 }
 
 /* The order row warps take the rows in, as (row, first non-zero, end).
@@ -358,7 +345,7 @@ static gcn_status upload_chunks(gcn_ctx *ctx, const gcn_csr *a, rowsplit_plan *p
     p->n_long = ch.n_long;
     p->chunks_bytes = (size_t)ch.n_chunks * sizeof(int4);
     p->long_bytes = (size_t)ch.n_long * sizeof(int2);
-    p->partial_bytes = (size_t)ch.n_chunks * (size_t)p->feat * sizeof(float);
+    p->partial_bytes = (size_t)ch.n_chunks * (size_t)p->head.feat * sizeof(float);
     p->counter_bytes = (size_t)ch.n_long * (size_t)tiles * sizeof(int);
     GCN_CHECK(gcn_spmm_upload(ctx, (void **)&p->chunks, ch.chunk, p->chunks_bytes));
     GCN_CHECK(gcn_spmm_upload(ctx, (void **)&p->long_info, ch.long_info, p->long_bytes));
@@ -392,22 +379,9 @@ cleanup:
 
 static gcn_status rowsplit_plan_create(gcn_ctx *ctx, const gcn_csr *a, int feat, void **plan)
 {
-    if (!ctx)
-        return GCN_ERR_INVALID_ARG;
-    GCN_ARG(ctx, plan);
-    *plan = NULL;
-    if (!rowsplit_supports(a, feat))
-        return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED,
-                         "rowsplit SpMM needs a CUDA matrix with values and feat >= 1");
-    rowsplit_plan *p = (rowsplit_plan *)calloc(1, sizeof *p);
-    if (!p)
-        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory for a rowsplit plan");
-    p->ctx = ctx;
-    p->row_ptr = a->row_ptr;
-    p->n_rows = a->n_rows;
-    p->feat = feat;
-    p->empty = a->nnz == 0 || a->n_rows == 0;
-    if (!p->empty) {
+    rowsplit_plan *p = NULL;
+    GCN_TRY(gcn_spmm_plan_new(ctx, a, feat, "rowsplit", sizeof *p, plan, (void **)&p));
+    if (!p->head.empty) {
         gcn_status st = build_plan(ctx, a, p);
         if (st != GCN_OK) {
             rowsplit_free_plan(p);
@@ -425,12 +399,10 @@ static gcn_status rowsplit_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const
 {
     rowsplit_plan *p = (rowsplit_plan *)plan;
     gcn_cuda_state *cs;
-    GCN_TRY(gcn_cuda_begin(ctx, &cs));
-    if (!p || p->ctx != ctx || p->row_ptr != a->row_ptr || p->feat != feat)
-        return GCN_ERROR(ctx, GCN_ERR_STATE,
-                         "rowsplit SpMM: plan built for another matrix, context or width");
-    if (p->empty)
-        return accumulate ? GCN_OK : gcn_spmm_clear(ctx, y, p->n_rows, feat);
+    bool done;
+    GCN_TRY(gcn_spmm_run_begin(ctx, p, a, y, feat, accumulate, "rowsplit", &cs, &done));
+    if (done)
+        return GCN_OK;
     int which = gcn_spmm_aligned(x, p->lay[0].vec) && gcn_spmm_aligned(y, p->lay[0].vec) ? 0 : 1;
     const gcn_feat_layout *l = &p->lay[which];
     rs_args args = {a->col_idx, p->rows, a->values, x, y, p->chunks, p->long_info,
@@ -449,7 +421,7 @@ const gcn_spmm_impl gcn_spmm_rowsplit = {
     .name = "rowsplit",
     .device = GCN_DEVICE_CUDA,
     .deterministic = true,
-    .supports = rowsplit_supports,
+    .supports = gcn_spmm_cuda_supports,
     .plan = rowsplit_plan_create,
     .run = rowsplit_run,
     .free_plan = rowsplit_free_plan,
