@@ -64,12 +64,18 @@ int gcn_rowsplit_widest_tile(int vec)
     return 32 * (floats < GCN_ROWSPLIT_MAX_FLOATS ? floats : GCN_ROWSPLIT_MAX_FLOATS);
 }
 
-int gcn_rowsplit_auto_tile(int feat, int vec, int64_t n_cols, size_t l2_budget, bool banded)
+int gcn_rowsplit_auto_tile(int feat, int vec, int64_t n_cols, double nnz_per_row,
+                           size_t l2_budget, bool banded)
 {
     int widest = gcn_rowsplit_widest_tile(vec);
     int tile = feat < widest ? feat : widest;
-    if (banded || (double)n_cols * (double)tile * sizeof(float) <= (double)l2_budget)
+    if (banded)
         return tile;
+    if ((double)n_cols * (double)tile * sizeof(float) <= (double)l2_budget) {
+        int cap = nnz_per_row >= GCN_ROWSPLIT_DENSE_ROW ? GCN_ROWSPLIT_L1_TILE
+                                                        : 2 * GCN_ROWSPLIT_L1_TILE;
+        return tile > cap && cap % vec == 0 ? cap : tile;
+    }
     for (int t = 1024; t >= 32; t /= 2)
         if (t < tile && t % vec == 0 && (double)n_cols * t * sizeof(float) <= (double)l2_budget)
             return t;

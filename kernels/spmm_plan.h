@@ -69,11 +69,21 @@ gcn_rowsplit_shape gcn_rowsplit_shape_for(int vecs);
  * vec 1, 512 otherwise), keeping a lane's sums within 16 registers. */
 int gcn_rowsplit_widest_tile(int vec);
 
-/* The widest tile (gcn_rowsplit_widest_tile), and, when X does not fit in
- * `l2_budget` bytes and the matrix is not banded, the widest power-of-two
- * tile >= 32 columns whose slice of X (n_cols x tile floats) does.  A tile
- * is a multiple of vec; feat when no narrower tile is called for. */
-int gcn_rowsplit_auto_tile(int feat, int vec, int64_t n_cols, size_t l2_budget, bool banded);
+/* The tile rowsplit takes when GCN_ROWSPLIT_TILE is not set.  Banded
+ * matrices get the widest tile (gcn_rowsplit_widest_tile).  Otherwise, when
+ * X does not fit in `l2_budget` bytes, the widest power-of-two tile >= 32
+ * columns whose slice of X (n_cols x tile floats) does, so that the gathers
+ * of a pass hit L2; when X fits, the gathers come from L2 and how many X
+ * rows L1 holds decides: at most GCN_ROWSPLIT_L1_TILE columns for matrices
+ * of at least GCN_ROWSPLIT_DENSE_ROW non-zeros a row on average (more
+ * gathers a row, more of them repeat), at most twice that for sparser ones,
+ * whose rows are too short to gain from L1 and do better with fewer passes
+ * over A.  A tile is a multiple of vec; feat when no narrower tile is
+ * called for. */
+#define GCN_ROWSPLIT_L1_TILE 128
+#define GCN_ROWSPLIT_DENSE_ROW 16
+int gcn_rowsplit_auto_tile(int feat, int vec, int64_t n_cols, double nnz_per_row,
+                           size_t l2_budget, bool banded);
 
 /* Whether a matrix is banded enough that the rows a GPU works on at once
  * gather a narrow band of X, which stays in L2 without feature tiles (road

@@ -287,7 +287,9 @@ static gcn_feat_layout choose_layout(const gcn_csr *a, int feat, int vec, size_t
     int widest = gcn_rowsplit_widest_tile(vec);
     int knob = gcn_spmm_knob("GCN_ROWSPLIT_TILE", 0, 0, 1 << 30);
     int tile = knob > 0 ? (knob < widest ? knob : widest)
-                        : gcn_rowsplit_auto_tile(feat, vec, a->n_cols, l2_budget, banded);
+                        : gcn_rowsplit_auto_tile(feat, vec, a->n_cols,
+                                                 (double)a->nnz / (double)a->n_rows, l2_budget,
+                                                 banded);
     return gcn_feat_layout_make(feat, vec, tile);
 }
 

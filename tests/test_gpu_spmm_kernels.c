@@ -449,13 +449,15 @@ Test(gpu_spmm_kernels, misaligned_operands)
     mat_free(&m);
 }
 
-/* Non-default tuning knobs: narrow tiles, tiny chunks and costs, other
- * Accel-GCN patterns. */
+/* Non-default tuning knobs: narrow and widest tiles (the automatic rule
+ * keeps rowsplit's tiles to 256 columns or fewer off banded matrices), tiny
+ * chunks and costs, other Accel-GCN patterns. */
 Test(gpu_spmm_kernels, tuning_knobs)
 {
     GPU_REQUIRED();
     static const char *const knobs[][2] = {
-        {"GCN_ROWSPLIT_TILE", "32"},      {"GCN_ROWSPLIT_CHUNK", "5"},
+        {"GCN_ROWSPLIT_TILE", "32"},      {"GCN_ROWSPLIT_TILE", "512"},
+        {"GCN_ROWSPLIT_CHUNK", "5"},
         {"GCN_ROWSPLIT_SORT", "0"},       {"GCN_ROWSPLIT_SORT", "100000"},
         {"GCN_ROWSPLIT_MINBLOCKS", "3"},  {"GCN_ROWSPLIT_MINBLOCKS", "4"},
         {"GCN_MERGEPATH_COST", "1"},      {"GCN_MERGEPATH_COST", "997"},

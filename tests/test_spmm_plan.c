@@ -99,15 +99,37 @@ Test(spmm_plan, rowsplit_shapes_cover_the_tile)
 Test(spmm_plan, rowsplit_auto_tile_fits_l2)
 {
     size_t budget = 30u << 20;
-    cr_assert_eq(gcn_rowsplit_auto_tile(16, 4, 169343, budget, false), 16, "X fits: one tile");
-    cr_assert_eq(gcn_rowsplit_auto_tile(1024, 4, 1000, budget, false), 512, "the widest tile");
-    int t = gcn_rowsplit_auto_tile(256, 4, 169343, budget, false);
+    cr_assert_eq(gcn_rowsplit_auto_tile(16, 4, 169343, 14.7, budget, false), 16,
+                 "X fits: one tile");
+    int t = gcn_rowsplit_auto_tile(256, 4, 169343, 14.7, budget, false);
     cr_assert_eq(t, 32, "arxiv at F = 256: a 32-column slice fits in 30 MB");
     cr_assert_leq((double)169343 * t * 4, (double)budget);
-    cr_assert_eq(gcn_rowsplit_auto_tile(256, 4, 169343, budget, true), 256, "banded: no slices");
-    cr_assert_eq(gcn_rowsplit_auto_tile(256, 4, 100000000, budget, false), 256,
+    cr_assert_eq(gcn_rowsplit_auto_tile(256, 4, 169343, 14.7, budget, true), 256,
+                 "banded: no slices");
+    cr_assert_eq(gcn_rowsplit_auto_tile(1024, 4, 1000, 3.0, budget, true), 512,
+                 "banded: the widest tile");
+    cr_assert_eq(gcn_rowsplit_auto_tile(256, 4, 100000000, 14.7, budget, false), 256,
                  "nothing fits: no slicing");
-    cr_assert_eq(gcn_rowsplit_auto_tile(96, 1, 169343, budget, false), 32);
+    cr_assert_eq(gcn_rowsplit_auto_tile(96, 1, 169343, 14.7, budget, false), 32);
+}
+
+Test(spmm_plan, rowsplit_auto_tile_l1_reach)
+{
+    size_t budget = 30u << 20;
+    cr_assert_eq(gcn_rowsplit_auto_tile(256, 4, 10312, 65.8, budget, false), 128,
+                 "dense rows, X in L2: 128 columns");
+    cr_assert_eq(gcn_rowsplit_auto_tile(512, 4, 10312, 65.8, budget, false), 128);
+    cr_assert_eq(gcn_rowsplit_auto_tile(256, 4, 22687, 5.8, budget, false), 256,
+                 "sparse rows, X in L2: 256 columns");
+    cr_assert_eq(gcn_rowsplit_auto_tile(512, 4, 22687, 5.8, budget, false), 256);
+    cr_assert_eq(gcn_rowsplit_auto_tile(1024, 4, 1000, 3.0, budget, false), 256);
+    cr_assert_eq(gcn_rowsplit_auto_tile(128, 4, 10312, 65.8, budget, false), 128,
+                 "F within the cap: one tile");
+    cr_assert_eq(gcn_rowsplit_auto_tile(250, 2, 10312, 65.8, budget, false), 128);
+    cr_assert_eq(gcn_rowsplit_auto_tile(250, 1, 10312, 65.8, budget, false), 128);
+    cr_assert_eq(gcn_rowsplit_auto_tile(GCN_ROWSPLIT_L1_TILE + 1, 1, 10312,
+                                        GCN_ROWSPLIT_DENSE_ROW, budget, false),
+                 GCN_ROWSPLIT_L1_TILE, "the threshold counts as dense");
 }
 
 Test(spmm_plan, banded_matrices)

@@ -7,6 +7,7 @@
 #   main      every graph in $DATA plus generated power-law graphs at arxiv
 #             and products size; every kernel at F = 16..256 -> spmm.jsonl
 #   flush     ogbn-arxiv again with L2 flushed before each run -> spmm_flush.jsonl
+#   tiles     rowsplit's feature tile on every graph at F = 128..512 -> spmm_tile.jsonl
 #   sweep     the tuning knobs on ogbn-arxiv and chunglu:arxiv -> spmm_sweep.jsonl
 # Tables go to stdout and $OUT/<phase>.log; JSON lines as above in $OUT.
 # Exit status 0 only when every run succeeded and every result validated.
@@ -15,7 +16,7 @@ set -u
 OUT=${OUT:?set OUT to a directory for the results}
 BUNDLE=${BUNDLE:-build/bundle}
 DATA=${DATA:-../shared/data}
-PHASES=${PHASES:-"main flush sweep"}
+PHASES=${PHASES:-"main flush tiles sweep"}
 FEATS=${FEATS:-16,32,64,128,256}
 CACHE=${CACHE:-${TMPDIR:-/tmp}/gcnbench-cache}
 
@@ -74,6 +75,12 @@ for phase in $PHASES; do
         ;;
     flush)
         bench flush --dataset ogbn-arxiv --feat "$FEATS" --flush --out "$OUT/spmm_flush.jsonl"
+        ;;
+    tiles)
+        # shellcheck disable=SC2046
+        bench tiles $(real_graphs) --dataset chunglu:arxiv --feat 128,256,512 \
+            --kernels cusparse,rowsplit --sweep GCN_ROWSPLIT_TILE=default,64,128,256,512 \
+            --case-seconds 0.5 --out "$OUT/spmm_tile.jsonl"
         ;;
     sweep)
         for knob in GCN_ROWSPLIT_TILE=default,32,64,128,512 \

@@ -17,12 +17,20 @@ evaluation of all splits, between two CUDA synchronisations, as gcntrain times
 it.  Prints one line per run and then one JSON object: test accuracy mean and
 std, the best epochs, median epoch time and torch.cuda.max_memory_allocated()
 (the data included, as gcntrain's peak includes it).
+
+--resume CKPT starts the first run from a checkpoint `gcntrain --save` wrote
+(parameters, batch-norm statistics and Adam state, in gcn's order:
+models/checkpoint.c), so both frameworks continue from one state;
+--trace prints every epoch's loss and accuracies
+(tools/compare/trajectory_arxiv.sh compares them with gcntrain's).
 """
 import argparse
 import json
 import os
 import statistics
+import struct
 import time
+import zlib
 
 import numpy as np
 import torch
@@ -120,21 +128,114 @@ def load(folder, device):
     return x, edge_index, y, split
 
 
+# models/checkpoint.c's header: magic, version, configuration hash, epoch,
+# best epoch, best train / valid / test accuracy, seed, one offset per RNG
+# stream (GCN_RNG_N_STREAMS = 5, core/rng.h), optimiser steps, tensor count,
+# reserved; then per tensor rows and cols (int64) and its floats; then a
+# CRC-32 of everything before it.  Host byte order, little-endian here.
+CKPT_HEADER = struct.Struct("<8sIIii3dQ5QqII")
+
+
+def read_checkpoint(path):
+    """(epoch, optimiser steps, [float32 arrays]) of a gcn checkpoint."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    if len(raw) < CKPT_HEADER.size + 4 or \
+            zlib.crc32(raw[:-4]) != struct.unpack("<I", raw[-4:])[0]:
+        raise SystemExit(f"pyg: {path}: not a gcn checkpoint or damaged (CRC-32)")
+    h = CKPT_HEADER.unpack_from(raw)
+    if h[0].rstrip(b"\0") != b"GCNCKPT" or h[1] != 1:
+        raise SystemExit(f"pyg: {path}: not a version 1 gcn checkpoint")
+    epoch, steps, count = h[3], h[-3], h[-2]
+    off, tensors = CKPT_HEADER.size, []
+    for _ in range(count):
+        rows, cols = struct.unpack_from("<qq", raw, off)
+        off += 16
+        tensors.append(np.frombuffer(raw, "<f4", rows * cols, off).reshape(rows, cols))
+        off += 4 * rows * cols
+    return epoch, steps, tensors
+
+
+def gcn_order(model):
+    """Parameters and buffers in gcn's checkpoint order (models/model.c):
+    per block the layer's parameters, then its batch norm's; buffers per
+    block the batch norm's statistics, then those of a GIN MLP's.  Each
+    parameter comes with whether gcn stores it transposed (weights are
+    in x out there, out x in here)."""
+    params, buffers = [], []
+    for b in model.blocks:
+        if b.kind == "gin":
+            lin1, bn, _, lin2 = b.layer.nn
+            params += [(lin1.weight, True), (lin1.bias, False), (bn.weight, False),
+                       (bn.bias, False), (lin2.weight, True), (lin2.bias, False)]
+            if isinstance(b.layer.eps, nn.Parameter):
+                params.append((b.layer.eps, False))
+        elif b.kind == "gcn":
+            params.append((b.layer.lin.weight, True))
+            if b.layer.bias is not None:
+                params.append((b.layer.bias, False))
+        else:
+            params.append((b.layer.weight, True))
+            if b.layer.bias is not None:
+                params.append((b.layer.bias, False))
+        if b.norm is not None:
+            params += [(b.norm.weight, False), (b.norm.bias, False)]
+            buffers += [b.norm.running_mean, b.norm.running_var]
+        if b.kind == "gin":
+            buffers += [bn.running_mean, bn.running_var]
+    return params, buffers
+
+
+def resume(model, opt, path):
+    """Loads a gcn checkpoint into the model and its Adam optimiser; returns
+    the epoch it was saved after.  gcn keeps one optimiser per distinct
+    weight decay, in the order of first appearance, each holding its
+    parameters' first and second moments in model order."""
+    epoch, steps, tensors = read_checkpoint(path)
+    params, buffers = gcn_order(model)
+    decay = {id(p): g["weight_decay"] for g in opt.param_groups for p in g["params"]}
+    groups = []
+    for p, _ in params:
+        if decay[id(p)] not in groups:
+            groups.append(decay[id(p)])
+    ordered = [(p, t) for wd in groups for p, t in params if decay[id(p)] == wd]
+    if not isinstance(opt, torch.optim.Adam) or \
+            len(tensors) != len(params) + len(buffers) + 2 * len(ordered):
+        raise SystemExit(f"pyg: {path}: {len(tensors)} tensors do not fit this model with Adam")
+
+    def tensor(a, like, transposed):
+        a = a.T if transposed else a
+        return torch.from_numpy(np.ascontiguousarray(a)).reshape(like.shape).to(like.device)
+
+    it = iter(tensors)
+    with torch.no_grad():
+        for p, t in params:
+            p.copy_(tensor(next(it), p, t))
+        for b in buffers:
+            b.copy_(tensor(next(it), b, False))
+    for p, t in ordered:
+        opt.state[p] = {"step": torch.tensor(float(steps)),
+                        "exp_avg": tensor(next(it), p, t).clone(),
+                        "exp_avg_sq": tensor(next(it), p, t).clone()}
+    return epoch
+
+
 def synchronize(device):
     if device.type == "cuda":
         torch.cuda.synchronize()
 
 
-def run(cfg, data, epochs, seed, device):
-    """One run; returns (best valid, its test accuracy, its epoch) and the
-    median epoch time in milliseconds."""
+def run(cfg, data, epochs, seed, device, checkpoint=None, trace=False):
+    """One run, from a gcn checkpoint when given; returns (best valid, its
+    test accuracy, its epoch) and the median epoch time in milliseconds."""
     x, edge_index, y, (train, valid, test) = data
     torch.manual_seed(seed)
     model = Model(cfg, x.size(1), int(y.max()) + 1).to(device)
     opt = optimiser(cfg, model)
+    first = resume(model, opt, checkpoint) + 1 if checkpoint else 1
     best = (-1.0, 0.0, 0)
     times = []
-    for epoch in range(1, epochs + 1):
+    for epoch in range(first, epochs + 1):
         synchronize(device)
         t0 = time.perf_counter()
         model.train()
@@ -149,6 +250,9 @@ def run(cfg, data, epochs, seed, device):
             acc = [float((pred[i] == y[i]).float().mean()) for i in (train, valid, test)]
         synchronize(device)
         times.append((time.perf_counter() - t0) * 1e3)
+        if trace:
+            print(f"pyg epoch {epoch} loss {float(loss):.6g} train {acc[0]:.6f} "
+                  f"valid {acc[1]:.6f} test {acc[2]:.6f}", flush=True)
         if not torch.isfinite(loss):
             raise SystemExit(f"pyg: non-finite training loss at epoch {epoch}")
         if acc[1] > best[0]:
@@ -164,6 +268,8 @@ def main():
     p.add_argument("--runs", type=int, help="default: the configuration's")
     p.add_argument("--seed", type=int, help="run r uses seed + r (default: the configuration's)")
     p.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    p.add_argument("--resume", metavar="CKPT", help="start the first run from a gcn checkpoint")
+    p.add_argument("--trace", action="store_true", help="print every epoch")
     a = p.parse_args()
     with open(a.config) as f:
         cfg = json.load(f)
@@ -179,7 +285,8 @@ def main():
         torch.cuda.reset_peak_memory_stats()
     tests, epochs_best, medians = [], [], []
     for r in range(runs):
-        (valid, test, epoch), median_ms = run(cfg, data, epochs, seed + r, device)
+        (valid, test, epoch), median_ms = run(cfg, data, epochs, seed + r, device,
+                                              a.resume if r == 0 else None, a.trace)
         print(f"pyg run {r + 1} best valid {valid:.4f} at epoch {epoch}: test {test:.4f}, "
               f"median epoch {median_ms:.2f} ms", flush=True)
         tests.append(test)
