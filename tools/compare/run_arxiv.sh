@@ -17,25 +17,14 @@
 # configuration) to $EXPORT (default ${TMPDIR:-/tmp}/gcn-arxiv-export).
 set -u
 
-OUT=${OUT:?set OUT to a directory for the results}
-BUNDLE=${BUNDLE:-build/bundle}
-DATA=${DATA:-../shared/data}
 CONFIGS=${CONFIGS:-"models/gcn.json models/gin.json"}
-PYTHON=${PYTHON:-python3}
 TOLERANCE=${TOLERANCE:-0.01}
 EPOCHS=${EPOCHS:-}
 RUNS=${RUNS:-3}
 EXPORT=${EXPORT:-${TMPDIR:-/tmp}/gcn-arxiv-export}
 
-run="$BUNDLE/run"
-if [ ! -x "$run" ] || [ ! -x "$BUNDLE/gcntrain" ]; then
-    echo "run_arxiv: no bundle in $BUNDLE (run 'make bundle' first)" >&2
-    exit 2
-fi
-if ! "$PYTHON" -c 'import numpy, torch, torch_geometric' 2>/dev/null; then
-    echo "run_arxiv: $PYTHON cannot import numpy, torch and torch_geometric" >&2
-    exit 2
-fi
+script=run_arxiv
+. "$(dirname "$0")/env.sh"
 mkdir -p "$OUT" "$EXPORT"
 status=0
 

@@ -15,11 +15,7 @@
 # and the means agree within TOLERANCE (default 0.01).
 set -u
 
-OUT=${OUT:?set OUT to a directory for the results}
-BUNDLE=${BUNDLE:-build/bundle}
-DATA=${DATA:-../shared/data}
 CONFIG=${CONFIG:-models/gin.json}
-PYTHON=${PYTHON:-python3}
 TOLERANCE=${TOLERANCE:-0.01}
 RUNS=${RUNS:-20}
 SEED=${SEED:-0}
@@ -28,15 +24,8 @@ PYG_SEED=${PYG_SEED:-$SEED}
 JOBS=${JOBS:-4}
 EXPORT=${EXPORT:-${TMPDIR:-/tmp}/gcn-arxiv-export}
 
-run="$BUNDLE/run"
-if [ ! -x "$run" ] || [ ! -x "$BUNDLE/gcntrain" ]; then
-    echo "seeds_arxiv: no bundle in $BUNDLE (run 'make bundle' first)" >&2
-    exit 2
-fi
-if ! "$PYTHON" -c 'import numpy, torch, torch_geometric' 2>/dev/null; then
-    echo "seeds_arxiv: $PYTHON cannot import numpy, torch and torch_geometric" >&2
-    exit 2
-fi
+script=seeds_arxiv
+. "$(dirname "$0")/env.sh"
 name=$(basename "$CONFIG" .json)
 mkdir -p "$OUT" "$EXPORT"
 

@@ -16,23 +16,12 @@
 # fast is what the table shows.
 set -u
 
-OUT=${OUT:?set OUT to a directory for the results}
-BUNDLE=${BUNDLE:-build/bundle}
-DATA=${DATA:-../shared/data}
 CONFIG=${CONFIG:-models/gin.json}
-PYTHON=${PYTHON:-python3}
 EPOCHS=${EPOCHS:-50}
 TOLERANCE=${TOLERANCE:-1e-4}
 
-run="$BUNDLE/run"
-if [ ! -x "$run" ] || [ ! -x "$BUNDLE/gcntrain" ]; then
-    echo "trajectory_arxiv: no bundle in $BUNDLE (run 'make bundle' first)" >&2
-    exit 2
-fi
-if ! "$PYTHON" -c 'import numpy, torch, torch_geometric' 2>/dev/null; then
-    echo "trajectory_arxiv: $PYTHON cannot import numpy, torch and torch_geometric" >&2
-    exit 2
-fi
+script=trajectory_arxiv
+. "$(dirname "$0")/env.sh"
 name=$(basename "$CONFIG" .json)
 mkdir -p "$OUT"
 cfg="$OUT/$name-nodropout.json"
