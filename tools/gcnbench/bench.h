@@ -17,6 +17,26 @@
 int gcnbench_spmm(int argc, char **argv);
 int gcnbench_matmul(int argc, char **argv);
 
+/* The options every subcommand takes: --reps N (timed runs), --warmup N,
+ * --flush (L2 flushed before each run), --out FILE.jsonl, --tag TEXT and
+ * --seed S. */
+typedef struct gcnbench_run_opts {
+    int reps, warmup;
+    bool flush;
+    const char *out, *tag;
+    uint64_t seed;
+} gcnbench_run_opts;
+
+#define GCNBENCH_RUN_DEFAULTS {.reps = 50, .warmup = 5, .seed = 1}
+
+/* When argv[*i] is one of those options, stores it (and its value, moving
+ * *i past it) and returns 1; 0 when it is another option; -1 when its value
+ * is missing. */
+int gcnbench_run_opt(int argc, char **argv, int *i, gcnbench_run_opts *o);
+
+/* Whether the counts make sense: reps >= 1 and warmup >= 0. */
+bool gcnbench_run_opts_valid(const gcnbench_run_opts *o);
+
 /* Monotonic wall clock in milliseconds. */
 double gcnbench_now_ms(void);
 

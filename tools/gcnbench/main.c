@@ -33,6 +33,37 @@ bool gcnbench_parse_ints(const char *s, int *v, int *n)
     return *n > 0 && !*s;
 }
 
+int gcnbench_run_opt(int argc, char **argv, int *i, gcnbench_run_opts *o)
+{
+    const char *a = argv[*i];
+    if (!strcmp(a, "--flush")) {
+        o->flush = true;
+        return 1;
+    }
+    if (strcmp(a, "--reps") && strcmp(a, "--warmup") && strcmp(a, "--out") &&
+        strcmp(a, "--tag") && strcmp(a, "--seed"))
+        return 0;
+    if (*i + 1 >= argc)
+        return -1;
+    const char *v = argv[++*i];
+    if (!strcmp(a, "--reps"))
+        o->reps = atoi(v);
+    else if (!strcmp(a, "--warmup"))
+        o->warmup = atoi(v);
+    else if (!strcmp(a, "--out"))
+        o->out = v;
+    else if (!strcmp(a, "--tag"))
+        o->tag = v;
+    else
+        o->seed = strtoull(v, NULL, 10);
+    return 1;
+}
+
+bool gcnbench_run_opts_valid(const gcnbench_run_opts *o)
+{
+    return o->reps >= 1 && o->warmup >= 0;
+}
+
 void gcnbench_fill_uniform(float *v, int64_t n, uint64_t state)
 {
     uint64_t s = state ? state : 1;

@@ -17,10 +17,8 @@ typedef struct shape {
 
 typedef struct config {
     shape shapes[MAX_SHAPES];
-    int n_shapes, reps, warmup;
-    const char *out, *tag;
-    bool flush;
-    uint64_t seed;
+    int n_shapes;
+    gcnbench_run_opts run;
 } config;
 
 /* Tolerances on |got - ref| / sum_k |x_ik w_kj|: in FP32 each of the K
@@ -82,35 +80,20 @@ static bool parse_shapes(const char *s, config *c)
 
 static int parse_args(int argc, char **argv, config *c)
 {
-    *c = (config){.reps = 50, .warmup = 5, .seed = 1};
+    *c = (config){.run = GCNBENCH_RUN_DEFAULTS};
     parse_shapes("169343x128x256,169343x256x256", c);
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--flush")) {
-            c->flush = true;
-            continue;
-        }
-        if (!v)
+        int taken = gcnbench_run_opt(argc, argv, &i, &c->run);
+        if (taken < 0)
             return usage();
-        i++;
-        if (!strcmp(a, "--shapes") && parse_shapes(v, c))
+        if (taken)
             continue;
-        else if (!strcmp(a, "--reps"))
-            c->reps = atoi(v);
-        else if (!strcmp(a, "--warmup"))
-            c->warmup = atoi(v);
-        else if (!strcmp(a, "--out"))
-            c->out = v;
-        else if (!strcmp(a, "--tag"))
-            c->tag = v;
-        else if (!strcmp(a, "--seed"))
-            c->seed = strtoull(v, NULL, 10);
+        if (!strcmp(argv[i], "--shapes") && i + 1 < argc && parse_shapes(argv[i + 1], c))
+            i++;
         else
             return usage();
     }
-    if (c->reps < 1 || c->warmup < 0)
-        return usage();
-    return 0;
+    return gcnbench_run_opts_valid(&c->run) ? 0 : usage();
 }
 
 static void free_operands(operands *op)
@@ -139,7 +122,7 @@ static int make_operands(const config *c, shape s, operands *op)
                 (long long)s.k, (long long)s.n);
         return 1;
     }
-    uint64_t seed = c->seed * 0x9E3779B97F4A7C15ull;
+    uint64_t seed = c->run.seed * 0x9E3779B97F4A7C15ull;
     gcnbench_fill_uniform(op->hx, s.m * s.k, seed + (uint64_t)s.k);
     gcnbench_fill_uniform(op->hw, s.k * s.n, seed + (uint64_t)s.n + 1);
     for (int i = 0; i < op->n_sample; i++) { /* spread over all rows, the last one included */
@@ -193,7 +176,7 @@ static int measure(const config *c, gcn_ctx *gpu, const precision *p, operands *
     const shape s = op->s;
     mm_call call = {0};
     gcn_tensor *y = NULL;
-    float *ms = malloc((size_t)c->reps * sizeof *ms);
+    float *ms = malloc((size_t)c->run.reps * sizeof *ms);
     gcn_status st = ms ? GCN_OK : GCN_ERR_NOMEM;
     if (st == GCN_OK)
         st = gcn_tensor_from_host(gpu, &call.x, op->hx, s.m, s.k);
@@ -206,11 +189,11 @@ static int measure(const config *c, gcn_ctx *gpu, const precision *p, operands *
     gcn_tensor_free(&y);
     r->max_err = st == GCN_OK ? max_error(op) : INFINITY;
     r->valid = r->max_err <= p->tol;
-    r->reps = c->reps;
+    r->reps = c->run.reps;
     if (st == GCN_OK && r->valid)
-        st = gcn_bench_time(gpu, mm_run, &call, c->warmup, c->reps, c->flush, ms);
+        st = gcn_bench_time(gpu, mm_run, &call, c->run.warmup, c->run.reps, c->run.flush, ms);
     if (st == GCN_OK && r->valid)
-        gcnbench_stats(ms, c->reps, &r->median_ms, &r->min_ms);
+        gcnbench_stats(ms, c->run.reps, &r->median_ms, &r->min_ms);
     else
         r->median_ms = r->min_ms = NAN;
     if (st != GCN_OK)
@@ -248,10 +231,10 @@ static void report(const config *c, FILE *out, const char *device, const precisi
     gcnbench_json_num(out, "max_err", r->max_err);
     gcnbench_json_num(out, "tolerance", p->tol);
     fprintf(out, ",\"valid\":%s,\"reps\":%d,\"flush\":%s,", r->valid ? "true" : "false",
-            r->reps, c->flush ? "true" : "false");
+            r->reps, c->run.flush ? "true" : "false");
     gcnbench_json_str(out, "device", device);
     fputc(',', out);
-    gcnbench_json_str(out, "tag", c->tag);
+    gcnbench_json_str(out, "tag", c->run.tag);
     fputs("}\n", out);
     fflush(out);
 }
@@ -292,12 +275,12 @@ int gcnbench_matmul(int argc, char **argv)
     char device[128];
     FILE *out = NULL;
     for (int pi = 0; pi < 2 && !rc; pi++) {
-        rc = gcnbench_open_gpu(&gpu[pi], c.seed, precisions[pi].tf32, device, sizeof device);
+        rc = gcnbench_open_gpu(&gpu[pi], c.run.seed, precisions[pi].tf32, device, sizeof device);
         if (!rc)
             gcn_set_grad_enabled(gpu[pi], false);
     }
-    if (!rc && c.out && !(out = fopen(c.out, "a"))) {
-        perror(c.out);
+    if (!rc && c.run.out && !(out = fopen(c.run.out, "a"))) {
+        perror(c.run.out);
         rc = 1;
     }
     if (!rc)

@@ -17,12 +17,10 @@
 typedef struct config {
     const char *datasets[MAX_LIST];
     int n_datasets;
-    const char *root, *cache_dir, *kernels, *out, *tag, *sweep, *export_dir;
+    const char *root, *cache_dir, *kernels, *sweep, *export_dir;
     int feats[MAX_LIST], n_feats;
-    int reps, warmup;
     double case_seconds; /* repetitions are cut so one case takes about this long */
-    bool flush;
-    uint64_t seed;
+    gcnbench_run_opts run;
 } config;
 
 /* One measured (graph, F, kernel, knob) case. */
@@ -75,15 +73,16 @@ static int usage(void)
 
 static int parse_args(int argc, char **argv, config *c)
 {
-    *c = (config){.root = "../shared/data", .kernels = "all", .reps = 50, .warmup = 5,
-                  .case_seconds = 1.5, .seed = 1};
+    *c = (config){.root = "../shared/data", .kernels = "all", .case_seconds = 1.5,
+                  .run = GCNBENCH_RUN_DEFAULTS};
     gcnbench_parse_ints("16,32,64,128,256", c->feats, &c->n_feats);
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--flush")) {
-            c->flush = true;
+        int taken = gcnbench_run_opt(argc, argv, &i, &c->run);
+        if (taken < 0)
+            return usage();
+        if (taken)
             continue;
-        }
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v)
             return usage();
         i++;
@@ -99,24 +98,14 @@ static int parse_args(int argc, char **argv, config *c)
             continue;
         else if (!strcmp(a, "--kernels"))
             c->kernels = v;
-        else if (!strcmp(a, "--reps"))
-            c->reps = atoi(v);
-        else if (!strcmp(a, "--warmup"))
-            c->warmup = atoi(v);
         else if (!strcmp(a, "--case-seconds"))
             c->case_seconds = atof(v);
-        else if (!strcmp(a, "--out"))
-            c->out = v;
-        else if (!strcmp(a, "--tag"))
-            c->tag = v;
         else if (!strcmp(a, "--sweep") && strchr(v, '='))
             c->sweep = v;
-        else if (!strcmp(a, "--seed"))
-            c->seed = strtoull(v, NULL, 10);
         else
             return usage();
     }
-    if (c->n_datasets == 0 || c->reps < 1 || c->warmup < 0)
+    if (c->n_datasets == 0 || !gcnbench_run_opts_valid(&c->run))
         return usage();
     return 0;
 }
@@ -239,7 +228,7 @@ static int make_operands(bench *b, const graph *gr, int feat, operands *op)
         fprintf(stderr, "gcnbench: out of host memory for F = %d\n", feat);
         return 1;
     }
-    gcnbench_fill_uniform(op->hx, nx, b->cfg.seed * 0x9E3779B97F4A7C15ull + (uint64_t)feat);
+    gcnbench_fill_uniform(op->hx, nx, b->cfg.run.seed * 0x9E3779B97F4A7C15ull + (uint64_t)feat);
     for (int i = 0; i < gr->n_sample; i++) {
         const gcn_graph *g = gr->g;
         for (int32_t e = g->row_ptr[gr->sample[i]]; e < g->row_ptr[gr->sample[i] + 1]; e++)
@@ -298,7 +287,7 @@ static int measure(bench *b, const gcn_spmm_impl *impl, const graph *gr, operand
                    result *r)
 {
     void *plan = NULL;
-    float *ms = malloc((size_t)b->cfg.reps * sizeof *ms);
+    float *ms = malloc((size_t)b->cfg.run.reps * sizeof *ms);
     const float *x = gcn_tensor_cdata(op->x);
     float *y = gcn_tensor_data(op->y);
     double t0 = gcnbench_now_ms();
@@ -311,13 +300,13 @@ static int measure(bench *b, const gcn_spmm_impl *impl, const graph *gr, operand
     r->valid = r->max_err <= 1e-5;
     float est = 0.0f;
     if (st == GCN_OK)
-        st = gcn_spmm_time(b->gpu, impl, plan, gr->a, x, y, op->feat, false, b->cfg.warmup, 1,
-                           b->cfg.flush, &est);
-    double fit = est > 0 ? b->cfg.case_seconds * 1e3 / est : b->cfg.reps;
-    r->reps = fit < b->cfg.reps ? (fit > 5 ? (int)fit : 5) : b->cfg.reps;
+        st = gcn_spmm_time(b->gpu, impl, plan, gr->a, x, y, op->feat, false, b->cfg.run.warmup, 1,
+                           b->cfg.run.flush, &est);
+    double fit = est > 0 ? b->cfg.case_seconds * 1e3 / est : b->cfg.run.reps;
+    r->reps = fit < b->cfg.run.reps ? (fit > 5 ? (int)fit : 5) : b->cfg.run.reps;
     if (st == GCN_OK)
         st = gcn_spmm_time(b->gpu, impl, plan, gr->a, x, y, op->feat, false, 0, r->reps,
-                           b->cfg.flush, ms);
+                           b->cfg.run.flush, ms);
     if (plan)
         impl->free_plan(plan);
     if (st != GCN_OK) {
@@ -363,10 +352,10 @@ static void report(bench *b, const graph *gr, const result *r)
     gcnbench_json_num(f, "speedup_vs_cusparse", r->speedup > 0 ? r->speedup : NAN);
     gcnbench_json_num(f, "max_err", r->max_err);
     fprintf(f, ",\"valid\":%s,\"reps\":%d,\"flush\":%s,", r->valid ? "true" : "false", r->reps,
-            b->cfg.flush ? "true" : "false");
+            b->cfg.run.flush ? "true" : "false");
     gcnbench_json_str(f, "device", b->device);
     fputc(',', f);
-    gcnbench_json_str(f, "tag", b->cfg.tag);
+    gcnbench_json_str(f, "tag", b->cfg.run.tag);
     fputs("}\n", f);
     fflush(f);
 }
@@ -512,17 +501,17 @@ int gcnbench_spmm(int argc, char **argv)
         return rc;
     gcn_ctx_opts o = gcn_ctx_default_opts();
     o.log_fn = gcnbench_log;
-    o.seed = b.cfg.seed;
+    o.seed = b.cfg.run.seed;
     o.device = GCN_DEVICE_CPU;
     if (gcn_ctx_create(&b.host, &o) != GCN_OK)
         return 1;
-    if (gcnbench_open_gpu(&b.gpu, b.cfg.seed, false, b.device, sizeof b.device)) {
+    if (gcnbench_open_gpu(&b.gpu, b.cfg.run.seed, false, b.device, sizeof b.device)) {
         gcn_ctx_free(&b.host);
         return 1;
     }
     rc = select_kernels(&b);
-    if (!rc && b.cfg.out && !(b.out = fopen(b.cfg.out, "a"))) {
-        perror(b.cfg.out);
+    if (!rc && b.cfg.run.out && !(b.out = fopen(b.cfg.run.out, "a"))) {
+        perror(b.cfg.run.out);
         rc = 1;
     }
     if (!rc)
