@@ -126,6 +126,44 @@ void ds_expect_fail(gcn_ctx *ctx, const char *spec, const gcn_dataset_opts *opts
     va_end(ap);
 }
 
+void ds_write_ogb_toy(const char *dir)
+{
+    ds_write(dir, "ogbn_toy/raw/num-node-list.csv.gz", "5\n");
+    ds_write(dir, "ogbn_toy/raw/num-edge-list.csv.gz", "6\n");
+    ds_write(dir, "ogbn_toy/raw/edge.csv.gz", "0,1\n1,2\n2,3\n3,4\n4,0\n0,2\n");
+    ds_write(dir, "ogbn_toy/raw/node-feat.csv.gz",
+             "0.5,-1,2\n1,1,1\n-0.25,0,3.5e-2\n0,0,0\n1e-3,2,-2\n");
+    ds_write(dir, "ogbn_toy/raw/node-label.csv.gz", "0\n1\n2\n0\n1\n");
+    ds_write(dir, "ogbn_toy/split/time/train.csv.gz", "0\n1\n");
+    ds_write(dir, "ogbn_toy/split/time/valid.csv.gz", "2\n");
+    ds_write(dir, "ogbn_toy/split/time/test.csv.gz", "3\n4\n");
+}
+
+gcn_dataset *ds_load_ok(gcn_ctx *ctx, const char *spec, const gcn_dataset_opts *opts)
+{
+    gcn_dataset *ds = NULL;
+    gcn_status st = gcn_dataset_load(ctx, &ds, spec, opts);
+    cr_assert_eq(st, GCN_OK, "%s: %s", spec, gcn_last_error(ctx));
+    cr_assert_not_null(ds);
+    return ds;
+}
+
+void ds_expect_bad_files(gcn_ctx *ctx, void (*fixture)(const char *dir), const char *sub,
+                         const char *spec, const ds_bad_file *cases, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        char *dir = ds_tmpdir();
+        fixture(dir);
+        char rel[128];
+        snprintf(rel, sizeof rel, "%s/%s", sub, cases[k].file);
+        ds_write(dir, rel, cases[k].text);
+        gcn_dataset_opts o = ds_opts(dir);
+        ds_expect_fail(ctx, spec, &o, cases[k].st, cases[k].where, cases[k].why, NULL);
+        ds_rmtree(dir);
+        free(dir);
+    }
+}
+
 char *ds_random_edges(const char *prefix, int m, int n, int base, char sep, size_t *len)
 {
     size_t cap = strlen(prefix) + (size_t)m * 24 + 1;

@@ -37,6 +37,27 @@ gcn_dataset_opts ds_opts(const char *dir);
 void ds_expect_fail(gcn_ctx *ctx, const char *spec, const gcn_dataset_opts *opts,
                     gcn_status st, ...);
 
+/* A 5-node, 6-edge OGB folder dir/ogbn_toy ("ogbn-toy") with 3 features
+ * and a time split. */
+void ds_write_ogb_toy(const char *dir);
+
+/* Loads spec, asserting that it succeeds. */
+gcn_dataset *ds_load_ok(gcn_ctx *ctx, const char *spec, const gcn_dataset_opts *opts);
+
+/* One damaged file: its name, the text it gets, and how a load must fail
+ * (status, and two pieces of the message: where and why). */
+typedef struct ds_bad_file {
+    const char *file, *text;
+    gcn_status st;
+    const char *where, *why;
+} ds_bad_file;
+
+/* For each of the n cases, in a fresh folder: fixture(dir) writes a valid
+ * dataset, the case's file under dir/sub is replaced by its text, and
+ * loading spec must fail as the case says. */
+void ds_expect_bad_files(gcn_ctx *ctx, void (*fixture)(const char *dir), const char *sub,
+                         const char *spec, const ds_bad_file *cases, size_t n);
+
 /* prefix, then m edge lines "src<sep>dst\n" with ids in [base, base + n)
  * drawn by a fixed LCG, so that the text does not compress to nothing; a
  * new string (caller frees), *len its length. */

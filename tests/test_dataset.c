@@ -25,22 +25,13 @@ static void write_tiny(const char *dir)
     ds_write(dir, "tiny/test.txt", "3\n5\n");
 }
 
-static gcn_dataset *load_ok(gcn_ctx *ctx, const char *spec, const gcn_dataset_opts *o)
-{
-    gcn_dataset *ds = NULL;
-    gcn_status st = gcn_dataset_load(ctx, &ds, spec, o);
-    cr_assert_eq(st, GCN_OK, "%s: %s", spec, gcn_last_error(ctx));
-    cr_assert_not_null(ds);
-    return ds;
-}
-
 Test(dataset, textdir_loads)
 {
     char *dir = ds_tmpdir();
     write_tiny(dir);
     gcn_ctx *ctx = test_cpu_ctx(1);
     gcn_dataset_opts o = ds_opts(dir);
-    gcn_dataset *ds = load_ok(ctx, "tiny", &o);
+    gcn_dataset *ds = ds_load_ok(ctx, "tiny", &o);
     cr_assert_str_eq(ds->name, "tiny");
     cr_assert_eq(ds->n_nodes, 6);
     cr_assert_eq(ds->n_raw_edges, 9, "distinct stored entries: %lld", (long long)ds->n_raw_edges);
@@ -78,14 +69,14 @@ Test(dataset, resolves_names_and_paths)
     gcn_ctx *ctx = test_cpu_ctx(1);
     gcn_dataset_opts o = ds_opts(dir);
     o.features = "none"; /* mini and mini2 have no features.txt */
-    gcn_dataset *ds = load_ok(ctx, "mini", &o);
+    gcn_dataset *ds = ds_load_ok(ctx, "mini", &o);
     cr_assert_eq(ds->n_nodes, 2);
     cr_assert_eq(ds->n_features, 0);
     cr_assert_null(ds->labels);
     gcn_dataset_free(&ds);
-    ds = load_ok(ctx, "mini2", &o);
+    ds = ds_load_ok(ctx, "mini2", &o);
     gcn_dataset_free(&ds);
-    ds = load_ok(ctx, ds_path(dir, "tiny"), &o); /* a path works with any root */
+    ds = ds_load_ok(ctx, ds_path(dir, "tiny"), &o); /* a path works with any root */
     cr_assert_eq(ds->n_nodes, 6);
     gcn_dataset_free(&ds);
     ds_expect_fail(ctx, "no-such-set", &o, GCN_ERR_NOT_FOUND, "no-such-set", dir, NULL);
@@ -105,7 +96,7 @@ Test(dataset, graph_options)
     gcn_dataset_opts o = ds_opts(dir);
     o.symmetrize = false;
     o.remove_self_loops = false;
-    gcn_dataset *ds = load_ok(ctx, "tiny", &o);
+    gcn_dataset *ds = ds_load_ok(ctx, "tiny", &o);
     cr_assert_eq(ds->graph->nnz, 3);
     cr_assert_not(gcn_graph_is_symmetric(ds->graph));
     gcn_csr *raw = NULL, *norm = NULL;
@@ -118,7 +109,7 @@ Test(dataset, graph_options)
     gcn_csr_free(&norm);
     gcn_dataset_free(&ds);
     o.symmetrize = true;
-    ds = load_ok(ctx, "tiny", &o);
+    ds = ds_load_ok(ctx, "tiny", &o);
     cr_assert_eq(ds->graph->nnz, 5, "0-1, 1-2 both ways and the kept loop");
     gcn_dataset_free(&ds);
     gcn_ctx_free(&ctx);
@@ -133,8 +124,8 @@ Test(dataset, feature_substitution_is_seeded)
     gcn_ctx *a = test_cpu_ctx(7), *b = test_cpu_ctx(7), *c = test_cpu_ctx(8);
     gcn_dataset_opts o = ds_opts(dir);
     o.features = "random:16";
-    gcn_dataset *x = load_ok(a, "tiny", &o), *y = load_ok(b, "tiny", &o);
-    gcn_dataset *z = load_ok(c, "tiny", &o);
+    gcn_dataset *x = ds_load_ok(a, "tiny", &o), *y = ds_load_ok(b, "tiny", &o);
+    gcn_dataset *z = ds_load_ok(c, "tiny", &o);
     cr_assert_eq(x->n_features, 16);
     cr_assert_str_eq(x->feature_source, "random:16");
     cr_assert(ds_same(x, y), "same seed, same features");
@@ -150,7 +141,7 @@ Test(dataset, feature_substitution_is_seeded)
     gcn_dataset_free(&y);
     gcn_dataset_free(&z);
     o.features = "degree";
-    x = load_ok(a, "tiny", &o);
+    x = ds_load_ok(a, "tiny", &o);
     cr_assert_eq(x->n_features, 1);
     cr_assert_float_eq(x->features[1], (float)log1p(2.0), 1e-6, "node 1 has degree 2");
     cr_assert_float_eq(x->features[0], (float)log1p(1.0), 1e-6);
@@ -176,7 +167,7 @@ Test(dataset, missing_features_name_the_file_and_option)
     ds_expect_fail(ctx, "tiny", &o, GCN_ERR_IO, "tiny/features.txt", "missing", "random:D",
                    "degree", NULL);
     o.features = "random:3";
-    gcn_dataset *ds = load_ok(ctx, "tiny", &o);
+    gcn_dataset *ds = ds_load_ok(ctx, "tiny", &o);
     cr_assert_eq(ds->n_features, 3);
     gcn_dataset_free(&ds);
     gcn_ctx_free(&ctx);
@@ -191,7 +182,7 @@ Test(dataset, row_normalisation)
     gcn_ctx *ctx = test_cpu_ctx(1);
     gcn_dataset_opts o = ds_opts(dir);
     o.normalize_features = true;
-    gcn_dataset *ds = load_ok(ctx, "tiny", &o);
+    gcn_dataset *ds = ds_load_ok(ctx, "tiny", &o);
     cr_assert_float_eq(ds->features[0], 1.0f / 3, 1e-7);
     cr_assert_float_eq(ds->features[3], 2.0f / 3, 1e-7);
     for (int i = 0; i < 6; i++) {
@@ -284,7 +275,7 @@ Test(dataset, split_random_replaces_shipped)
     o.train_per_class = 1;
     o.n_valid = 1;
     o.n_test = 1;
-    gcn_dataset *ds = load_ok(ctx, "tiny", &o);
+    gcn_dataset *ds = ds_load_ok(ctx, "tiny", &o);
     cr_assert(ds->split_drawn);
     cr_assert_eq(ds->n_train, 2);
     cr_assert_eq(ds->n_valid, 1);
@@ -304,7 +295,7 @@ Test(dataset, describe_and_upload)
     write_tiny(dir);
     gcn_ctx *ctx = test_cpu_ctx(1);
     gcn_dataset_opts o = ds_opts(dir);
-    gcn_dataset *ds = load_ok(ctx, "tiny", &o);
+    gcn_dataset *ds = ds_load_ok(ctx, "tiny", &o);
     char text[1024];
     int n = gcn_dataset_describe(ds, text, sizeof text);
     cr_assert(n > 0 && (size_t)n < sizeof text);
@@ -335,15 +326,9 @@ Test(dataset, describe_and_upload)
 
 /* Each case replaces one file of the tiny set and names the expected
  * status and message pieces. */
-typedef struct bad_file {
-    const char *file, *text;
-    gcn_status st;
-    const char *where, *why;
-} bad_file;
-
 Test(dataset, textdir_errors_name_file_and_line)
 {
-    static const bad_file cases[] = {
+    static const ds_bad_file cases[] = {
         {"labels.txt", "0\n0\nx1\n1\n-1\n0\n", GCN_ERR_FORMAT, "labels.txt:3:", "not an integer"},
         {"labels.txt", "0\n0\n1\n1\n-1\n", GCN_ERR_FORMAT, "labels.txt:5:", "num_nodes is 6"},
         {"labels.txt", "0\n0\n1\n1\n-1\n0\n1\n", GCN_ERR_FORMAT, "labels.txt:7:", "more labels"},
@@ -389,17 +374,7 @@ Test(dataset, textdir_errors_name_file_and_line)
          "num_classes 65537 out of range [0, 65536]"},
     };
     gcn_ctx *ctx = test_cpu_ctx(1);
-    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        char *dir = ds_tmpdir();
-        write_tiny(dir);
-        char rel[64];
-        snprintf(rel, sizeof rel, "tiny/%s", cases[k].file);
-        ds_write(dir, rel, cases[k].text);
-        gcn_dataset_opts o = ds_opts(dir);
-        ds_expect_fail(ctx, "tiny", &o, cases[k].st, cases[k].where, cases[k].why, NULL);
-        ds_rmtree(dir);
-        free(dir);
-    }
+    ds_expect_bad_files(ctx, write_tiny, "tiny", "tiny", cases, sizeof cases / sizeof cases[0]);
     gcn_ctx_free(&ctx);
 }
 
@@ -419,7 +394,7 @@ Test(dataset, textdir_gzip_damage_is_reported)
         snprintf(gz, sizeof gz, "%s", ds_path(dir, "tiny/edges.txt.gz"));
         cr_assert_eq(rename(gz, ds_path(dir, "tiny/edges.txt")), 0);
         gcn_dataset_opts o = ds_opts(dir);
-        gcn_dataset *ds = load_ok(ctx, "tiny", &o);
+        gcn_dataset *ds = ds_load_ok(ctx, "tiny", &o);
         gcn_dataset_free(&ds);
         const char *why = ds_damage_gzip(ds_path(dir, "tiny/edges.txt"), kind);
         ds_expect_fail(ctx, "tiny", &o, GCN_ERR_FORMAT, "tiny/edges.txt:", why, NULL);
@@ -436,7 +411,7 @@ Test(dataset, textdir_without_meta_infers_sizes)
     ds_write(dir, "m/features.txt", "0 7 1\n3 0 2");
     gcn_ctx *ctx = test_cpu_ctx(1);
     gcn_dataset_opts o = ds_opts(dir);
-    gcn_dataset *ds = load_ok(ctx, "m", &o);
+    gcn_dataset *ds = ds_load_ok(ctx, "m", &o);
     cr_assert_eq(ds->n_nodes, 4);
     cr_assert_eq(ds->n_features, 8);
     cr_assert_float_eq(ds->features[3 * 8], 2.0f, 0.0f);

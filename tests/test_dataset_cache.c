@@ -14,30 +14,11 @@
 #include "dataset_helpers.h"
 #include "helpers.h"
 
-static void write_toy(const char *dir)
-{
-    ds_write(dir, "ogbn_toy/raw/num-node-list.csv.gz", "5\n");
-    ds_write(dir, "ogbn_toy/raw/num-edge-list.csv.gz", "6\n");
-    ds_write(dir, "ogbn_toy/raw/edge.csv.gz", "0,1\n1,2\n2,3\n3,4\n4,0\n0,2\n");
-    ds_write(dir, "ogbn_toy/raw/node-feat.csv.gz", "0.5,-1\n1,1\n-0.25,0\n0,0\n1e-3,2\n");
-    ds_write(dir, "ogbn_toy/raw/node-label.csv.gz", "0\n1\n2\n0\n1\n");
-    ds_write(dir, "ogbn_toy/split/time/train.csv.gz", "0\n1\n");
-    ds_write(dir, "ogbn_toy/split/time/valid.csv.gz", "2\n");
-    ds_write(dir, "ogbn_toy/split/time/test.csv.gz", "3\n4\n");
-}
-
 static gcn_dataset_opts cache_opts(const char *dir)
 {
     gcn_dataset_opts o = ds_opts(dir);
     o.cache = true;
     return o;
-}
-
-static gcn_dataset *load(gcn_ctx *ctx, const char *spec, const gcn_dataset_opts *o)
-{
-    gcn_dataset *ds = NULL;
-    cr_assert_eq(gcn_dataset_load(ctx, &ds, spec, o), GCN_OK, "%s: %s", spec, gcn_last_error(ctx));
-    return ds;
 }
 
 /* Number of entries in a folder whose name contains `part`. */
@@ -65,7 +46,7 @@ typedef struct toy {
 static toy toy_open(void)
 {
     toy t = {.dir = ds_tmpdir()};
-    write_toy(t.dir);
+    ds_write_ogb_toy(t.dir);
     t.ctx = test_cpu_ctx(1);
     t.o = cache_opts(t.dir);
     snprintf(t.cache, sizeof t.cache, "%s", ds_path(t.dir, "ogbn_toy/processed/gcn-v1.bin"));
@@ -82,12 +63,12 @@ static void toy_close(toy *t)
 Test(dataset_cache, round_trip)
 {
     toy t = toy_open();
-    gcn_dataset *first = load(t.ctx, "ogbn-toy", &t.o);
+    gcn_dataset *first = ds_load_ok(t.ctx, "ogbn-toy", &t.o);
     cr_assert_not(first->from_cache);
     const char *processed = ds_path(t.dir, "ogbn_toy/processed");
     cr_assert_eq(count_files(processed, "gcn-v1.bin"), 1);
     cr_assert_eq(count_files(processed, "tmp"), 0, "no temporary file left behind");
-    gcn_dataset *second = load(t.ctx, "ogbn-toy", &t.o);
+    gcn_dataset *second = ds_load_ok(t.ctx, "ogbn-toy", &t.o);
     cr_assert(second->from_cache);
     cr_assert_str_eq(second->name, "ogbn-toy");
     cr_assert(ds_same(first, second));
@@ -101,16 +82,16 @@ Test(dataset_cache, round_trip)
 Test(dataset_cache, written_even_when_features_must_be_substituted)
 {
     char *dir = ds_tmpdir();
-    write_toy(dir);
+    ds_write_ogb_toy(dir);
     unlink(ds_path(dir, "ogbn_toy/raw/node-feat.csv.gz"));
     gcn_ctx *a = test_cpu_ctx(5), *b = test_cpu_ctx(5);
     gcn_dataset_opts o = cache_opts(dir);
     ds_expect_fail(a, "ogbn-toy", &o, GCN_ERR_IO, "node-feat.csv.gz", NULL);
     o.features = "random:8";
-    gcn_dataset *x = load(a, "ogbn-toy", &o), *y = NULL;
+    gcn_dataset *x = ds_load_ok(a, "ogbn-toy", &o), *y = NULL;
     cr_assert(x->from_cache);
     o.cache = false;
-    y = load(b, "ogbn-toy", &o);
+    y = ds_load_ok(b, "ogbn-toy", &o);
     cr_assert_not(y->from_cache);
     cr_assert(ds_same(x, y), "cache or parse, same seed: same dataset");
     gcn_dataset_free(&x);
@@ -145,12 +126,12 @@ static void flip(const char *path, long offset)
 static void expect_rebuilt(gcn_ctx *ctx, const gcn_dataset_opts *o, const gcn_dataset *ref,
                            const char *cache, long size)
 {
-    gcn_dataset *ds = load(ctx, "ogbn-toy", o);
+    gcn_dataset *ds = ds_load_ok(ctx, "ogbn-toy", o);
     cr_assert_not(ds->from_cache, "damaged cache %s was trusted", cache);
     cr_assert(ds_same(ds, ref));
     gcn_dataset_free(&ds);
     cr_assert_eq(file_size(cache), size, "cache rewritten");
-    ds = load(ctx, "ogbn-toy", o);
+    ds = ds_load_ok(ctx, "ogbn-toy", o);
     cr_assert(ds->from_cache);
     gcn_dataset_free(&ds);
 }
@@ -160,7 +141,7 @@ static void expect_rebuilt(gcn_ctx *ctx, const gcn_dataset_opts *o, const gcn_da
 Test(dataset_cache, corruption_is_detected_and_rebuilt)
 {
     toy t = toy_open();
-    gcn_dataset *ref = load(t.ctx, "ogbn-toy", &t.o);
+    gcn_dataset *ref = ds_load_ok(t.ctx, "ogbn-toy", &t.o);
     long size = file_size(t.cache);
     for (int kind = 0; kind < 5; kind++) {
         if (kind == 0)
@@ -199,7 +180,7 @@ static void set_classes(const char *path, int32_t n_classes)
 Test(dataset_cache, class_count_is_checked)
 {
     toy t = toy_open();
-    gcn_dataset *ref = load(t.ctx, "ogbn-toy", &t.o);
+    gcn_dataset *ref = ds_load_ok(t.ctx, "ogbn-toy", &t.o);
     long size = file_size(t.cache);
     const int32_t bad[2] = {(int32_t)GCN_DS_MAX_CLASSES + 1, 2}; /* the labels go up to 2 */
     for (int k = 0; k < 2; k++) {
@@ -213,14 +194,14 @@ Test(dataset_cache, class_count_is_checked)
 Test(dataset_cache, stale_when_sources_change)
 {
     toy t = toy_open();
-    gcn_dataset *ds = load(t.ctx, "ogbn-toy", &t.o);
+    gcn_dataset *ds = ds_load_ok(t.ctx, "ogbn-toy", &t.o);
     gcn_dataset_free(&ds);
     ds_write(t.dir, "ogbn_toy/raw/edge.csv.gz", "0,1\n1,2\n2,3\n3,4\n4,0\n0,3\n");
-    ds = load(t.ctx, "ogbn-toy", &t.o);
+    ds = ds_load_ok(t.ctx, "ogbn-toy", &t.o);
     cr_assert_not(ds->from_cache);
     cr_assert_eq(ds->graph->col_idx[ds->graph->row_ptr[0] + 1], 3, "0-3 replaced 0-2");
     gcn_dataset_free(&ds);
-    ds = load(t.ctx, "ogbn-toy", &t.o);
+    ds = ds_load_ok(t.ctx, "ogbn-toy", &t.o);
     cr_assert(ds->from_cache);
     gcn_dataset_free(&ds);
     /* A different split scheme is a different cache key. */
@@ -228,7 +209,7 @@ Test(dataset_cache, stale_when_sources_change)
     ds_write(t.dir, "ogbn_toy/split/b/valid.csv.gz", "3\n");
     ds_write(t.dir, "ogbn_toy/split/b/test.csv.gz", "2\n");
     t.o.split_scheme = "b";
-    ds = load(t.ctx, "ogbn-toy", &t.o);
+    ds = ds_load_ok(t.ctx, "ogbn-toy", &t.o);
     cr_assert_not(ds->from_cache);
     cr_assert_eq(ds->train[0], 4);
     gcn_dataset_free(&ds);
@@ -248,7 +229,7 @@ static void capture(gcn_log_level level, const char *msg, void *user)
 Test(dataset_cache, read_only_folder_and_cache_dir)
 {
     char *dir = ds_tmpdir();
-    write_toy(dir);
+    ds_write_ogb_toy(dir);
     char data[4096];
     snprintf(data, sizeof data, "%s", ds_path(dir, "ogbn_toy"));
     cr_assert_eq(chmod(data, 0555), 0);
@@ -259,7 +240,7 @@ Test(dataset_cache, read_only_folder_and_cache_dir)
     gcn_ctx *ctx = NULL;
     cr_assert_eq(gcn_ctx_create(&ctx, &co), GCN_OK);
     gcn_dataset_opts o = cache_opts(dir);
-    gcn_dataset *ds = load(ctx, "ogbn-toy", &o);
+    gcn_dataset *ds = ds_load_ok(ctx, "ogbn-toy", &o);
     cr_assert_not(ds->from_cache);
     cr_assert(strstr(notices, "read-only"), "%s", notices);
     cr_assert_eq(count_files(data, "processed"), 0, "nothing written into the data");
@@ -267,11 +248,11 @@ Test(dataset_cache, read_only_folder_and_cache_dir)
     char cache_dir[4096];
     snprintf(cache_dir, sizeof cache_dir, "%s", ds_path(dir, "cache"));
     o.cache_dir = cache_dir; /* created on first use */
-    ds = load(ctx, "ogbn-toy", &o);
+    ds = ds_load_ok(ctx, "ogbn-toy", &o);
     cr_assert_not(ds->from_cache);
     gcn_dataset_free(&ds);
     cr_assert_eq(count_files(cache_dir, "ogbn-toy-"), 1);
-    ds = load(ctx, "ogbn-toy", &o);
+    ds = ds_load_ok(ctx, "ogbn-toy", &o);
     cr_assert(ds->from_cache);
     gcn_dataset_free(&ds);
     gcn_ctx_free(&ctx);
@@ -291,7 +272,7 @@ Test(dataset_cache, single_files_and_off_switch)
     for (int k = 0; k < 2; k++) {
         char path[4096];
         snprintf(path, sizeof path, "%s", ds_path(dir, files[k]));
-        gcn_dataset *a = load(ctx, path, &o), *b = load(ctx, path, &o);
+        gcn_dataset *a = ds_load_ok(ctx, path, &o), *b = ds_load_ok(ctx, path, &o);
         cr_assert_not(a->from_cache);
         cr_assert(b->from_cache);
         cr_assert(ds_same(a, b));
@@ -302,7 +283,7 @@ Test(dataset_cache, single_files_and_off_switch)
     ds_write(dir, "t/edges.txt", "0 1\n");
     o.cache = false;
     o.features = "none";
-    gcn_dataset *ds = load(ctx, "t", &o);
+    gcn_dataset *ds = ds_load_ok(ctx, "t", &o);
     gcn_dataset_free(&ds);
     cr_assert_eq(count_files(ds_path(dir, "t"), "processed"), 0);
     gcn_ctx_free(&ctx);

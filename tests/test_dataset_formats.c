@@ -107,13 +107,7 @@ Test(dataset_formats, matrix_market_variants)
     free(dir);
 }
 
-typedef struct bad_file {
-    const char *name, *text;
-    gcn_status st;
-    const char *where, *why;
-} bad_file;
-
-static const bad_file cases[] = {
+static const ds_bad_file cases[] = {
     {"e.txt", "# only comments\n\n", GCN_ERR_FORMAT, "e.txt:2:", "empty file"},
     {"e.txt", "", GCN_ERR_FORMAT, "e.txt: ", "empty file"},
     {"e.txt", "1 2\n3\n", GCN_ERR_FORMAT, "e.txt:2:", "expected 2 to 3 columns, found 1"},
@@ -183,9 +177,9 @@ Test(dataset_formats, errors_name_file_and_line)
         size_t len = strlen(cases[k].text);
         if (strstr(cases[k].why, "NUL"))
             len += 2; /* the text holds a NUL and a newline after it */
-        ds_write_bytes(dir, cases[k].name, cases[k].text, len);
+        ds_write_bytes(dir, cases[k].file, cases[k].text, len);
         gcn_dataset_opts o = ds_opts(dir);
-        ds_expect_fail(ctx, ds_path(dir, cases[k].name), &o, cases[k].st, cases[k].where,
+        ds_expect_fail(ctx, ds_path(dir, cases[k].file), &o, cases[k].st, cases[k].where,
                        cases[k].why, NULL);
         ds_rmtree(dir);
         free(dir);

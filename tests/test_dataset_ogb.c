@@ -11,36 +11,15 @@
 #include "dataset_helpers.h"
 #include "helpers.h"
 
-/* A 5-node, 6-edge OGB folder "ogbn_toy" with 3 features and a split. */
-static void write_toy(const char *dir)
-{
-    ds_write(dir, "ogbn_toy/raw/num-node-list.csv.gz", "5\n");
-    ds_write(dir, "ogbn_toy/raw/num-edge-list.csv.gz", "6\n");
-    ds_write(dir, "ogbn_toy/raw/edge.csv.gz", "0,1\n1,2\n2,3\n3,4\n4,0\n0,2\n");
-    ds_write(dir, "ogbn_toy/raw/node-feat.csv.gz",
-             "0.5,-1,2\n1,1,1\n-0.25,0,3.5e-2\n0,0,0\n1e-3,2,-2\n");
-    ds_write(dir, "ogbn_toy/raw/node-label.csv.gz", "0\n1\n2\n0\n1\n");
-    ds_write(dir, "ogbn_toy/split/time/train.csv.gz", "0\n1\n");
-    ds_write(dir, "ogbn_toy/split/time/valid.csv.gz", "2\n");
-    ds_write(dir, "ogbn_toy/split/time/test.csv.gz", "3\n4\n");
-}
-
-static gcn_dataset *load_ok(gcn_ctx *ctx, const char *spec, const gcn_dataset_opts *o)
-{
-    gcn_dataset *ds = NULL;
-    cr_assert_eq(gcn_dataset_load(ctx, &ds, spec, o), GCN_OK, "%s: %s", spec, gcn_last_error(ctx));
-    return ds;
-}
-
 Test(dataset_ogb, loads_by_either_name)
 {
     char *dir = ds_tmpdir();
-    write_toy(dir);
+    ds_write_ogb_toy(dir);
     gcn_ctx *ctx = test_cpu_ctx(1);
     gcn_dataset_opts o = ds_opts(dir);
     const char *names[] = {"ogbn-toy", "ogbn_toy"};
     for (int k = 0; k < 2; k++) {
-        gcn_dataset *ds = load_ok(ctx, names[k], &o);
+        gcn_dataset *ds = ds_load_ok(ctx, names[k], &o);
         cr_assert_str_eq(ds->name, "ogbn-toy");
         cr_assert_eq(ds->n_nodes, 5);
         cr_assert_eq(ds->n_raw_edges, 6);
@@ -56,7 +35,7 @@ Test(dataset_ogb, loads_by_either_name)
         gcn_dataset_free(&ds);
     }
     o.symmetrize = false;
-    gcn_dataset *ds = load_ok(ctx, "ogbn-toy", &o);
+    gcn_dataset *ds = ds_load_ok(ctx, "ogbn-toy", &o);
     cr_assert_eq(ds->graph->nnz, 6);
     gcn_dataset_free(&ds);
     gcn_ctx_free(&ctx);
@@ -67,14 +46,14 @@ Test(dataset_ogb, loads_by_either_name)
 Test(dataset_ogb, missing_features_need_an_explicit_substitute)
 {
     char *dir = ds_tmpdir();
-    write_toy(dir);
+    ds_write_ogb_toy(dir);
     unlink(ds_path(dir, "ogbn_toy/raw/node-feat.csv.gz"));
     gcn_ctx *ctx = test_cpu_ctx(1);
     gcn_dataset_opts o = ds_opts(dir);
     ds_expect_fail(ctx, "ogbn-toy", &o, GCN_ERR_IO, "ogbn_toy/raw/node-feat.csv.gz", "missing",
                    "random:D", "degree", NULL);
     o.features = "random:4";
-    gcn_dataset *ds = load_ok(ctx, "ogbn-toy", &o);
+    gcn_dataset *ds = ds_load_ok(ctx, "ogbn-toy", &o);
     cr_assert_eq(ds->n_features, 4);
     cr_assert_str_eq(ds->feature_source, "random:4");
     gcn_dataset_free(&ds);
@@ -108,12 +87,12 @@ static gcn_ctx *logging_ctx(void)
 Test(dataset_ogb, proteins_style_extras_load_with_notices)
 {
     char *dir = ds_tmpdir();
-    write_toy(dir);
+    ds_write_ogb_toy(dir);
     ds_write(dir, "ogbn_toy/raw/edge-feat.csv.gz", "0.1\n0.2\n0.3\n0.4\n0.5\n0.6\n");
     ds_write(dir, "ogbn_toy/raw/node-label.csv.gz", "0,1\n1,1\n0,0\n1,0\n0,1\n");
     gcn_ctx *ctx = logging_ctx();
     gcn_dataset_opts o = ds_opts(dir);
-    gcn_dataset *ds = load_ok(ctx, "ogbn-toy", &o);
+    gcn_dataset *ds = ds_load_ok(ctx, "ogbn-toy", &o);
     cr_assert_null(ds->labels, "multi-task labels are not kept");
     cr_assert_eq(ds->n_train, 2, "the shipped split still loads");
     cr_assert(strstr(notices, "edge-feat.csv.gz: edge features are ignored"), "%s", notices);
@@ -127,11 +106,11 @@ Test(dataset_ogb, proteins_style_extras_load_with_notices)
 Test(dataset_ogb, nan_labels_are_unlabelled)
 {
     char *dir = ds_tmpdir();
-    write_toy(dir);
+    ds_write_ogb_toy(dir);
     ds_write(dir, "ogbn_toy/raw/node-label.csv.gz", "0\nnan\n2\n\n1\n");
     gcn_ctx *ctx = test_cpu_ctx(1);
     gcn_dataset_opts o = ds_opts(dir);
-    gcn_dataset *ds = load_ok(ctx, "ogbn-toy", &o);
+    gcn_dataset *ds = ds_load_ok(ctx, "ogbn-toy", &o);
     cr_assert_eq(ds->labels[1], -1);
     cr_assert_eq(ds->labels[3], -1);
     cr_assert_eq(ds->labels[4], 1);
@@ -144,7 +123,7 @@ Test(dataset_ogb, nan_labels_are_unlabelled)
 Test(dataset_ogb, split_schemes)
 {
     char *dir = ds_tmpdir();
-    write_toy(dir);
+    ds_write_ogb_toy(dir);
     ds_write(dir, "ogbn_toy/split/other/train.csv.gz", "4\n");
     ds_write(dir, "ogbn_toy/split/other/valid.csv.gz", "3\n");
     ds_write(dir, "ogbn_toy/split/other/test.csv.gz", "0\n1\n2\n");
@@ -153,7 +132,7 @@ Test(dataset_ogb, split_schemes)
     ds_expect_fail(ctx, "ogbn-toy", &o, GCN_ERR_INVALID_ARG, "several split schemes",
                    "split_scheme", NULL);
     o.split_scheme = "other";
-    gcn_dataset *ds = load_ok(ctx, "ogbn-toy", &o);
+    gcn_dataset *ds = ds_load_ok(ctx, "ogbn-toy", &o);
     cr_assert_eq(ds->n_train, 1);
     cr_assert_eq(ds->train[0], 4);
     cr_assert_eq(ds->n_test, 3);
@@ -170,14 +149,14 @@ Test(dataset_ogb, gzip_damage_is_reported)
     gcn_ctx *ctx = test_cpu_ctx(1);
     for (int kind = 0; kind < 3; kind++) {
         char *dir = ds_tmpdir();
-        write_toy(dir);
+        ds_write_ogb_toy(dir);
         size_t len;
         char *text = ds_random_edges("", 20000, 5, 0, ',', &len); /* damage lands mid-stream */
         ds_write_bytes(dir, "ogbn_toy/raw/edge.csv.gz", text, len);
         free(text);
         ds_write(dir, "ogbn_toy/raw/num-edge-list.csv.gz", "20000\n");
         gcn_dataset_opts o = ds_opts(dir);
-        gcn_dataset *ds = load_ok(ctx, "ogbn-toy", &o);
+        gcn_dataset *ds = ds_load_ok(ctx, "ogbn-toy", &o);
         gcn_dataset_free(&ds);
         const char *why = ds_damage_gzip(ds_path(dir, "ogbn_toy/raw/edge.csv.gz"), kind);
         ds_expect_fail(ctx, "ogbn-toy", &o, GCN_ERR_FORMAT, "raw/edge.csv.gz:", why, NULL);
@@ -187,13 +166,7 @@ Test(dataset_ogb, gzip_damage_is_reported)
     gcn_ctx_free(&ctx);
 }
 
-typedef struct bad_file {
-    const char *file, *text;
-    gcn_status st;
-    const char *where, *why;
-} bad_file;
-
-static const bad_file cases[] = {
+static const ds_bad_file cases[] = {
     {"raw/num-edge-list.csv.gz", "7\n", GCN_ERR_FORMAT, "raw/edge.csv.gz:6:",
      "6 edges, but num-edge-list.csv.gz says 7"},
     {"raw/num-edge-list.csv.gz", "5\n", GCN_ERR_FORMAT, "raw/edge.csv.gz:6:",
@@ -271,17 +244,8 @@ static const bad_file cases[] = {
 Test(dataset_ogb, errors_name_file_and_line)
 {
     gcn_ctx *ctx = test_cpu_ctx(1);
-    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        char *dir = ds_tmpdir();
-        write_toy(dir);
-        char rel[128];
-        snprintf(rel, sizeof rel, "ogbn_toy/%s", cases[k].file);
-        ds_write(dir, rel, cases[k].text);
-        gcn_dataset_opts o = ds_opts(dir);
-        ds_expect_fail(ctx, "ogbn-toy", &o, cases[k].st, cases[k].where, cases[k].why, NULL);
-        ds_rmtree(dir);
-        free(dir);
-    }
+    ds_expect_bad_files(ctx, ds_write_ogb_toy, "ogbn_toy", "ogbn-toy", cases,
+                        sizeof cases / sizeof cases[0]);
     gcn_ctx_free(&ctx);
 }
 
@@ -292,7 +256,7 @@ Test(dataset_ogb, missing_required_files)
     gcn_ctx *ctx = test_cpu_ctx(1);
     for (int k = 0; k < 4; k++) {
         char *dir = ds_tmpdir();
-        write_toy(dir);
+        ds_write_ogb_toy(dir);
         char rel[128];
         snprintf(rel, sizeof rel, "ogbn_toy/%s", files[k]);
         unlink(ds_path(dir, rel));

@@ -27,13 +27,6 @@ static gcn_dataset_opts real_opts(void)
     return o;
 }
 
-static gcn_dataset *load(gcn_ctx *ctx, const char *spec, const gcn_dataset_opts *o)
-{
-    gcn_dataset *ds = NULL;
-    cr_assert_eq(gcn_dataset_load(ctx, &ds, spec, o), GCN_OK, "%s: %s", spec, gcn_last_error(ctx));
-    return ds;
-}
-
 static void expect_split(const gcn_dataset *ds, int32_t tr, int32_t va, int32_t te)
 {
     cr_assert_eq(ds->n_train, tr, "%s train %d", ds->name, ds->n_train);
@@ -46,7 +39,7 @@ Test(dataset_real, cora)
     REQUIRE_DATA();
     gcn_ctx *ctx = test_cpu_ctx(1);
     gcn_dataset_opts o = real_opts();
-    gcn_dataset *ds = load(ctx, "cora", &o);
+    gcn_dataset *ds = ds_load_ok(ctx, "cora", &o);
     cr_assert_str_eq(ds->name, "cora");
     cr_assert_eq(ds->n_nodes, 2708);
     cr_assert_eq(ds->n_raw_edges, 10556);
@@ -76,7 +69,7 @@ Test(dataset_real, citeseer_and_pubmed)
     REQUIRE_DATA();
     gcn_ctx *ctx = test_cpu_ctx(1);
     gcn_dataset_opts o = real_opts();
-    gcn_dataset *ds = load(ctx, "citeseer", &o);
+    gcn_dataset *ds = ds_load_ok(ctx, "citeseer", &o);
     cr_assert_eq(ds->n_nodes, 3327);
     cr_assert_eq(ds->graph->nnz, 9104);
     cr_assert_eq(ds->n_features, 3703);
@@ -90,7 +83,7 @@ Test(dataset_real, citeseer_and_pubmed)
     ds_expect_fail(ctx, "pubmed", &o, GCN_ERR_IO, "planetoid/pubmed/features.txt", "random:D",
                    NULL);
     o.features = "degree";
-    ds = load(ctx, "pubmed", &o);
+    ds = ds_load_ok(ctx, "pubmed", &o);
     cr_assert_eq(ds->n_nodes, 19717);
     cr_assert_eq(ds->graph->nnz, 88648);
     cr_assert_eq(ds->n_classes, 3);
@@ -107,7 +100,7 @@ Test(dataset_real, ogbn_arxiv, .timeout = 60)
     ds_expect_fail(ctx, "ogbn-arxiv", &o, GCN_ERR_IO, "ogbn_arxiv/raw/node-feat.csv.gz",
                    "missing", "random:D", NULL);
     o.features = "degree";
-    gcn_dataset *ds = load(ctx, "ogbn-arxiv", &o);
+    gcn_dataset *ds = ds_load_ok(ctx, "ogbn-arxiv", &o);
     cr_assert_str_eq(ds->name, "ogbn-arxiv");
     cr_assert_eq(ds->n_nodes, 169343);
     cr_assert_eq(ds->n_raw_edges, 1166243);
@@ -149,9 +142,9 @@ Test(dataset_real, ogbn_arxiv_cache_round_trip, .timeout = 60)
     o.cache = true;
     o.features = "none"; /* time the graph, labels and split alone */
     double t0 = seconds();
-    gcn_dataset *parsed = load(a, "ogbn-arxiv", &o);
+    gcn_dataset *parsed = ds_load_ok(a, "ogbn-arxiv", &o);
     double t1 = seconds();
-    gcn_dataset *cached = load(b, "ogbn-arxiv", &o);
+    gcn_dataset *cached = ds_load_ok(b, "ogbn-arxiv", &o);
     double t2 = seconds();
     cr_assert_not(parsed->from_cache);
     cr_assert(cached->from_cache);
@@ -170,7 +163,7 @@ Test(dataset_real, blogcatalog_draws_a_split)
     REQUIRE_DATA();
     gcn_ctx *ctx = test_cpu_ctx(1);
     gcn_dataset_opts o = real_opts();
-    gcn_dataset *ds = load(ctx, "blogcatalog", &o);
+    gcn_dataset *ds = ds_load_ok(ctx, "blogcatalog", &o);
     cr_assert_eq(ds->n_nodes, 5196);
     cr_assert_eq(ds->graph->nnz, 2 * 171743);
     cr_assert_eq(ds->n_features, 8189);
@@ -205,7 +198,7 @@ Test(dataset_real, structure_only_graphs, .timeout = 60)
     gcn_ctx *ctx = test_cpu_ctx(1);
     gcn_dataset_opts o = real_opts();
     for (size_t k = 0; k < sizeof g / sizeof g[0]; k++) {
-        gcn_dataset *ds = load(ctx, g[k].name, &o);
+        gcn_dataset *ds = ds_load_ok(ctx, g[k].name, &o);
         gcn_degree_stats s;
         gcn_graph_degree_stats(ds->graph, &s);
         cr_assert_eq(ds->n_nodes, g[k].nodes, "%s nodes %d", g[k].name, ds->n_nodes);
