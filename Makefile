@@ -159,8 +159,9 @@ bench: bundle
 	OUT=$(BUILD)/bench BUNDLE=$(BUNDLE) DATA=$(DATA) PHASES=main tools/bench_spmm.sh
 
 # ---- datasets (issue 4) -----------------------------------------------------
-# datasets/ reads gzip files and checksums its cache with zlib.
-LDLIBS += -lz
+# datasets/ reads gzip files and checksums its cache with zlib, and
+# reorders nodes with METIS.
+LDLIBS += -lz -lmetis
 
 # ---- fuzz (issue 4): one libFuzzer target per dataset parser ---------------
 #   make fuzz        build/fuzz/fuzz_{edgelist,mtx,textdir,ogb,cache}
@@ -171,7 +172,8 @@ LDLIBS += -lz
 FUZZ_CC     ?= clang
 FUZZ_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION \
                -I. -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined -MMD -MP
-FUZZ_SRC    := $(wildcard datasets/*.c) $(wildcard core/*.c) fuzz/harness.c fuzz/cuda_stub.c
+FUZZ_SRC    := $(wildcard datasets/*.c) $(wildcard core/*.c) kernels/adaptgear.c fuzz/harness.c \
+               fuzz/cuda_stub.c
 FUZZ_OBJ    := $(FUZZ_SRC:%.c=$(BUILD)/fuzz/obj/%.o)
 FUZZ_BINS   := $(patsubst fuzz/fuzz_%.c,$(BUILD)/fuzz/fuzz_%,$(wildcard fuzz/fuzz_*.c))
 
@@ -186,4 +188,4 @@ $(BUILD)/fuzz/obj/%.o: %.c
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
 
 $(BUILD)/fuzz/fuzz_%: $(BUILD)/fuzz/obj/fuzz/fuzz_%.o $(FUZZ_OBJ)
-	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined -o $@ $^ -lz -lm
+	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined -o $@ $^ -lz -lmetis -lm

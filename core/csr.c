@@ -208,16 +208,35 @@ void gcn_csr_free(gcn_csr **pa)
     gcn_csr_priv *p = a->priv;
     if (p) {
         gcn_ctx *ctx = p->ctx;
+        /* The transpose's call sites may use this matrix's splits: they go first. */
+        gcn_csr_free(&p->transpose);
+        if (p->spmm)
+            p->spmm_free(p->spmm);
         for (gcn_csr_plan *pl = p->plans, *next; pl; pl = next) {
             next = pl->next;
             pl->free_plan(pl->plan);
             free(pl);
         }
-        gcn_csr_free(&p->transpose);
-        gcn_mem_release(ctx, a->row_ptr, ((size_t)a->n_rows + 1) * sizeof(int32_t));
-        gcn_mem_release(ctx, a->col_idx, (size_t)a->nnz * sizeof(int32_t));
-        gcn_mem_release(ctx, a->values, (size_t)a->nnz * sizeof(float));
+        if (!p->borrowed) {
+            gcn_mem_release(ctx, a->row_ptr, ((size_t)a->n_rows + 1) * sizeof(int32_t));
+            gcn_mem_release(ctx, a->col_idx, (size_t)a->nnz * sizeof(int32_t));
+            gcn_mem_release(ctx, a->values, (size_t)a->nnz * sizeof(float));
+        }
+        for (int l = 0; l < p->n_levels; l++)
+            free(p->level[l].part_ptr);
         free(p);
     }
     free(a);
+}
+
+void gcn_csr_drop_plan(gcn_csr *a, const void *impl, int feat)
+{
+    for (gcn_csr_plan **pp = &a->priv->plans; *pp; pp = &(*pp)->next)
+        if ((*pp)->impl == impl && (*pp)->feat == feat) {
+            gcn_csr_plan *pl = *pp;
+            *pp = pl->next;
+            pl->free_plan(pl->plan);
+            free(pl);
+            return;
+        }
 }

@@ -191,6 +191,21 @@ typedef struct gcn_csr_plan {
     struct gcn_csr_plan *next;
 } gcn_csr_plan;
 
+/* One level of communities of a square matrix: consecutive node ranges
+ * (kernels/adaptgear.c). */
+#define GCN_CSR_MAX_LEVELS 4
+
+typedef struct gcn_csr_level {
+    int32_t size;      /* nominal nodes a part */
+    int32_t n_parts;
+    int32_t max_part;  /* nodes in the largest part */
+    int32_t *part_ptr; /* host [n_parts + 1], from 0 to n_rows */
+} gcn_csr_level;
+
+/* The selector's state on a matrix: call sites, splits, level views
+ * (kernels/spmm_auto.c), freed through spmm_free. */
+typedef struct gcn_spmm_state gcn_spmm_state;
+
 struct gcn_csr_priv {
     gcn_ctx *ctx;
     gcn_csr *transpose;    /* NULL when the matrix is symmetric */
@@ -198,7 +213,16 @@ struct gcn_csr_priv {
     bool sorted;           /* columns strictly increasing in every row: no duplicates */
     gcn_csr *owner;        /* borrowed: the matrix this one is the stored transpose of */
     gcn_csr_plan *plans;
+    int n_levels;          /* community levels, finest first */
+    gcn_csr_level level[GCN_CSR_MAX_LEVELS];
+    bool block_diagonal;   /* every entry lies in its row's part of level 0 */
+    bool borrowed;         /* the arrays belong to another matrix (a level view) */
+    gcn_spmm_state *spmm;
+    void (*spmm_free)(gcn_spmm_state *state);
 };
+
+/* Frees the plan (impl, feat) cached on a, if any. */
+void gcn_csr_drop_plan(gcn_csr *a, const void *impl, int feat);
 
 /* ---- the tape -------------------------------------------------------- */
 
@@ -249,7 +273,7 @@ struct gcn_ctx {
     int tape_len, tape_cap;
     gcn_memory_stats mem;
     void *cuda;             /* per-context CUDA state (core/cuda.h), NULL on the CPU */
-    char spmm_kernel[32];   /* kernels/spmm.c: "auto" or a registry name */
+    char spmm_kernel[64];   /* kernels/spmm.c: "auto", "auto-deterministic" or a strategy */
     gcn_log_level log_level;
     gcn_log_fn log_fn;
     void *log_user;

@@ -1,6 +1,6 @@
 /* The binary dataset cache (processed/gcn-v1.bin): a checksummed header and
- * the parsed arrays, written atomically (temporary file + rename) and
- * validated in full before use. */
+ * the parsed arrays, written atomically (temporary file + fsync + rename,
+ * the writer the permutation file shares) and validated in full before use. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -46,20 +46,16 @@ uint64_t gcn_cache_fingerprint(const char *dir, const char *const *files, uint64
 }
 
 /* The payload arrays in file order, with their byte counts. */
-typedef struct section {
-    void *data;
-    size_t bytes;
-} section;
-
-static void sections_of(const gcn_dataset *ds, const gcn_graph *g, section s[7])
+static void sections_of(const gcn_dataset *ds, const gcn_graph *g, gcn_section s[7])
 {
-    s[0] = (section){g->row_ptr, ((size_t)g->n_nodes + 1) * sizeof(int32_t)};
-    s[1] = (section){g->col_idx, (size_t)g->nnz * sizeof(int32_t)};
-    s[2] = (section){ds->features, (size_t)ds->n_nodes * (size_t)ds->n_features * sizeof(float)};
-    s[3] = (section){ds->labels, ds->labels ? (size_t)ds->n_nodes * sizeof(int32_t) : 0};
-    s[4] = (section){ds->train, (size_t)ds->n_train * sizeof(int32_t)};
-    s[5] = (section){ds->valid, (size_t)ds->n_valid * sizeof(int32_t)};
-    s[6] = (section){ds->test, (size_t)ds->n_test * sizeof(int32_t)};
+    s[0] = (gcn_section){g->row_ptr, ((size_t)g->n_nodes + 1) * sizeof(int32_t)};
+    s[1] = (gcn_section){g->col_idx, (size_t)g->nnz * sizeof(int32_t)};
+    s[2] = (gcn_section){ds->features,
+                         (size_t)ds->n_nodes * (size_t)ds->n_features * sizeof(float)};
+    s[3] = (gcn_section){ds->labels, ds->labels ? (size_t)ds->n_nodes * sizeof(int32_t) : 0};
+    s[4] = (gcn_section){ds->train, (size_t)ds->n_train * sizeof(int32_t)};
+    s[5] = (gcn_section){ds->valid, (size_t)ds->n_valid * sizeof(int32_t)};
+    s[6] = (gcn_section){ds->test, (size_t)ds->n_test * sizeof(int32_t)};
 }
 
 static uint32_t crc_of(uint32_t crc, const void *data, size_t bytes)
@@ -68,7 +64,7 @@ static uint32_t crc_of(uint32_t crc, const void *data, size_t bytes)
 }
 
 static void fill_header(gcn_cache_header *h, uint64_t fingerprint, const gcn_dataset *ds,
-                        const section s[7])
+                        const gcn_section s[7])
 {
     memset(h, 0, sizeof *h);
     memcpy(h->magic, GCN_CACHE_MAGIC, sizeof h->magic);
@@ -93,18 +89,12 @@ static void fill_header(gcn_cache_header *h, uint64_t fingerprint, const gcn_dat
     h->header_crc = crc_of(0, h, offsetof(gcn_cache_header, header_crc));
 }
 
-gcn_status gcn_cache_write(gcn_ctx *ctx, const char *path, uint64_t fingerprint,
-                           const gcn_dataset *ds)
+gcn_status gcn_file_write_atomic(gcn_ctx *ctx, const char *path, const gcn_section *s, int n)
 {
-    GCN_ARG(ctx, path && ds && ds->graph);
-    section s[7];
-    gcn_cache_header h;
-    sections_of(ds, ds->graph, s);
-    fill_header(&h, fingerprint, ds, s);
-    size_t n = strlen(path);
+    size_t len = strlen(path);
     char *tmp = NULL;
-    GCN_TRY(gcn_ds_malloc(ctx, (void **)&tmp, n + 16, 1));
-    snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
+    GCN_TRY(gcn_ds_malloc(ctx, (void **)&tmp, len + 16, 1));
+    snprintf(tmp, len + 16, "%s.tmp.XXXXXX", path);
     int fd = mkstemp(tmp);
     if (fd < 0) {
         gcn_status st = GCN_ERROR(ctx, GCN_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
@@ -112,8 +102,8 @@ gcn_status gcn_cache_write(gcn_ctx *ctx, const char *path, uint64_t fingerprint,
         return st;
     }
     FILE *f = fchmod(fd, 0644) == 0 ? fdopen(fd, "wb") : NULL;
-    bool ok = f && fwrite(&h, sizeof h, 1, f) == 1;
-    for (int k = 0; ok && k < 7; k++)
+    bool ok = f != NULL;
+    for (int k = 0; ok && k < n; k++)
         ok = s[k].bytes == 0 || fwrite(s[k].data, 1, s[k].bytes, f) == s[k].bytes;
     ok = ok && fflush(f) == 0 && fsync(fd) == 0;
     int err = errno;
@@ -128,10 +118,22 @@ gcn_status gcn_cache_write(gcn_ctx *ctx, const char *path, uint64_t fingerprint,
     gcn_status st = GCN_OK;
     if (!ok) {
         unlink(tmp);
-        st = GCN_ERROR(ctx, GCN_ERR_IO, "%s: cannot write the cache: %s", path, strerror(err));
+        st = GCN_ERROR(ctx, GCN_ERR_IO, "%s: cannot write: %s", path, strerror(err));
     }
     free(tmp);
     return st;
+}
+
+gcn_status gcn_cache_write(gcn_ctx *ctx, const char *path, uint64_t fingerprint,
+                           const gcn_dataset *ds)
+{
+    GCN_ARG(ctx, path && ds && ds->graph);
+    gcn_section s[8];
+    gcn_cache_header h;
+    sections_of(ds, ds->graph, s + 1);
+    fill_header(&h, fingerprint, ds, s + 1);
+    s[0] = (gcn_section){&h, sizeof h};
+    return gcn_file_write_atomic(ctx, path, s, 8);
 }
 
 /* Header checks that need no payload; returns why the file is unusable, or
@@ -191,7 +193,7 @@ static const char *read_payload(gcn_ctx *ctx, FILE *f, const gcn_cache_header *h
             *st = gcn_ds_malloc(ctx, (void **)lists[k], (size_t)counts[k], sizeof(int32_t));
     if (*st != GCN_OK)
         return "out of memory";
-    section s[7];
+    gcn_section s[7];
     sections_of(ds, ds->graph, s);
     uint32_t crc = (uint32_t)crc32_z(0, NULL, 0);
     for (int k = 0; k < 7; k++) {

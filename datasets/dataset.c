@@ -1,6 +1,6 @@
 /* gcn_dataset_load: resolves a name, path or generator spec, reads the
  * binary cache or parses the sources (and writes the cache), then applies
- * the graph, feature and split options. */
+ * the graph, feature and split options and the reordering. */
 #include <stdarg.h>
 #include <limits.h>
 #include <stdio.h>
@@ -27,6 +27,7 @@ gcn_dataset_opts gcn_dataset_default_opts(void)
         .n_test = 1000,
         .cache = true,
         .cache_dir = NULL,
+        .reorder = NULL,
     };
 }
 
@@ -203,8 +204,8 @@ static bool writable_dir(const char *path)
            access(path, W_OK) == 0;
 }
 
-/* Where the cache lives; *can_write says whether it may be (re)written
- * there, creating the folder if needed. */
+/* Where the cache lives (the permutation file goes beside it); *can_write
+ * says whether it may be (re)written there, creating the folder if needed. */
 static gcn_status cache_location(gcn_ctx *ctx, const source *s, const gcn_dataset_opts *o,
                                  char **path, bool *can_write)
 {
@@ -253,31 +254,25 @@ static gcn_status parse_source(gcn_ctx *ctx, const source *s, gcn_dataset *ds)
     }
 }
 
-/* Cache hit, or parse and write the cache. */
-static gcn_status read_source(gcn_ctx *ctx, const source *s, const gcn_dataset_opts *o,
+/* Cache hit, or parse and write the cache (cache NULL: no cache). */
+static gcn_status read_source(gcn_ctx *ctx, const source *s, const char *cache, bool can_write,
                               gcn_dataset *ds)
 {
-    char *cache = NULL;
-    bool can_write = false, hit = false;
+    bool hit = false;
     uint64_t fp = source_fingerprint(s);
-    gcn_status st = GCN_OK;
-    if (o->cache) {
-        GCN_CHECK(cache_location(ctx, s, o, &cache, &can_write));
-        GCN_CHECK(gcn_cache_read(ctx, cache, fp, ds, &hit));
-    }
+    if (cache)
+        GCN_TRY(gcn_cache_read(ctx, cache, fp, ds, &hit));
     ds->from_cache = hit;
     if (hit)
-        goto cleanup;
-    GCN_CHECK(parse_source(ctx, s, ds));
+        return GCN_OK;
+    GCN_TRY(parse_source(ctx, s, ds));
     if (cache && !can_write)
         gcn_log(ctx, GCN_LOG_INFO,
                 "%s not written: the folder is read-only (set cache_dir to cache elsewhere)",
                 cache);
     else if (cache && gcn_cache_write(ctx, cache, fp, ds) != GCN_OK)
         gcn_log(ctx, GCN_LOG_WARN, "%s", gcn_last_error(ctx));
-cleanup:
-    free(cache);
-    return st;
+    return GCN_OK;
 }
 
 static gcn_status apply_graph_opts(gcn_ctx *ctx, gcn_dataset *ds, const gcn_dataset_opts *o)
@@ -348,21 +343,28 @@ gcn_status gcn_dataset_load(gcn_ctx *ctx, gcn_dataset **out, const char *spec,
     gcn_dataset_opts o = opts ? *opts : gcn_dataset_default_opts();
     if (!o.root)
         o.root = "data";
+    gcn_reorder_opts reorder = gcn_reorder_default_opts(GCN_REORDER_NONE);
+    if (o.reorder)
+        GCN_TRY(gcn_reorder_parse(ctx, o.reorder, &reorder));
     double t0 = now_ms();
     source s = {0};
+    char *cache = NULL;
     gcn_status st = GCN_OK;
-    bool generated = false;
+    bool generated = false, can_write = false;
     gcn_dataset *ds = calloc(1, sizeof *ds);
     if (!ds)
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory");
     GCN_CHECK(gcn_ds_generate(ctx, spec, ds, &generated));
     if (!generated) {
         GCN_CHECK(resolve(ctx, spec, &o, &s));
-        GCN_CHECK(read_source(ctx, &s, &o, ds));
+        if (o.cache)
+            GCN_CHECK(cache_location(ctx, &s, &o, &cache, &can_write));
+        GCN_CHECK(read_source(ctx, &s, cache, can_write, ds));
     }
     GCN_CHECK(apply_graph_opts(ctx, ds, &o));
     GCN_CHECK(apply_feature_opts(ctx, ds, generated ? NULL : &s, &o));
     GCN_CHECK(apply_split_opts(ctx, ds, &o));
+    GCN_CHECK(gcn_ds_reorder(ctx, ds, &reorder, cache, can_write));
     gcn_log(ctx, GCN_LOG_INFO, "%s: loaded in %.0f ms (%s)", ds->name, now_ms() - t0,
             generated ? "generated" : ds->from_cache ? "from the cache" : "parsed");
     *out = ds;
@@ -370,5 +372,6 @@ gcn_status gcn_dataset_load(gcn_ctx *ctx, gcn_dataset **out, const char *spec,
 cleanup:
     gcn_dataset_free(&ds);
     source_free(&s);
+    free(cache);
     return st;
 }

@@ -11,6 +11,7 @@
 #include "../core/csr.h"
 #include "../core/tensor.h"
 #include "graph.h"
+#include "reorder.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -30,6 +31,9 @@ typedef struct gcn_dataset {
     int32_t n_train, n_valid, n_test;
     bool split_drawn;     /* the loader drew the split (none was shipped) */
     bool from_cache;      /* read from the binary cache instead of parsed */
+    /* The reordering applied to every array above (NULL: original order);
+     * owned by the dataset. */
+    gcn_reorder *reorder;
 } gcn_dataset;
 
 typedef struct gcn_dataset_opts {
@@ -50,6 +54,11 @@ typedef struct gcn_dataset_opts {
     int32_t n_valid, n_test;  /* drawn split: sizes (500, 1000), clipped to what is left */
     bool cache;               /* read/write the binary cache (default true) */
     const char *cache_dir;    /* NULL: <dataset dir>/processed (never written when read-only) */
+    /* NULL or "none": original node order; otherwise a gcn_reorder_parse
+     * spec ("degree", "metis", "metis:16,256"), applied last, after the
+     * graph, feature and split options.  With the cache on, a dataset read
+     * from files keeps the permutation in a file beside its cache. */
+    const char *reorder;
 } gcn_dataset_opts;
 
 gcn_dataset_opts gcn_dataset_default_opts(void);
@@ -71,9 +80,17 @@ gcn_status gcn_dataset_load(gcn_ctx *ctx, gcn_dataset **ds, const char *spec,
 /* Accepts NULL and sets *ds to NULL. */
 void gcn_dataset_free(gcn_dataset **ds);
 
+/* Computes the reordering o of ds->graph and applies it to the graph, the
+ * feature rows, the labels and the split lists (ids renumbered, each list
+ * sorted ascending); ds->reorder keeps it, so outputs can speak original
+ * ids again.  GCN_REORDER_NONE changes nothing and leaves ds->reorder NULL.
+ * A dataset already reordered is GCN_ERR_STATE.  On failure ds is as it
+ * was. */
+gcn_status gcn_dataset_reorder(gcn_ctx *ctx, gcn_dataset *ds, const gcn_reorder_opts *o);
+
 /* One paragraph: name, nodes, edges, degree statistics, features, classes,
- * split.  Writes at most size bytes (NUL-terminated) and returns the length
- * the whole text needs, as snprintf does. */
+ * split, reordering.  Writes at most size bytes (NUL-terminated) and
+ * returns the length the whole text needs, as snprintf does. */
 int gcn_dataset_describe(const gcn_dataset *ds, char *buf, size_t size);
 
 typedef enum gcn_adjacency {
@@ -81,8 +98,10 @@ typedef enum gcn_adjacency {
     GCN_ADJ_RAW      /* A: entries 1, no self-loops added (GIN sums neighbours) */
 } gcn_adjacency;
 
-/* The dataset's graph as a gcn_csr on the context's device.  Caller frees
- * with gcn_csr_free. */
+/* The dataset's graph as a gcn_csr on the context's device, with the
+ * community levels of its METIS reordering attached (gcn_reorder_attach),
+ * so the selector tries the subgraph kernels.  Caller frees with
+ * gcn_csr_free. */
 gcn_status gcn_dataset_adjacency(gcn_ctx *ctx, const gcn_dataset *ds, gcn_adjacency kind,
                                  gcn_csr **out);
 

@@ -8,8 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../core/internal.h"
 #include "export.h"
+#include "internal.h"
 
 typedef struct npy_array {
     const char *name;  /* file name inside the folder */
@@ -138,11 +138,8 @@ gcn_status gcn_graph_export_npy(gcn_ctx *ctx, const gcn_graph *g, const char *di
     return write_values(ctx, dir, g);
 }
 
-gcn_status gcn_dataset_export_npy(gcn_ctx *ctx, const gcn_dataset *ds, const char *dir)
+static gcn_status export_dataset(gcn_ctx *ctx, const gcn_dataset *ds, const char *dir)
 {
-    if (!ctx)
-        return GCN_ERR_INVALID_ARG;
-    GCN_ARG(ctx, ds && ds->graph && dir);
     GCN_TRY(make_dir(ctx, dir));
     if (ds->features) {
         npy_array a = {"x.npy", "<f4", ds->n_nodes, ds->n_features};
@@ -158,4 +155,20 @@ gcn_status gcn_dataset_export_npy(gcn_ctx *ctx, const gcn_dataset *ds, const cha
     GCN_TRY(write_ids(ctx, dir, "train_idx.npy", ds->train, ds->n_train));
     GCN_TRY(write_ids(ctx, dir, "valid_idx.npy", ds->valid, ds->n_valid));
     return write_ids(ctx, dir, "test_idx.npy", ds->test, ds->n_test);
+}
+
+/* A reordered dataset is written from a copy in its original node ids, so
+ * the files equal those of the dataset as loaded. */
+gcn_status gcn_dataset_export_npy(gcn_ctx *ctx, const gcn_dataset *ds, const char *dir)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, ds && ds->graph && dir);
+    if (!ds->reorder)
+        return export_dataset(ctx, ds, dir);
+    gcn_dataset original;
+    GCN_TRY(gcn_ds_original(ctx, ds, &original));
+    gcn_status st = export_dataset(ctx, &original, dir);
+    gcn_ds_clear(&original);
+    return st;
 }

@@ -11,7 +11,7 @@ extern "C" {
 #endif
 
 /* Creates dir if needed and writes, each through a temporary file renamed
- * into place:
+ * into place (a reordered dataset in its original node ids):
  *   x.npy          float32 [n_nodes, n_features]   (when the dataset has features)
  *   edge_index.npy int64   [2, nnz]  source row, target column of every stored entry
  *   y.npy          int64   [n_nodes]  (-1 = unlabelled)

@@ -208,7 +208,59 @@ gcn_status gcn_cache_write(gcn_ctx *ctx, const char *path, uint64_t fingerprint,
 gcn_status gcn_cache_read(gcn_ctx *ctx, const char *path, uint64_t fingerprint, gcn_dataset *ds,
                           bool *hit);
 
+/* One piece of a file: bytes at data. */
+typedef struct gcn_section {
+    void *data;
+    size_t bytes;
+} gcn_section;
+
+/* Writes the n sections one after the other to path through a temporary
+ * file in the same folder, fsync() and rename(), so that readers see the
+ * old file or the whole new one. */
+gcn_status gcn_file_write_atomic(gcn_ctx *ctx, const char *path, const gcn_section *s, int n);
+
 /* Frees what a dataset holds and zeroes it (the struct itself stays). */
 void gcn_ds_clear(gcn_dataset *ds);
+
+/* ---- reordering (reorder.c, reorder_apply.c, reorder_cache.c) --------- */
+
+/* "none", "degree" or "metis". */
+const char *gcn_reorder_method_name(gcn_reorder_method method);
+
+/* Checks o; sizes receives the METIS sizes it asks for (the defaults when
+ * it names none), *n_sizes their count (0 unless METIS). */
+gcn_status gcn_reorder_check_opts(gcn_ctx *ctx, const gcn_reorder_opts *o,
+                                  int32_t sizes[GCN_REORDER_MAX_LEVELS], int *n_sizes);
+
+/* Checks o and draws METIS's seed from GCN_RNG_PARTITION (one draw; 0 and
+ * no draw for the other methods). */
+gcn_status gcn_reorder_seed(gcn_ctx *ctx, const gcn_reorder_opts *o, uint32_t *seed);
+
+/* A reordering of n_nodes with order and position allocated, no levels. */
+gcn_status gcn_reorder_alloc(gcn_ctx *ctx, gcn_reorder_method method, int32_t n_nodes,
+                             gcn_reorder **out);
+
+/* gcn_reorder_compute with the METIS seed given. */
+gcn_status gcn_reorder_compute_seeded(gcn_ctx *ctx, const gcn_graph *g,
+                                      const gcn_reorder_opts *o, uint32_t seed,
+                                      gcn_reorder **out);
+
+/* gcn_reorder_compute_seeded through the permutation file beside the
+ * dataset cache `cache`: read when it holds this graph's reordering for o
+ * and seed, otherwise computed and (when can_write) written.  Damaged or
+ * stale files are logged and replaced; only running out of memory fails
+ * where computing would not. */
+gcn_status gcn_reorder_cached(gcn_ctx *ctx, const gcn_graph *g, const gcn_reorder_opts *o,
+                              uint32_t seed, const char *cache, bool can_write,
+                              gcn_reorder **out);
+
+/* gcn_dataset_reorder, through gcn_reorder_cached when cache is not NULL. */
+gcn_status gcn_ds_reorder(gcn_ctx *ctx, gcn_dataset *ds, const gcn_reorder_opts *o,
+                          const char *cache, bool can_write);
+
+/* Fills a zeroed out with copies of ds's graph, features, labels and split
+ * in the original node order (ds must be reordered); out->reorder is NULL.
+ * Caller frees with gcn_ds_clear. */
+gcn_status gcn_ds_original(gcn_ctx *ctx, const gcn_dataset *ds, gcn_dataset *out);
 
 #endif

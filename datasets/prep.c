@@ -19,6 +19,7 @@ void gcn_ds_clear(gcn_dataset *ds)
     free(ds->train);
     free(ds->valid);
     free(ds->test);
+    gcn_reorder_free(&ds->reorder);
     memset(ds, 0, sizeof *ds);
 }
 
@@ -217,6 +218,17 @@ static void put_histogram(text *t, const gcn_degree_stats *s)
     }
 }
 
+static void put_reorder(text *t, const gcn_reorder *r)
+{
+    put(t, "; reordered by %s (", gcn_reorder_method_name(r->method));
+    for (int k = 0; k < r->n_levels; k++)
+        put(t, "%d parts of %d, ", r->n_parts[k], r->size[k]);
+    if (r->from_cache)
+        put(t, "permutation read from its file)");
+    else
+        put(t, "computed in %.3f s)", r->seconds);
+}
+
 int gcn_dataset_describe(const gcn_dataset *ds, char *buf, size_t size)
 {
     text t = {buf, size, 0};
@@ -244,6 +256,8 @@ int gcn_dataset_describe(const gcn_dataset *ds, char *buf, size_t size)
     if (ds->n_train + ds->n_valid + ds->n_test > 0)
         put(&t, "; split %d / %d / %d (%s)", ds->n_train, ds->n_valid, ds->n_test,
             ds->split_drawn ? "drawn" : "shipped");
+    if (ds->reorder)
+        put_reorder(&t, ds->reorder);
     put(&t, "%s.", ds->from_cache ? "; read from the cache" : "");
     return (int)t.len;
 }
@@ -266,6 +280,10 @@ gcn_status gcn_dataset_adjacency(gcn_ctx *ctx, const gcn_dataset *ds, gcn_adjace
     }
     gcn_status st = gcn_graph_to_csr(ctx, g, out);
     gcn_graph_free(&g);
+    if (st == GCN_OK && ds->reorder)
+        st = gcn_reorder_attach(ctx, ds->reorder, *out);
+    if (st != GCN_OK)
+        gcn_csr_free(out);
     return st;
 }
 

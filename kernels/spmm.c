@@ -4,17 +4,22 @@
 #include <string.h>
 
 #include "../core/internal.h"
+#include "spmm_auto.h"
 #include "spmm_impls.h"
 
-/* In order of preference: "auto" takes the first that supports a call.
- * rowsplit leads on the GPU: it is deterministic and, in docs/perf.md,
- * faster than cuSPARSE almost everywhere; cusparse is the baseline after it. */
+/* Every kernel; the selector tries each in the roles it lists.  The order
+ * breaks ties between equal medians: rowsplit first (deterministic, and in
+ * docs/perf.md faster than cuSPARSE almost everywhere). */
 static const gcn_spmm_impl *const registry[] = {
     &gcn_spmm_cpu,
     &gcn_spmm_rowsplit,
     &gcn_spmm_cusparse,
     &gcn_spmm_accel,
     &gcn_spmm_mergepath,
+    &gcn_spmm_intra_smem,
+    &gcn_spmm_intra_dense,
+    &gcn_spmm_inter_csr,
+    &gcn_spmm_inter_coo,
 };
 
 #define N_IMPLS ((int)(sizeof registry / sizeof registry[0]))
@@ -39,7 +44,7 @@ gcn_status gcn_spmm_set_kernel(gcn_ctx *ctx, const char *name)
     if (!ctx)
         return GCN_ERR_INVALID_ARG;
     GCN_ARG(ctx, name);
-    if (strcmp(name, "auto") != 0) {
+    if (!gcn_spmm_uses_sites(name)) {
         const gcn_spmm_impl *impl = gcn_spmm_find(name);
         if (!impl || impl->device != ctx->device)
             return GCN_ERROR(ctx, GCN_ERR_NOT_FOUND, "spmm kernel '%s' does not exist for %s",
@@ -56,29 +61,8 @@ const char *gcn_spmm_kernel(const gcn_ctx *ctx)
     return ctx ? ctx->spmm_kernel : "auto";
 }
 
-/* The implementation the context uses for a call on matrix a. */
-static gcn_status choose(gcn_ctx *ctx, const gcn_csr *a, int feat, const gcn_spmm_impl **impl)
-{
-    if (strcmp(ctx->spmm_kernel, "auto") != 0) {
-        *impl = gcn_spmm_find(ctx->spmm_kernel);
-        if (!(*impl)->supports(a, feat))
-            return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED,
-                             "spmm kernel '%s' does not support this matrix at width %d",
-                             ctx->spmm_kernel, feat);
-        return GCN_OK;
-    }
-    for (int i = 0; i < N_IMPLS; i++)
-        if (registry[i]->device == ctx->device && registry[i]->supports(a, feat)) {
-            *impl = registry[i];
-            return GCN_OK;
-        }
-    return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "no spmm kernel supports width %d on %s", feat,
-                     gcn_device_name(ctx->device));
-}
-
-/* The plan for (impl, feat) on a, built and cached on first use. */
-static gcn_status get_plan(gcn_ctx *ctx, const gcn_spmm_impl *impl, const gcn_csr *a, int feat,
-                           void **plan)
+gcn_status gcn_spmm_get_plan(gcn_ctx *ctx, const gcn_spmm_impl *impl, const gcn_csr *a, int feat,
+                             void **plan)
 {
     for (gcn_csr_plan *p = a->priv->plans; p; p = p->next)
         if (p->impl == impl && p->feat == feat) {
@@ -118,17 +102,17 @@ gcn_status gcn_spmm_run(gcn_ctx *ctx, const gcn_spmm_impl *impl, const gcn_csr *
     if (a->n_rows == 0)
         return GCN_OK;
     void *plan = NULL;
-    GCN_TRY(get_plan(ctx, impl, a, feat, &plan));
+    GCN_TRY(gcn_spmm_get_plan(ctx, impl, a, feat, &plan));
     return impl->run(ctx, plan, a, x, y, feat, accumulate);
 }
 
-/* Runs the context's chosen kernel. */
+/* Runs the context's choice: a forced kernel, or a call site. */
 static gcn_status spmm_apply(gcn_ctx *ctx, const gcn_csr *a, const float *x, float *y, int feat,
                              bool accumulate)
 {
-    const gcn_spmm_impl *impl = NULL;
-    GCN_TRY(choose(ctx, a, feat, &impl));
-    return gcn_spmm_run(ctx, impl, a, x, y, feat, accumulate);
+    if (gcn_spmm_uses_sites(ctx->spmm_kernel))
+        return gcn_spmm_site_apply(ctx, a, x, y, feat, accumulate);
+    return gcn_spmm_run(ctx, gcn_spmm_find(ctx->spmm_kernel), a, x, y, feat, accumulate);
 }
 
 static gcn_status spmm_backward(gcn_ctx *ctx, gcn_node *nd)

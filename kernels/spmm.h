@@ -12,6 +12,18 @@
 extern "C" {
 #endif
 
+/* The parts of a decomposed product a kernel is a candidate for (a bit
+ * set): the whole matrix; the intra-community part of a split (block
+ * diagonal, its community level attached); the inter-community part; or
+ * the whole matrix seen with one community level attached (a community
+ * kernel that serves both parts in one pass). */
+enum {
+    GCN_SPMM_ROLE_WHOLE = 1,
+    GCN_SPMM_ROLE_INTRA = 2,
+    GCN_SPMM_ROLE_INTER = 4,
+    GCN_SPMM_ROLE_FUSED = 8
+};
+
 /* One SpMM implementation.  `plan` does all preprocessing for a matrix and
  * feature width (built once, cached on the matrix, freed with it); `run`
  * computes y = A x (or y += A x when accumulate) with x [n_cols, feat] and
@@ -21,6 +33,7 @@ typedef struct gcn_spmm_impl {
     const char *name;
     gcn_device device;
     bool deterministic; /* same bits on every run (no float atomics) */
+    unsigned roles;     /* GCN_SPMM_ROLE_* the selector tries it in */
     bool (*supports)(const gcn_csr *a, int feat);
     gcn_status (*plan)(gcn_ctx *ctx, const gcn_csr *a, int feat, void **plan);
     gcn_status (*run)(gcn_ctx *ctx, void *plan, const gcn_csr *a, const float *x, float *y,
@@ -35,12 +48,55 @@ const gcn_spmm_impl *const *gcn_spmm_registry(int *n_impls);
 /* The implementation with this name, or NULL. */
 const gcn_spmm_impl *gcn_spmm_find(const char *name);
 
-/* Chooses the kernel gcn_spmm uses on this context: a registry name for the
- * context's device, or "auto" (the default: the preferred kernel that
- * supports each call).  Unknown names and kernels for another device are
+/* Chooses what gcn_spmm uses on this context:
+ *   "auto" (the default): the adaptive selector.  Each call site, a matrix
+ *     (A, or the stored A^T a backward multiplies) at one feature width,
+ *     times every candidate on its first real calls (CUDA events, read
+ *     without stalling the stream), drops clear losers, then locks in the
+ *     fastest by median and never times again.  Candidates are the
+ *     registry's whole-matrix kernels, and for matrices with community
+ *     levels (adaptgear.h) each level's community kernel on the whole
+ *     matrix ("intra_smem@256") and each pair of an intra and an inter
+ *     kernel on its split ("intra_smem+inter_csr@256").  They compute the
+ *     same product up to float rounding.
+ *   "auto-deterministic": the same over deterministic candidates only.
+ *   a registry name ("rowsplit"): that kernel on every call.
+ *   a strategy name as above: that strategy on every call (an error at the
+ *     first product when the matrix lacks the level).
+ * Unknown kernel names and kernels for another device are
  * GCN_ERR_NOT_FOUND. */
 gcn_status gcn_spmm_set_kernel(gcn_ctx *ctx, const char *name);
 const char *gcn_spmm_kernel(const gcn_ctx *ctx);
+
+/* What a call site of the selector measured and chose. */
+typedef struct gcn_spmm_site_info {
+    int feat;
+    bool transposed;        /* a site of the stored A^T (backward of a non-symmetric A) */
+    bool locked;
+    char mode[24];          /* "auto", "auto-deterministic" or "forced" */
+    int n_candidates;
+    int64_t profiled_calls; /* calls before the lock (0 when forced or loaded) */
+    char chosen[64];        /* the strategy running (or leading, before the lock) */
+    double chosen_ms;       /* its median, NAN when never timed */
+    char runner_up[64];     /* the fastest other candidate timed, "" if none */
+    double runner_up_ms;
+    double cusparse_ms;     /* the "cusparse" candidate's median, NAN if not timed */
+} gcn_spmm_site_info;
+
+/* The call sites of a and of its stored transpose, in creation order, at
+ * most max of them into out (may be NULL to count); returns their number. */
+int gcn_spmm_sites(const gcn_csr *a, gcn_spmm_site_info *out, int max);
+
+/* Plan files: the locked choices of the call sites of n matrices (tagged
+ * by name, e.g. "gcn" and "raw"), written as text, so a later run skips
+ * profiling.  Reading checks each tagged matrix against the file (shape,
+ * non-zeros and a fingerprint of its structure): a file for another graph
+ * is GCN_ERR_FORMAT naming the file and line; then it locks the listed
+ * sites.  Sites the file does not list are profiled as usual. */
+gcn_status gcn_spmm_plan_write(gcn_ctx *ctx, const char *path, const gcn_csr *const *mats,
+                               const char *const *tags, int n);
+gcn_status gcn_spmm_plan_read(gcn_ctx *ctx, const char *path, const gcn_csr *const *mats,
+                              const char *const *tags, int n);
 
 /* Runs one implementation directly, not differentiable: y (+)= A x with
  * raw device pointers.  The plan is built on first use and cached. */

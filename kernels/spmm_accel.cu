@@ -262,6 +262,7 @@ const gcn_spmm_impl gcn_spmm_accel = {
     .name = "accel",
     .device = GCN_DEVICE_CUDA,
     .deterministic = false,
+    .roles = GCN_SPMM_ROLE_WHOLE,
     .supports = gcn_spmm_cuda_supports,
     .plan = accel_plan_create,
     .run = accel_run,

@@ -46,6 +46,7 @@ const gcn_spmm_impl gcn_spmm_cpu = {
     .name = "cpu",
     .device = GCN_DEVICE_CPU,
     .deterministic = true,
+    .roles = GCN_SPMM_ROLE_WHOLE,
     .supports = cpu_supports,
     .plan = cpu_plan,
     .run = cpu_run,

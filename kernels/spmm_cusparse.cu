@@ -232,6 +232,7 @@ const gcn_spmm_impl gcn_spmm_cusparse = {
     .name = "cusparse",
     .device = GCN_DEVICE_CUDA,
     .deterministic = false,
+    .roles = GCN_SPMM_ROLE_WHOLE,
     .supports = cusparse_supports,
     .plan = cusparse_plan_create,
     .run = cusparse_run,

@@ -25,6 +25,22 @@ extern const gcn_spmm_impl gcn_spmm_accel;
 /* "mergepath": MergePath-SpMM (kernels/spmm_mergepath.cu). */
 extern const gcn_spmm_impl gcn_spmm_mergepath;
 
+/* AdaptGear's subgraph kernels (kernels/adaptgear/, docs/kernels.md). */
+
+/* "intra_smem": communities staged in shared memory, deterministic; on a
+ * level view of the whole matrix it also gathers the inter part. */
+extern const gcn_spmm_impl gcn_spmm_intra_smem;
+
+/* "intra_dense": the diagonal blocks stored dense, one small product each. */
+extern const gcn_spmm_impl gcn_spmm_intra_dense;
+
+/* "inter_csr": row blocks with their column indices staged in shared
+ * memory, deterministic. */
+extern const gcn_spmm_impl gcn_spmm_inter_csr;
+
+/* "inter_coo": edge-parallel over COO with atomic adds. */
+extern const gcn_spmm_impl gcn_spmm_inter_coo;
+
 #ifdef __cplusplus
 }
 #endif

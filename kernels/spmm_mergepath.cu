@@ -288,6 +288,7 @@ const gcn_spmm_impl gcn_spmm_mergepath = {
     .name = "mergepath",
     .device = GCN_DEVICE_CUDA,
     .deterministic = false,
+    .roles = GCN_SPMM_ROLE_WHOLE,
     .supports = gcn_spmm_cuda_supports,
     .plan = mergepath_plan_create,
     .run = mergepath_run,

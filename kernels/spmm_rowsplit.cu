@@ -8,7 +8,7 @@
  * planning: spmm_plan.c; docs/kernels.md. */
 #include <stdlib.h>
 
-#include "spmm_cuda.cuh"
+#include "spmm_rowsplit.cuh"
 #include "spmm_impls.h"
 
 #define RS_THREADS 256
@@ -31,86 +31,9 @@ typedef struct rowsplit_plan {
     int32_t n_short;        /* rows of at most `chunk` non-zeros */
     int4 *rows;             /* [n_short] in the order row warps take them: row, first
                                non-zero, end (one load instead of two dependent ones) */
-    int32_t n_chunks, n_long;
-    int4 *chunks;           /* row, first non-zero, end, long-row id */
-    int2 *long_info;        /* first chunk, number of chunks */
-    float *partial;         /* [n_chunks, feat] partial rows */
-    int *counter;           /* [n_long, tiles] pieces finished, reset by the last */
-    size_t rows_bytes, chunks_bytes, long_bytes, partial_bytes, counter_bytes;
+    gcn_rs_long lr;         /* pieces of the rows longer than `chunk` */
+    size_t rows_bytes;
 } rowsplit_plan;
-
-typedef struct rs_args {
-    const int32_t *col_idx;
-    const int4 *rows;
-    const float *val, *x;
-    float *y;
-    const int4 *chunks;
-    const int2 *long_info;
-    float *partial;
-    int *counter;
-    int32_t n_short, n_chunks;
-    int feat, tile, n_tiles;
-    bool accumulate;
-} rs_args;
-
-/* Lanes of the group that lane belongs to. */
-template <int G>
-__device__ __forceinline__ unsigned group_mask(int lane)
-{
-    return G == 32 ? 0xffffffffu : ((1u << G) - 1u) << (lane & ~(G - 1));
-}
-
-/* acc += sum over non-zeros [b, e) of val * X[col, tile], computed by the G
- * lanes of one group (li = lane in group): per round each lane loads M
- * (column, value) pairs, P = M * G in all, and the group walks them U at a
- * time with shuffles, so U * K vector loads per lane are in flight. */
-template <int G, int V, int K>
-__device__ __forceinline__ void row_sum(const rs_args &a, const float *xt, int b, int e, int li,
-                                        unsigned gmask, int nvec, float (&acc)[K][V])
-{
-    constexpr int M = 32 / G < 8 ? 32 / G : 8;
-    constexpr int P = M * G;
-    constexpr int U = K >= 4 ? 2 : (K == 2 ? 4 : 8);
-    for (int base = b; base < e; base += P) {
-        const int cnt = min(P, e - base);
-        int c[M];
-        float v[M];
-#pragma unroll
-        for (int m = 0; m < M; m++) {
-            const int p = m * G + li;
-            c[m] = p < cnt ? __ldg(a.col_idx + base + p) : 0;
-            v[m] = p < cnt ? __ldg(a.val + base + p) : 0.0f;
-        }
-#pragma unroll
-        for (int p0 = 0; p0 < P; p0 += U) {
-            if (p0 >= cnt)
-                break;
-            float xv[U][K][V], w[U];
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                const int p = p0 + u, m = p / G, s = p % G;
-                const int col = G == 1 ? c[m] : __shfl_sync(gmask, c[m], s, G);
-                w[u] = G == 1 ? v[m] : __shfl_sync(gmask, v[m], s, G);
-                const float *xr = xt + (int64_t)col * a.feat;
-#pragma unroll
-                for (int k = 0; k < K; k++) {
-                    const int vi = k * G + li;
-                    if (p < cnt && vi < nvec)
-                        vload_ro<V>(xr + vi * V, xv[u][k]);
-                    else
-                        vzero<V>(xv[u][k]);
-                }
-            }
-#pragma unroll
-            for (int u = 0; u < U; u++)
-#pragma unroll
-                for (int k = 0; k < K; k++)
-#pragma unroll
-                    for (int t = 0; t < V; t++)
-                        acc[k][t] = fmaf(w[u], xv[u][k][t], acc[k][t]);
-        }
-    }
-}
 
 /* Group grp of the warp owns row rows[rwarp * (32 / G) + grp]. */
 template <int G, int V, int K>
@@ -134,71 +57,6 @@ __device__ __forceinline__ void rows_task(const rs_args &a, int64_t rwarp, int l
     for (int k = 0; k < K; k++)
         if (k * G + li < nvec)
             vwrite<V>(yr + (k * G + li) * V, acc[k], a.accumulate);
-}
-
-/* The last warp to finish a long row's pieces sums their partial rows in
- * piece order and writes the row. */
-template <int V>
-__device__ __forceinline__ void reduce_long(const rs_args &a, int4 q, int lane, int col0,
-                                            int nvec)
-{
-    const int2 info = a.long_info[q.w];
-    float *yr = a.y + (int64_t)q.x * a.feat + col0;
-    for (int vi = lane; vi < nvec; vi += 32) {
-        float s[V];
-        vzero<V>(s);
-        for (int j = 0; j < info.y; j++) {
-            float t[V];
-            vload_cg<V>(a.partial + (int64_t)(info.x + j) * a.feat + col0 + vi * V, t);
-#pragma unroll
-            for (int i = 0; i < V; i++)
-                s[i] += t[i];
-        }
-        vwrite<V>(yr + vi * V, s, a.accumulate);
-    }
-}
-
-/* A whole warp sums one piece of a long row: its 32 / G groups take equal
- * consecutive stretches, combine by butterfly shuffles, and group 0 stores
- * the partial row; a counter per (row, tile) elects the last piece. */
-template <int G, int V, int K>
-__device__ __forceinline__ void chunk_task(const rs_args &a, int c, int lane, int col0,
-                                           int nvec, int tile)
-{
-    const int4 q = a.chunks[c];
-    const int li = lane % G, grp = lane / G;
-    const int per = (q.z - q.y + 32 / G - 1) / (32 / G);
-    const int b = min(q.y + grp * per, q.z), e = min(b + per, q.z);
-    float acc[K][V];
-#pragma unroll
-    for (int k = 0; k < K; k++)
-        vzero<V>(acc[k]);
-    row_sum<G, V, K>(a, a.x + col0, b, e, li, group_mask<G>(lane), nvec, acc);
-    __syncwarp();
-#pragma unroll
-    for (int off = G; off < 32; off *= 2)
-#pragma unroll
-        for (int k = 0; k < K; k++)
-#pragma unroll
-            for (int t = 0; t < V; t++)
-                acc[k][t] += __shfl_xor_sync(0xffffffffu, acc[k][t], off);
-    float *slot = a.partial + (int64_t)c * a.feat + col0;
-#pragma unroll
-    for (int k = 0; k < K; k++)
-        if (grp == 0 && k * G + li < nvec)
-            vstore<V>(slot + (k * G + li) * V, acc[k]);
-    __threadfence();
-    __syncwarp();
-    int *counter = a.counter + (int64_t)q.w * a.n_tiles + tile;
-    int last = 0;
-    if (lane == 0)
-        last = atomicAdd(counter, 1) == a.long_info[q.w].y - 1;
-    if (!__shfl_sync(0xffffffffu, last, 0))
-        return;
-    __threadfence();
-    reduce_long<V>(a, q, lane, col0, nvec);
-    if (lane == 0)
-        *counter = 0;
 }
 
 /* Work mapping: blockIdx.y is the feature tile (columns [y * tile, ...));
@@ -272,10 +130,7 @@ static void rowsplit_free_plan(void *plan)
     if (!p)
         return;
     gcn_mem_release(p->head.ctx, p->rows, p->rows_bytes);
-    gcn_mem_release(p->head.ctx, p->chunks, p->chunks_bytes);
-    gcn_mem_release(p->head.ctx, p->long_info, p->long_bytes);
-    gcn_mem_release(p->head.ctx, p->partial, p->partial_bytes);
-    gcn_mem_release(p->head.ctx, p->counter, p->counter_bytes);
+    gcn_rs_long_free(p->head.ctx, &p->lr);
     free(p);
 }
 
@@ -335,34 +190,6 @@ static gcn_status upload_rows(gcn_ctx *ctx, const gcn_csr *a, rowsplit_plan *p,
     return st;
 }
 
-/* The long-row pieces, their scratch rows and their zeroed counters. */
-static gcn_status upload_chunks(gcn_ctx *ctx, const gcn_csr *a, rowsplit_plan *p,
-                                const int32_t *row_ptr)
-{
-    gcn_rowsplit_chunks ch = {0};
-    int tiles = p->lay[0].n_tiles > p->lay[1].n_tiles ? p->lay[0].n_tiles : p->lay[1].n_tiles;
-    gcn_status st;
-    GCN_CHECK(gcn_rowsplit_chunks_build(ctx, row_ptr, a->n_rows, p->chunk, &ch));
-    p->n_chunks = ch.n_chunks;
-    p->n_long = ch.n_long;
-    p->chunks_bytes = (size_t)ch.n_chunks * sizeof(int4);
-    p->long_bytes = (size_t)ch.n_long * sizeof(int2);
-    p->partial_bytes = (size_t)ch.n_chunks * (size_t)p->head.feat * sizeof(float);
-    p->counter_bytes = (size_t)ch.n_long * (size_t)tiles * sizeof(int);
-    GCN_CHECK(gcn_spmm_upload(ctx, (void **)&p->chunks, ch.chunk, p->chunks_bytes));
-    GCN_CHECK(gcn_spmm_upload(ctx, (void **)&p->long_info, ch.long_info, p->long_bytes));
-    GCN_CHECK(gcn_mem_alloc(ctx, (void **)&p->partial, p->partial_bytes));
-    GCN_CHECK(gcn_mem_alloc(ctx, (void **)&p->counter, p->counter_bytes));
-    if (p->counter_bytes > 0) {
-        gcn_cuda_state *cs;
-        GCN_CHECK(gcn_cuda_begin(ctx, &cs));
-        GCN_CHECK(GCN_CUDA_ST(cudaMemsetAsync(p->counter, 0, p->counter_bytes, cs->stream)));
-    }
-cleanup:
-    gcn_rowsplit_chunks_free(&ch);
-    return st;
-}
-
 /* Everything a non-empty matrix needs, from a host copy of row_ptr. */
 static gcn_status build_plan(gcn_ctx *ctx, const gcn_csr *a, rowsplit_plan *p)
 {
@@ -373,7 +200,10 @@ static gcn_status build_plan(gcn_ctx *ctx, const gcn_csr *a, rowsplit_plan *p)
     GCN_CHECK(gcn_spmm_host_row_ptr(ctx, a, &row_ptr));
     GCN_CHECK(plan_layouts(ctx, a, p, row_ptr));
     GCN_CHECK(upload_rows(ctx, a, p, row_ptr));
-    GCN_CHECK(upload_chunks(ctx, a, p, row_ptr));
+    GCN_CHECK(gcn_rs_long_upload(ctx, row_ptr, a->n_rows, p->chunk, p->head.feat,
+                                 p->lay[0].n_tiles > p->lay[1].n_tiles ? p->lay[0].n_tiles
+                                                                       : p->lay[1].n_tiles,
+                                 &p->lr));
 cleanup:
     free(row_ptr);
     return st;
@@ -407,11 +237,11 @@ static gcn_status rowsplit_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const
         return GCN_OK;
     int which = gcn_spmm_aligned(x, p->lay[0].vec) && gcn_spmm_aligned(y, p->lay[0].vec) ? 0 : 1;
     const gcn_feat_layout *l = &p->lay[which];
-    rs_args args = {a->col_idx, p->rows, a->values, x, y, p->chunks, p->long_info,
-                    p->partial, p->counter, p->n_short, p->n_chunks, feat, l->tile, l->n_tiles,
-                    accumulate};
+    rs_args args = {a->col_idx, p->rows, a->values, x, y, p->lr.chunks, p->lr.long_info,
+                    p->lr.partial, p->lr.counter, p->n_short, p->lr.n_chunks, feat, l->tile,
+                    l->n_tiles, accumulate};
     int rows_per_warp = 32 / p->shape[which].group;
-    int64_t warps = p->n_chunks + ((int64_t)p->n_short + rows_per_warp - 1) / rows_per_warp;
+    int64_t warps = p->lr.n_chunks + ((int64_t)p->n_short + rows_per_warp - 1) / rows_per_warp;
     dim3 grid((unsigned)((warps + RS_WARPS - 1) / RS_WARPS), (unsigned)l->n_tiles);
     pick_kernel(l->vec, p->shape[which], p->min_blocks)<<<grid, RS_THREADS, 0, cs->stream>>>(
         args);
@@ -423,6 +253,7 @@ const gcn_spmm_impl gcn_spmm_rowsplit = {
     .name = "rowsplit",
     .device = GCN_DEVICE_CUDA,
     .deterministic = true,
+    .roles = GCN_SPMM_ROLE_WHOLE,
     .supports = gcn_spmm_cuda_supports,
     .plan = rowsplit_plan_create,
     .run = rowsplit_run,

@@ -11,6 +11,7 @@
 #include <zlib.h>
 
 #include "../core/internal.h"
+#include "../datasets/reorder.h"
 #include "config.h"
 
 typedef struct parser {
@@ -41,6 +42,7 @@ gcn_model_config gcn_model_config_default(void)
     c.runs = 1;
     strcpy(c.device, "auto");
     strcpy(c.spmm, "auto");
+    strcpy(c.reorder, "auto");
     strcpy(c.root, "data");
     strcpy(c.features, "file");
     return c;
@@ -303,6 +305,59 @@ static gcn_status parse_device(parser *p, const cJSON *v, char *out, size_t size
     return fail(p, "device", "expected \"auto\", \"cpu\", \"cuda\" or \"cuda:N\"");
 }
 
+static const char *const reorder_methods[] = {"auto", "none", "degree", "metis"};
+
+/* "reorder": a spec string ("metis:256") or {"method": ..., "part_size": N}
+ * (or "part_sizes": [N, ...]), checked by gcn_reorder_parse; kept as the
+ * spec string. */
+static gcn_status parse_reorder(parser *p, const cJSON *v, char *out, size_t size)
+{
+    if (cJSON_IsString(v)) {
+        GCN_TRY(get_string(p, v, "reorder", out, size));
+        gcn_reorder_opts o;
+        if (strcmp(out, "auto") != 0 && gcn_reorder_parse(NULL, out, &o) != GCN_OK)
+            return fail(p, "reorder", "expected \"auto\", \"none\", \"degree\", \"metis\" or "
+                        "\"metis:S[,S...]\" with sizes ascending in [2, 16777216]");
+        return GCN_OK;
+    }
+    if (!cJSON_IsObject(v))
+        return fail(p, "reorder", "expected a string or an object");
+    GCN_TRY(check_unique_keys(p, v, "reorder"));
+    int method = -1, n = 0;
+    char sizes[48] = "";
+    const cJSON *k;
+    cJSON_ArrayForEach(k, v) {
+        char path[96];
+        snprintf(path, sizeof path, "reorder.%s", k->string);
+        if (!strcmp(k->string, "method")) {
+            GCN_TRY(get_choice(p, k, path, reorder_methods, 4, &method));
+        } else if (!strcmp(k->string, "part_size") || !strcmp(k->string, "part_sizes")) {
+            bool list = k->string[9] == 's';
+            if (list != cJSON_IsArray(k) || n > 0)
+                return fail(p, path, list ? "expected an array of integers" : "expected an integer");
+            const cJSON *e = list ? k->child : k;
+            for (; e && n < GCN_REORDER_MAX_LEVELS; e = list ? e->next : NULL, n++) {
+                int64_t s;
+                GCN_TRY(get_int(p, e, path, 2, 1 << 24, &s));
+                snprintf(sizes + strlen(sizes), sizeof sizes - strlen(sizes), "%s%lld",
+                         n ? "," : "", (long long)s);
+            }
+        } else {
+            return fail(p, path, "unknown key");
+        }
+    }
+    if (method < 0)
+        return fail(p, "reorder", "missing required key \"method\"");
+    if (n > 0 && method != 3)
+        return fail(p, "reorder", "part sizes apply to method \"metis\" only");
+    snprintf(out, size, "%s%s%s", reorder_methods[method], n ? ":" : "", sizes);
+    gcn_reorder_opts o;
+    if (method != 0 && gcn_reorder_parse(NULL, out, &o) != GCN_OK)
+        return fail(p, "reorder", "part sizes must ascend, at most %d of them",
+                    GCN_REORDER_MAX_LEVELS);
+    return GCN_OK;
+}
+
 static const char *const precisions[] = {"fp32", "tf32"};
 
 static gcn_status parse_top_key(parser *p, const cJSON *v, gcn_model_config *cfg, bool *has_layers)
@@ -339,6 +394,8 @@ static gcn_status parse_top_key(parser *p, const cJSON *v, gcn_model_config *cfg
     }
     if (!strcmp(k, "spmm"))
         return get_string(p, v, k, cfg->spmm, sizeof cfg->spmm);
+    if (!strcmp(k, "reorder"))
+        return parse_reorder(p, v, cfg->reorder, sizeof cfg->reorder);
     return fail(p, k, "unknown key");
 }
 

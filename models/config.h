@@ -48,7 +48,10 @@ typedef struct gcn_model_config {
     uint64_t seed;
     char device[16];       /* "auto", "cpu", "cuda" or "cuda:N" */
     bool tf32;             /* precision "tf32" (else "fp32") */
-    char spmm[32];         /* "auto" or a kernel name */
+    char spmm[64];         /* "auto", "auto-deterministic", a kernel or a strategy */
+    char reorder[64];      /* "auto" (METIS on a GPU, none on the CPU) or a
+                            * datasets/reorder.h spec: "none", "degree", "metis",
+                            * "metis:S,..." */
     /* dataset defaults, overridable on the command line */
     char root[256];
     char features[32];     /* "file", "random:D" or "degree" */
@@ -58,7 +61,8 @@ typedef struct gcn_model_config {
 } gcn_model_config;
 
 /* Every field at its default: no layers, Adam lr 0.01, 200 epochs, 1 run,
- * seed 0, device auto, fp32, spmm auto, root "data", features "file". */
+ * seed 0, device auto, fp32, spmm auto, reorder auto, root "data", features
+ * "file". */
 gcn_model_config gcn_model_config_default(void);
 
 /* Reads and validates a configuration.  On failure returns GCN_ERR_IO or

@@ -178,6 +178,13 @@ const gcn_model *gcn_trainer_model(const gcn_trainer *tr)
     return tr ? tr->model : NULL;
 }
 
+const gcn_csr *gcn_trainer_adjacency(const gcn_trainer *tr, gcn_adjacency kind)
+{
+    if (!tr)
+        return NULL;
+    return kind == GCN_ADJ_GCN ? tr->adj_gcn : kind == GCN_ADJ_RAW ? tr->adj_raw : NULL;
+}
+
 void gcn_trainer_free(gcn_trainer **ptr)
 {
     if (!ptr || !*ptr)

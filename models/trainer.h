@@ -42,6 +42,10 @@ void gcn_trainer_best(const gcn_trainer *tr, gcn_train_best *best);
 int gcn_trainer_epochs_done(const gcn_trainer *tr);
 const gcn_model *gcn_trainer_model(const gcn_trainer *tr);
 
+/* The adjacency matrix of that kind on the device, or NULL when no layer
+ * multiplies it (for the selector's report and plan files). */
+const gcn_csr *gcn_trainer_adjacency(const gcn_trainer *tr, gcn_adjacency kind);
+
 /* Checkpoints: parameters, batch-norm statistics, optimiser state, epoch,
  * best-so-far, random-stream offsets and the model's configuration hash,
  * with a CRC-32; written to a temporary file and renamed into place.

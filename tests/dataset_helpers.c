@@ -1,5 +1,5 @@
-/* Scratch folders, fixture files (plain and gzip) and error-message checks
- * for the dataset tests. */
+/* Scratch folders, fixture files (plain and gzip), and error-message,
+ * graph and reordering checks for the dataset tests. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <stdarg.h>
@@ -228,4 +228,41 @@ bool ds_same(const gcn_dataset *a, const gcn_dataset *b)
            (!a->labels || same_ints(a->labels, b->labels, a->n_nodes)) &&
            same_ints(a->train, b->train, a->n_train) && same_ints(a->valid, b->valid, a->n_valid) &&
            same_ints(a->test, b->test, a->n_test);
+}
+
+void ds_check_reorder(const gcn_reorder *r, int32_t n)
+{
+    cr_assert_eq(r->n_nodes, n);
+    for (int32_t i = 0; i < n; i++) {
+        cr_assert(r->order[i] >= 0 && r->order[i] < n);
+        cr_assert_eq(r->position[r->order[i]], i, "position is not the inverse of order");
+    }
+    for (int k = 0; k < r->n_levels; k++) {
+        const int32_t *p = r->part_ptr[k];
+        cr_assert_geq(r->n_parts[k], 2, "level %d has one part", k);
+        cr_assert_eq(p[0], 0);
+        cr_assert_eq(p[r->n_parts[k]], n);
+        for (int32_t q = 0; q < r->n_parts[k]; q++)
+            cr_assert_lt(p[q], p[q + 1], "level %d part %d is empty", k, q);
+        if (k == 0)
+            continue;
+        cr_assert_gt(r->size[k], r->size[k - 1]);
+        for (int32_t q = 0, j = 0; q <= r->n_parts[k]; q++) {
+            while (r->part_ptr[k - 1][j] < p[q])
+                j++;
+            cr_assert_eq(r->part_ptr[k - 1][j], p[q], "level %d boundary %d is not nested", k,
+                         p[q]);
+        }
+    }
+}
+
+void ds_expect_same_graph(const gcn_graph *a, const gcn_graph *b)
+{
+    cr_assert_eq(a->n_nodes, b->n_nodes);
+    cr_assert_eq(a->nnz, b->nnz);
+    cr_assert_arr_eq(a->row_ptr, b->row_ptr, ((size_t)a->n_nodes + 1) * sizeof(int32_t));
+    cr_assert_arr_eq(a->col_idx, b->col_idx, (size_t)a->nnz * sizeof(int32_t));
+    cr_assert_eq(a->values == NULL, b->values == NULL);
+    if (a->values)
+        cr_assert_arr_eq(a->values, b->values, (size_t)a->nnz * sizeof(float));
 }

@@ -1,6 +1,6 @@
 /* Fixtures for the dataset tests: a scratch folder under /tmp, files
  * written into it (".gz" names are gzip-compressed with zlib), and checks
- * on the context's error message. */
+ * on the context's error message, on graphs and on reorderings. */
 #ifndef GCN_TEST_DATASET_HELPERS_H
 #define GCN_TEST_DATASET_HELPERS_H
 
@@ -70,5 +70,13 @@ const char *ds_damage_gzip(const char *path, int kind);
 
 /* Whether two datasets hold identical graphs, features, labels and splits. */
 bool ds_same(const gcn_dataset *a, const gcn_dataset *b);
+
+/* Asserts that r reorders n nodes: order is a permutation, position its
+ * inverse, and each level's parts run from 0 to n without empty parts,
+ * every boundary of a coarser level being one of the finer level. */
+void ds_check_reorder(const gcn_reorder *r, int32_t n);
+
+/* Asserts that two graphs are equal: row_ptr, col_idx and values. */
+void ds_expect_same_graph(const gcn_graph *a, const gcn_graph *b);
 
 #endif

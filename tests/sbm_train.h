@@ -10,12 +10,15 @@ enum { NODES = 1200, CLASSES = 4, FEAT = 16, HIDDEN = 16, EPOCHS = 200, TRAIN_PE
 typedef struct run_result {
     float losses[EPOCHS];
     double acc;
-    gcn_memory_stats after_first, at_end;
+    int steady_epoch;              /* the first epoch after which every SpMM call site
+                                      had locked (0-based; -1: never) */
+    gcn_memory_stats steady, at_end;
 } run_result;
 
 /* Trains on a new context of the given device from `seed`: the loss of every
- * epoch, the final test accuracy, and the pool counters after the first
- * step and at the end.  Asserts (Criterion) on any failure, and that the
+ * epoch, the final test accuracy, and the pool counters once the SpMM
+ * selector has locked every call site (the end of its profiling; on the
+ * CPU, after the first step) and at the end.  Asserts (Criterion) on any failure, and that the
  * context holds no memory once everything is freed. */
 void sbm_train(gcn_device device, bool tf32, uint64_t seed, run_result *res);
 

@@ -14,8 +14,8 @@
 enum { EXIT_USAGE = 1, EXIT_INPUT = 2, EXIT_RUNTIME = 3 };
 
 typedef struct args {
-    const char *config, *dataset, *root, *device, *spmm, *features;
-    const char *log, *save, *resume, *export_dir;
+    const char *config, *dataset, *root, *device, *spmm, *features, *reorder;
+    const char *log, *save, *resume, *export_dir, *spmm_plan;
     long epochs, runs;
     long long seed;
     bool quiet;
@@ -28,7 +28,13 @@ static const char usage[] =
     "  --epochs N --runs R --seed S\n"
     "                        override the configuration (run r uses seed S + r)\n"
     "  --device cpu|cuda|cuda:N|auto\n"
-    "  --spmm NAME|auto      SpMM kernel from the registry\n"
+    "  --spmm MODE           auto (the adaptive selector, the default), auto-deterministic,\n"
+    "                        a kernel name (rowsplit) or a strategy (intra_smem@256,\n"
+    "                        intra_smem+inter_csr@256)\n"
+    "  --reorder SPEC        auto (metis on a GPU, none on the CPU), none, degree, metis\n"
+    "                        (community sizes 16,256,4096) or metis:S[,S...]\n"
+    "  --spmm-plan FILE      load the selector's choices from FILE if it exists (and skip\n"
+    "                        profiling), else write them there once locked\n"
     "  --features random:D|degree|file|none\n"
     "                        substitute node features (e.g. for ogbn-arxiv without node-feat)\n"
     "  --log FILE.jsonl      one JSON object per epoch, one per run (its best-validation\n"
@@ -95,6 +101,8 @@ static int parse_args(int argc, char **argv, args *a)
         else if (!strcmp(o, "--root")) a->root = v;
         else if (!strcmp(o, "--device")) a->device = v;
         else if (!strcmp(o, "--spmm")) a->spmm = v;
+        else if (!strcmp(o, "--reorder")) a->reorder = v;
+        else if (!strcmp(o, "--spmm-plan")) a->spmm_plan = v;
         else if (!strcmp(o, "--features")) a->features = v;
         else if (!strcmp(o, "--log")) a->log = v;
         else if (!strcmp(o, "--save")) a->save = v;
@@ -121,10 +129,11 @@ static int apply_args(const args *a, gcn_model_config *cfg)
     if (a->epochs > 0) cfg->epochs = (int)a->epochs;
     if (a->runs > 0) cfg->runs = (int)a->runs;
     if (a->seed >= 0) cfg->seed = (uint64_t)a->seed;
-    const char *fields[3][2] = {{a->device, cfg->device}, {a->spmm, cfg->spmm},
-                                {a->features, cfg->features}};
-    size_t sizes[3] = {sizeof cfg->device, sizeof cfg->spmm, sizeof cfg->features};
-    for (int i = 0; i < 3; i++)
+    const char *fields[4][2] = {{a->device, cfg->device}, {a->spmm, cfg->spmm},
+                                {a->features, cfg->features}, {a->reorder, cfg->reorder}};
+    size_t sizes[4] = {sizeof cfg->device, sizeof cfg->spmm, sizeof cfg->features,
+                       sizeof cfg->reorder};
+    for (int i = 0; i < 4; i++)
         if (fields[i][0]) {
             if (strlen(fields[i][0]) >= sizes[i]) {
                 fprintf(stderr, "gcntrain: option value '%s' is too long\n", fields[i][0]);
@@ -172,6 +181,8 @@ typedef struct session {
     char log_tmp[4096];
     double t_load, t_prep, t_train, t_eval;
     double *best_test;
+    char reorder[64];   /* the reordering spec after resolving "auto" */
+    bool spmm_reported; /* the selector's table has been printed this run */
 } session;
 
 static int fail(session *s, gcn_status st, const char *what)
@@ -202,6 +213,9 @@ static int open_context(session *s)
         fprintf(stderr, "gcntrain: cannot use device %s: %s\n", s->cfg.device, gcn_status_str(st));
         return exit_code_for(st) == EXIT_INPUT ? EXIT_INPUT : EXIT_RUNTIME;
     }
+    bool gpu = gcn_ctx_device(s->ctx) == GCN_DEVICE_CUDA;
+    snprintf(s->reorder, sizeof s->reorder, "%s",
+             strcmp(s->cfg.reorder, "auto") ? s->cfg.reorder : gpu ? "metis" : "none");
     st = gcn_spmm_set_kernel(s->ctx, s->cfg.spmm);
     return st == GCN_OK ? 0 : fail(s, st, "spmm");
 }
@@ -212,6 +226,7 @@ static int load_dataset(session *s)
     o.root = s->cfg.root;
     o.features = s->cfg.features;
     o.normalize_features = s->cfg.normalize_features;
+    o.reorder = strcmp(s->reorder, "none") ? s->reorder : NULL;
     gcn_rng_seed(s->ctx, s->cfg.data_seed);
     double t0 = now_s();
     gcn_status st = gcn_dataset_load(s->ctx, &s->ds, s->a.dataset ? s->a.dataset : "synthetic", &o);
@@ -262,6 +277,86 @@ static void log_epoch(session *s, int run, const gcn_epoch_stats *e)
                 e->train_ms, e->eval_ms);
 }
 
+/* The trainer's adjacency matrices, tagged for plan files. */
+static int trainer_mats(const gcn_trainer *tr, const gcn_csr *mats[2], const char *tags[2])
+{
+    int n = 0;
+    static const char *const names[2] = {"gcn", "raw"};
+    const gcn_adjacency kinds[2] = {GCN_ADJ_GCN, GCN_ADJ_RAW};
+    for (int k = 0; k < 2; k++)
+        if (gcn_trainer_adjacency(tr, kinds[k])) {
+            mats[n] = gcn_trainer_adjacency(tr, kinds[k]);
+            tags[n++] = names[k];
+        }
+    return n;
+}
+
+#define MAX_SITES 16
+
+static void json_ms(FILE *f, const char *key, double v)
+{
+    fprintf(f, isnan(v) ? ",\"%s\":null" : ",\"%s\":%.6g", key, v);
+}
+
+/* Once every call site has locked: one table line per site (and a JSON
+ * line per site in the log), when some site had a choice to make.
+ * Returns whether the sites are all locked. */
+static bool report_spmm(session *s, int run, const gcn_trainer *tr)
+{
+    const gcn_csr *mats[2];
+    const char *tags[2];
+    gcn_spmm_site_info info[2][MAX_SITES];
+    int n_mats = trainer_mats(tr, mats, tags), n[2] = {0, 0};
+    for (int m = 0; m < n_mats; m++) {
+        n[m] = gcn_spmm_sites(mats[m], info[m], MAX_SITES);
+        for (int i = 0; i < n[m] && i < MAX_SITES; i++)
+            if (!info[m][i].locked)
+                return false;
+    }
+    bool choice = false;
+    for (int m = 0; m < n_mats; m++)
+        for (int i = 0; i < n[m] && i < MAX_SITES; i++)
+            choice |= info[m][i].n_candidates > 1;
+    if (!choice)
+        return true;
+    printf("spmm       %-14s %-30s %9s  %-30s %9s %11s\n", "call site", "chosen", "ms",
+           "runner-up", "ms", "cusparse ms");
+    for (int m = 0; m < n_mats; m++)
+        for (int i = 0; i < n[m] && i < MAX_SITES; i++) {
+            const gcn_spmm_site_info *t = &info[m][i];
+            char site[32];
+            snprintf(site, sizeof site, "%s%s x %d", tags[m], t->transposed ? "^T" : "", t->feat);
+            printf("           %-14s %-30s %9.4f  %-30s %9.4f %11.4f%s\n", site, t->chosen,
+                   t->chosen_ms, t->runner_up[0] ? t->runner_up : "-", t->runner_up_ms,
+                   t->cusparse_ms, t->profiled_calls ? "" : "  (not profiled)");
+            if (!s->log)
+                continue;
+            fprintf(s->log,
+                    "{\"run\":%d,\"spmm_site\":\"%s\",\"feat\":%d,\"transposed\":%s,"
+                    "\"mode\":\"%s\",\"chosen\":\"%s\",\"runner_up\":\"%s\","
+                    "\"candidates\":%d,\"profiled_calls\":%lld",
+                    run + 1, tags[m], t->feat, t->transposed ? "true" : "false", t->mode,
+                    t->chosen, t->runner_up, t->n_candidates, (long long)t->profiled_calls);
+            json_ms(s->log, "chosen_ms", t->chosen_ms);
+            json_ms(s->log, "runner_up_ms", t->runner_up_ms);
+            json_ms(s->log, "cusparse_ms", t->cusparse_ms);
+            fputs("}\n", s->log);
+        }
+    fflush(stdout);
+    return true;
+}
+
+/* --spmm-plan: read the file when it exists (before training), else write
+ * it once the sites have locked. */
+static gcn_status spmm_plan(session *s, const gcn_trainer *tr, bool write)
+{
+    const gcn_csr *mats[2];
+    const char *tags[2];
+    int n = trainer_mats(tr, mats, tags);
+    return write ? gcn_spmm_plan_write(s->ctx, s->a.spmm_plan, mats, tags, n)
+                 : gcn_spmm_plan_read(s->ctx, s->a.spmm_plan, mats, tags, n);
+}
+
 /* One run: a fresh model from seed + run, optionally resumed. */
 static int train_run(session *s, int run)
 {
@@ -276,7 +371,13 @@ static int train_run(session *s, int run)
         rc = fail(s, st, "resume");
         goto done;
     }
+    bool plan_exists = s->a.spmm_plan && access(s->a.spmm_plan, F_OK) == 0;
+    if (plan_exists && (st = spmm_plan(s, tr, false)) != GCN_OK) {
+        rc = fail(s, st, "spmm plan");
+        goto done;
+    }
     s->t_prep += now_s() - t0;
+    s->spmm_reported = false;
     if (run == 0)
         printf("params     %lld\n", (long long)gcn_model_param_count(gcn_trainer_model(tr)));
     for (int e = gcn_trainer_epochs_done(tr); e < s->cfg.epochs; e++) {
@@ -288,6 +389,11 @@ static int train_run(session *s, int run)
         s->t_train += es.train_ms * 1e-3;
         s->t_eval += es.eval_ms * 1e-3;
         log_epoch(s, run, &es);
+        if (!s->spmm_reported && (s->spmm_reported = report_spmm(s, run, tr)) &&
+            s->a.spmm_plan && !plan_exists && (st = spmm_plan(s, tr, true)) != GCN_OK) {
+            rc = fail(s, st, "spmm plan");
+            goto done;
+        }
     }
     gcn_train_best b;
     gcn_trainer_best(tr, &b);

@@ -16,6 +16,7 @@
 /* The subcommands: argv[0] is the subcommand's name; exit status out. */
 int gcnbench_spmm(int argc, char **argv);
 int gcnbench_matmul(int argc, char **argv);
+int gcnbench_select(int argc, char **argv);
 
 /* The options every subcommand takes: --reps N (timed runs), --warmup N,
  * --flush (L2 flushed before each run), --out FILE.jsonl, --tag TEXT and
@@ -58,6 +59,21 @@ void gcnbench_stats(float *ms, int n, double *median, double *min);
  * device[size].  Without a usable GPU it says so in one line on stderr and
  * returns non-zero. */
 int gcnbench_open_gpu(gcn_ctx **gpu, uint64_t seed, bool tf32, char *device, size_t size);
+
+/* Rows of g checked against a float64 reference: up to max spread over all
+ * rows, the longest row first; *n receives their number (caller frees;
+ * NULL when out of memory). */
+int32_t *gcnbench_sample_rows(const gcn_graph *g, int max, int *n);
+
+/* ref and mag [n, feat]: those rows of A x in float64 and their summed
+ * magnitudes sum |a x|, for x [n_cols, feat] on the host. */
+void gcnbench_reference(const gcn_graph *g, const int32_t *rows, int n, const float *x, int feat,
+                        double *ref, double *mag);
+
+/* The largest |y - ref| / mag over the sampled rows of y [n_rows, feat]
+ * (infinite for NaN). */
+double gcnbench_max_error(const float *y, const int32_t *rows, int n, int feat, const double *ref,
+                          const double *mag);
 
 /* JSON members: "key":"escaped s" (null when s is NULL), and ,"key":v
  * (null when v is not finite). */

@@ -106,6 +106,49 @@ int gcnbench_open_gpu(gcn_ctx **gpu, uint64_t seed, bool tf32, char *device, siz
     return 0;
 }
 
+int32_t *gcnbench_sample_rows(const gcn_graph *g, int max, int *n)
+{
+    int32_t rows = g->n_nodes, top = 0;
+    *n = rows < max ? rows : max;
+    int32_t *sample = malloc(((size_t)*n + 1) * sizeof *sample);
+    if (!sample)
+        return NULL;
+    for (int32_t i = 0; i < rows; i++)
+        if (g->row_ptr[i + 1] - g->row_ptr[i] > g->row_ptr[top + 1] - g->row_ptr[top])
+            top = i;
+    for (int i = 0; i < *n; i++) /* spread over all rows, the longest row first */
+        sample[i] = i == 0 ? top : (int32_t)((int64_t)i * rows / *n);
+    return sample;
+}
+
+void gcnbench_reference(const gcn_graph *g, const int32_t *rows, int n, const float *x, int feat,
+                        double *ref, double *mag)
+{
+    memset(ref, 0, (size_t)n * (size_t)feat * sizeof *ref);
+    memset(mag, 0, (size_t)n * (size_t)feat * sizeof *mag);
+    for (int i = 0; i < n; i++)
+        for (int32_t e = g->row_ptr[rows[i]]; e < g->row_ptr[rows[i] + 1]; e++)
+            for (int j = 0; j < feat; j++) {
+                double t = (double)g->values[e] * x[(int64_t)g->col_idx[e] * feat + j];
+                ref[(int64_t)i * feat + j] += t;
+                mag[(int64_t)i * feat + j] += fabs(t);
+            }
+}
+
+double gcnbench_max_error(const float *y, const int32_t *rows, int n, int feat, const double *ref,
+                          const double *mag)
+{
+    double worst = 0.0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < feat; j++) {
+            int64_t k = (int64_t)i * feat + j;
+            double got = y[(int64_t)rows[i] * feat + j];
+            double e = isnan(got) ? INFINITY : fabs(got - ref[k]) / (mag[k] > 0 ? mag[k] : 1e-30);
+            worst = e > worst ? e : worst;
+        }
+    return worst;
+}
+
 void gcnbench_json_str(FILE *f, const char *key, const char *s)
 {
     fprintf(f, "\"%s\":", key);
@@ -136,7 +179,9 @@ int main(int argc, char **argv)
         return gcnbench_spmm(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "matmul"))
         return gcnbench_matmul(argc - 1, argv + 1);
-    fprintf(stderr, "usage: gcnbench spmm|matmul [OPTIONS]   (gcnbench spmm --help, "
-                    "gcnbench matmul --help)\n");
+    if (argc >= 2 && !strcmp(argv[1], "select"))
+        return gcnbench_select(argc - 1, argv + 1);
+    fprintf(stderr, "usage: gcnbench spmm|matmul|select [OPTIONS]   (gcnbench spmm --help, "
+                    "gcnbench matmul --help, gcnbench select --help)\n");
     return 2;
 }

@@ -17,7 +17,7 @@
 typedef struct config {
     const char *datasets[MAX_LIST];
     int n_datasets;
-    const char *root, *cache_dir, *kernels, *sweep, *export_dir;
+    const char *root, *cache_dir, *kernels, *sweep, *export_dir, *reorder;
     int feats[MAX_LIST], n_feats;
     double case_seconds; /* repetitions are cut so one case takes about this long */
     gcnbench_run_opts run;
@@ -61,13 +61,16 @@ static int usage(void)
             "                     [--feat 16,32,64,128,256] [--kernels all|a,b] [--reps N]\n"
             "                     [--warmup N] [--case-seconds S] [--flush] [--out FILE.jsonl]\n"
             "                     [--sweep VAR=v1,v2,...] [--tag TEXT] [--seed S]\n"
-            "                     [--cache-dir DIR] [--export-matrix DIR]\n"
+            "                     [--cache-dir DIR] [--export-matrix DIR] [--reorder SPEC]\n"
             "  SPEC: a dataset name or path under --root, or a generator such as\n"
             "  chunglu:arxiv or chunglu:products (datasets/dataset.h).  --sweep reruns\n"
             "  every case with each value of an environment knob (\"default\" unsets it).\n"
             "  --export-matrix writes each graph's benchmarked matrix to DIR/NAME/\n"
             "  (shape, row_ptr, col_idx: int64 .npy; values: float32 .npy), NAME the\n"
-            "  SPEC with every character outside [A-Za-z0-9._-] replaced by '_'.\n");
+            "  SPEC with every character outside [A-Za-z0-9._-] replaced by '_'.\n"
+            "  --reorder relabels each graph first (none, degree, metis, metis:S,...).\n"
+            "  Kernels that do not support a case (subgraph kernels need communities:\n"
+            "  gcnbench select) are left out of it.\n");
     return 2;
 }
 
@@ -94,6 +97,8 @@ static int parse_args(int argc, char **argv, config *c)
             c->cache_dir = v;
         else if (!strcmp(a, "--export-matrix"))
             c->export_dir = v;
+        else if (!strcmp(a, "--reorder"))
+            c->reorder = v;
         else if (!strcmp(a, "--feat") && gcnbench_parse_ints(v, c->feats, &c->n_feats))
             continue;
         else if (!strcmp(a, "--kernels"))
@@ -166,6 +171,7 @@ static int load_graph(bench *b, const char *spec, graph *gr)
     o.features = "none";
     o.cache_dir = b->cfg.cache_dir;
     o.cache = b->cfg.cache_dir != NULL;
+    o.reorder = b->cfg.reorder;
     gcn_dataset *ds = NULL;
     double t0 = gcnbench_now_ms();
     gcn_status st = gcn_dataset_load(b->host, &ds, spec, &o);
@@ -182,17 +188,9 @@ static int load_graph(bench *b, const char *spec, graph *gr)
                 gcn_last_error(gr->g && !gr->a ? b->gpu : b->host));
         return 1;
     }
-    int32_t n = gr->g->n_nodes, top = 0;
-    gr->n_sample = n < MAX_SAMPLES ? n : MAX_SAMPLES;
-    gr->sample = malloc(((size_t)gr->n_sample + 1) * sizeof *gr->sample);
-    for (int32_t i = 0; i < n; i++)
-        if (gr->g->row_ptr[i + 1] - gr->g->row_ptr[i] >
-            gr->g->row_ptr[top + 1] - gr->g->row_ptr[top])
-            top = i;
-    for (int i = 0; i < gr->n_sample; i++) /* spread over all rows, the longest row first */
-        gr->sample[i] = i == 0 ? top : (int32_t)((int64_t)i * n / gr->n_sample);
-    fprintf(stderr, "gcnbench: %s: %d nodes, %d non-zeros, ready in %.0f ms\n", spec, n,
-            gr->g->nnz, gcnbench_now_ms() - t0);
+    gr->sample = gcnbench_sample_rows(gr->g, MAX_SAMPLES, &gr->n_sample);
+    fprintf(stderr, "gcnbench: %s: %d nodes, %d non-zeros, ready in %.0f ms\n", spec,
+            gr->g->n_nodes, gr->g->nnz, gcnbench_now_ms() - t0);
     return 0;
 }
 
@@ -229,15 +227,7 @@ static int make_operands(bench *b, const graph *gr, int feat, operands *op)
         return 1;
     }
     gcnbench_fill_uniform(op->hx, nx, b->cfg.run.seed * 0x9E3779B97F4A7C15ull + (uint64_t)feat);
-    for (int i = 0; i < gr->n_sample; i++) {
-        const gcn_graph *g = gr->g;
-        for (int32_t e = g->row_ptr[gr->sample[i]]; e < g->row_ptr[gr->sample[i] + 1]; e++)
-            for (int j = 0; j < feat; j++) {
-                double t = (double)g->values[e] * op->hx[(int64_t)g->col_idx[e] * feat + j];
-                op->ref[(int64_t)i * feat + j] += t;
-                op->mag[(int64_t)i * feat + j] += fabs(t);
-            }
-    }
+    gcnbench_reference(gr->g, gr->sample, gr->n_sample, op->hx, feat, op->ref, op->mag);
     gcn_status st = gcn_tensor_from_host(b->gpu, &op->x, op->hx, n, feat);
     if (st == GCN_OK)
         st = gcn_tensor_create(b->gpu, &op->y, n, feat);
@@ -269,16 +259,9 @@ static gcn_status validate(bench *b, const gcn_spmm_impl *impl, void *plan, cons
                        op->feat, false);
     if (st == GCN_OK)
         st = gcn_tensor_to_host(b->gpu, op->y, op->hy);
-    *err = 0.0;
-    for (int i = 0; st == GCN_OK && i < gr->n_sample; i++)
-        for (int j = 0; j < op->feat; j++) {
-            int64_t k = (int64_t)i * op->feat + j;
-            double got = op->hy[(int64_t)gr->sample[i] * op->feat + j];
-            double e = isnan(got) ? INFINITY
-                                  : fabs(got - op->ref[k]) / (op->mag[k] > 0 ? op->mag[k] : 1e-30);
-            if (e > *err)
-                *err = e;
-        }
+    *err = st == GCN_OK ? gcnbench_max_error(op->hy, gr->sample, gr->n_sample, op->feat, op->ref,
+                                             op->mag)
+                        : 0.0;
     return st;
 }
 
@@ -448,6 +431,8 @@ static int run_case(bench *b, int gi, const graph *gr, operands *op)
         else if (var[0])
             setenv(var, v, 1);
         for (int k = 0; k < b->n_impls; k++) {
+            if (!b->impls[k]->supports(gr->a, op->feat))
+                continue;
             result r = {.graph = gi, .feat = op->feat, .kernel = b->impls[k]->name};
             if (var[0] && !dflt)
                 snprintf(r.knob, sizeof r.knob, "%s=%s", var, v);

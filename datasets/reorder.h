@@ -1,0 +1,93 @@
+/* Node reorderings for the AdaptGear pipeline: METIS communities nested at
+ * several sizes, descending degree, or none; the permutation applied to a
+ * graph, to feature rows, or to a whole dataset, and undone on outputs. */
+#ifndef GCN_REORDER_H
+#define GCN_REORDER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum gcn_reorder_method {
+    GCN_REORDER_NONE = 0, /* the identity */
+    GCN_REORDER_DEGREE,   /* descending degree, ties in id order */
+    GCN_REORDER_METIS     /* METIS communities made contiguous */
+} gcn_reorder_method;
+
+#define GCN_REORDER_MAX_LEVELS 4
+
+typedef struct gcn_reorder_opts {
+    gcn_reorder_method method;
+    /* METIS: the community sizes (nodes a part), ascending; n_sizes 0 means
+     * 16, 256 and 4096.  The levels are nested: each part of a size is the
+     * union of consecutive parts of the next smaller size, so one order
+     * serves every size. */
+    int n_sizes;
+    int32_t sizes[GCN_REORDER_MAX_LEVELS];
+} gcn_reorder_opts;
+
+/* A permutation of n_nodes nodes and, for METIS, the community levels it
+ * makes contiguous.  All arrays are malloc-owned. */
+typedef struct gcn_reorder {
+    gcn_reorder_method method;
+    int32_t n_nodes;
+    int32_t *order;    /* [n_nodes]: order[new id] = original id */
+    int32_t *position; /* [n_nodes]: position[original id] = new id */
+    int n_levels;      /* community levels, finest first; 0 unless METIS */
+    int32_t size[GCN_REORDER_MAX_LEVELS];      /* nominal nodes a part */
+    int32_t n_parts[GCN_REORDER_MAX_LEVELS];
+    int32_t *part_ptr[GCN_REORDER_MAX_LEVELS]; /* [n_parts + 1]: part p holds the new ids
+                                                  [part_ptr[p], part_ptr[p + 1]) */
+    double seconds;    /* wall time of computing it (0 when read from a cache) */
+    bool from_cache;
+} gcn_reorder;
+
+gcn_reorder_opts gcn_reorder_default_opts(gcn_reorder_method method);
+
+/* Parses "none", "degree", "metis" (the default sizes) or "metis:S[,S...]"
+ * (sizes in [2, 2^24], ascending); GCN_ERR_INVALID_ARG with a message
+ * naming the spec otherwise (ctx may be NULL). */
+gcn_status gcn_reorder_parse(gcn_ctx *ctx, const char *spec, gcn_reorder_opts *out);
+
+/* Writes the spec that gcn_reorder_parse reads back ("metis:16,256,4096"). */
+int gcn_reorder_describe(const gcn_reorder_opts *o, char *buf, size_t size);
+
+/* Computes the reordering of g.  METIS partitions the structure of A + A^T
+ * without self-loops (the graph may be directed or carry self-loops);
+ * nodes with no neighbours go last, in id order.  The coarsest size is cut
+ * with METIS_PartGraphKway, each of its parts again into the next smaller
+ * size, and so on; within a part nodes keep their relative order.  METIS's
+ * seed comes from the context's GCN_RNG_PARTITION stream.  Caller frees. */
+gcn_status gcn_reorder_compute(gcn_ctx *ctx, const gcn_graph *g, const gcn_reorder_opts *o,
+                               gcn_reorder **out);
+
+/* The permuted graph: row and column new = order-mapped, columns sorted in
+ * each row, values moved with their entries.  Caller frees. */
+gcn_status gcn_graph_permute(gcn_ctx *ctx, const gcn_graph *g, const gcn_reorder *r,
+                             gcn_graph **out);
+
+/* dst[new] = src[order[new]] for rows of `cols` floats (src, dst distinct). */
+void gcn_reorder_rows(const gcn_reorder *r, const float *src, int64_t cols, float *dst);
+
+/* The inverse: dst[original] = src[position[original]]. */
+void gcn_reorder_rows_back(const gcn_reorder *r, const float *src, int64_t cols, float *dst);
+
+/* Attaches r's community levels to a, a matrix of the reordered graph
+ * (n_nodes x n_nodes), so the selector also tries the subgraph kernels
+ * (kernels/adaptgear.h); no levels attach nothing. */
+gcn_status gcn_reorder_attach(gcn_ctx *ctx, const gcn_reorder *r, gcn_csr *a);
+
+/* Accepts NULL and sets *r to NULL. */
+void gcn_reorder_free(gcn_reorder **r);
+
+/* gcn_dataset_reorder (dataset.h) applies a reordering to a whole dataset. */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,18 @@
+/* A reordering's community levels attached to a matrix of the reordered
+ * graph, so the selector tries AdaptGear's subgraph kernels on it. */
+#include "../core/internal.h"
+#include "../kernels/adaptgear.h"
+#include "reorder.h"
+
+gcn_status gcn_reorder_attach(gcn_ctx *ctx, const gcn_reorder *r, gcn_csr *a)
+{
+    GCN_ARG(ctx, r && a);
+    if (a->n_rows != r->n_nodes || a->n_cols != r->n_nodes)
+        return GCN_ERROR(ctx, GCN_ERR_SHAPE,
+                         "reorder: a %d x %d matrix cannot take communities of %d nodes",
+                         a->n_rows, a->n_cols, r->n_nodes);
+    const int32_t *part_ptr[GCN_REORDER_MAX_LEVELS];
+    for (int l = 0; l < r->n_levels; l++)
+        part_ptr[l] = r->part_ptr[l];
+    return gcn_csr_set_communities(ctx, a, r->n_levels, r->size, r->n_parts, part_ptr);
+}

@@ -1,0 +1,205 @@
+/* "intra_dense": the intra-community part as dense diagonal blocks.  Each
+ * community's block D_p (s x s, zeros where the graph has no edge) is
+ * stored row-major, and Y_p = D_p X_p is one small dense product: a thread
+ * block computes 32 rows x 32 columns of Y_p, walking the block's columns
+ * in steps of 32 through shared memory.  FP32 FMA (no TF32, so its results
+ * equal the sparse kernels' up to rounding).  Deterministic.  Planning:
+ * plan.c; docs/kernels.md. */
+#include <stdlib.h>
+
+#include "../spmm_cuda.cuh"
+#include "../spmm_impls.h"
+#include "plan.h"
+
+#define DN_THREADS 256
+#define DN_TILE 32 /* rows and columns of Y a block computes; k step */
+
+typedef struct dense_plan {
+    gcn_spmm_head head;
+    int64_t n_tasks;
+    float *blocks;       /* every part's block, row-major, at offset[p] */
+    int64_t *offset;     /* [n_parts + 1] */
+    int32_t *part_ptr;   /* [n_parts + 1] */
+    int2 *tasks;         /* part, first row */
+    size_t blocks_bytes, offset_bytes, part_bytes, tasks_bytes;
+} dense_plan;
+
+typedef struct dn_args {
+    const float *blocks, *x;
+    float *y;
+    const int64_t *offset;
+    const int32_t *part_ptr;
+    const int2 *tasks;
+    int feat;
+    bool accumulate;
+} dn_args;
+
+/* Work mapping: blockIdx.x is a task (part p, rows [r, r + 32) of it),
+ * blockIdx.y the 32-column tile of Y.  Thread t computes row t / 8 of the
+ * tile and its columns 4 (t % 8) .. + 3.  Per step of 32 block columns the
+ * block stages D_p's 32 x 32 piece and X_p's 32 x 32 piece in shared
+ * memory. */
+__global__ void __launch_bounds__(DN_THREADS) intra_dense_kernel(const __grid_constant__ dn_args a)
+{
+    __shared__ float sd[DN_TILE][DN_TILE + 1];
+    __shared__ float sx[DN_TILE][DN_TILE];
+    const int2 task = a.tasks[blockIdx.x];
+    const int p0 = a.part_ptr[task.x], s = a.part_ptr[task.x + 1] - p0;
+    const float *blk = a.blocks + a.offset[task.x];
+    const int r0 = task.y - p0, c0 = (int)blockIdx.y * DN_TILE;
+    const int ty = threadIdx.x / 8, tx = (threadIdx.x % 8) * 4;
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int k0 = 0; k0 < s; k0 += DN_TILE) {
+        for (int t = threadIdx.x; t < DN_TILE * DN_TILE; t += DN_THREADS) {
+            const int i = t / DN_TILE, j = t % DN_TILE;
+            const bool in_d = r0 + i < s && k0 + j < s;
+            sd[i][j] = in_d ? blk[(int64_t)(r0 + i) * s + k0 + j] : 0.0f;
+            const bool in_x = k0 + i < s && c0 + j < a.feat;
+            sx[i][j] = in_x ? __ldg(a.x + (int64_t)(p0 + k0 + i) * a.feat + c0 + j) : 0.0f;
+        }
+        __syncthreads();
+#pragma unroll 8
+        for (int k = 0; k < DN_TILE; k++) {
+            const float d = sd[ty][k];
+#pragma unroll
+            for (int c = 0; c < 4; c++)
+                acc[c] = fmaf(d, sx[k][tx + c], acc[c]);
+        }
+        __syncthreads();
+    }
+    if (r0 + ty >= s)
+        return;
+    float *yr = a.y + (int64_t)(p0 + r0 + ty) * a.feat;
+#pragma unroll
+    for (int c = 0; c < 4; c++)
+        if (c0 + tx + c < a.feat)
+            yr[c0 + tx + c] = a.accumulate ? yr[c0 + tx + c] + acc[c] : acc[c];
+}
+
+/* ---- plan ----------------------------------------------------------------- */
+
+/* Block diagonal at its one level, with dense blocks worth storing. */
+static bool dense_supports(const gcn_csr *a, int feat)
+{
+    if (!gcn_spmm_cuda_supports(a, feat) || !a->priv || a->priv->n_levels != 1 ||
+        !a->priv->block_diagonal)
+        return false;
+    const gcn_csr_level *lv = &a->priv->level[0];
+    return gcn_dense_worth(gcn_dense_floats(lv->part_ptr, lv->n_parts), a->nnz);
+}
+
+static void dense_free_plan(void *plan)
+{
+    dense_plan *p = (dense_plan *)plan;
+    if (!p)
+        return;
+    gcn_mem_release(p->head.ctx, p->blocks, p->blocks_bytes);
+    gcn_mem_release(p->head.ctx, p->offset, p->offset_bytes);
+    gcn_mem_release(p->head.ctx, p->part_ptr, p->part_bytes);
+    gcn_mem_release(p->head.ctx, p->tasks, p->tasks_bytes);
+    free(p);
+}
+
+/* The host arrays of a plan before upload. */
+typedef struct dense_host {
+    int32_t *row_ptr, *col_idx;
+    float *values, *blocks;
+    int64_t *offset;
+    int32_t (*tasks)[2];
+} dense_host;
+
+static void dense_host_free(dense_host *h)
+{
+    free(h->row_ptr);
+    free(h->col_idx);
+    free(h->values);
+    free(h->blocks);
+    free(h->offset);
+    free(h->tasks);
+}
+
+static gcn_status build_plan(gcn_ctx *ctx, const gcn_csr *a, dense_plan *p)
+{
+    const gcn_csr_level *lv = &a->priv->level[0];
+    int64_t floats = gcn_dense_floats(lv->part_ptr, lv->n_parts);
+    p->n_tasks = gcn_dense_tasks(lv->part_ptr, lv->n_parts, DN_TILE, NULL);
+    dense_host h = {};
+    h.row_ptr = (int32_t *)malloc(((size_t)a->n_rows + 1) * sizeof(int32_t));
+    h.col_idx = (int32_t *)malloc(((size_t)a->nnz + 1) * sizeof(int32_t));
+    h.values = (float *)malloc(((size_t)a->nnz + 1) * sizeof(float));
+    h.blocks = (float *)malloc(((size_t)floats + 1) * sizeof(float));
+    h.offset = (int64_t *)malloc(((size_t)lv->n_parts + 1) * sizeof(int64_t));
+    h.tasks = (int32_t(*)[2])malloc(((size_t)p->n_tasks + 1) * sizeof *h.tasks);
+    gcn_status st = GCN_OK;
+    if (!h.row_ptr || !h.col_idx || !h.values || !h.blocks || !h.offset || !h.tasks) {
+        st = GCN_ERROR(ctx, GCN_ERR_NOMEM, "intra_dense: out of host memory for %lld floats",
+                       (long long)floats);
+        goto cleanup;
+    }
+    GCN_CHECK(gcn_csr_to_host(ctx, a, h.row_ptr, h.col_idx, h.values));
+    gcn_dense_fill(h.row_ptr, h.col_idx, h.values, lv->part_ptr, lv->n_parts, h.offset, h.blocks);
+    gcn_dense_tasks(lv->part_ptr, lv->n_parts, DN_TILE, h.tasks);
+    p->blocks_bytes = (size_t)floats * sizeof(float);
+    p->offset_bytes = ((size_t)lv->n_parts + 1) * sizeof(int64_t);
+    p->part_bytes = ((size_t)lv->n_parts + 1) * sizeof(int32_t);
+    p->tasks_bytes = (size_t)p->n_tasks * sizeof(int2);
+    GCN_CHECK(gcn_spmm_upload(ctx, (void **)&p->blocks, h.blocks, p->blocks_bytes));
+    GCN_CHECK(gcn_spmm_upload(ctx, (void **)&p->offset, h.offset, p->offset_bytes));
+    GCN_CHECK(gcn_spmm_upload(ctx, (void **)&p->part_ptr, lv->part_ptr, p->part_bytes));
+    GCN_CHECK(gcn_spmm_upload(ctx, (void **)&p->tasks, h.tasks, p->tasks_bytes));
+cleanup:
+    dense_host_free(&h);
+    return st;
+}
+
+static gcn_status dense_plan_create(gcn_ctx *ctx, const gcn_csr *a, int feat, void **plan)
+{
+    dense_plan *p = NULL;
+    GCN_TRY(gcn_spmm_plan_new(ctx, a, feat, "intra_dense", sizeof *p, plan, (void **)&p));
+    if (!dense_supports(a, feat)) {
+        free(p);
+        return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED,
+                         "intra_dense needs a block-diagonal matrix with one community level "
+                         "and blocks dense enough to store");
+    }
+    if (!p->head.empty) {
+        gcn_status st = build_plan(ctx, a, p);
+        if (st != GCN_OK) {
+            dense_free_plan(p);
+            return st;
+        }
+    }
+    *plan = p;
+    return GCN_OK;
+}
+
+static gcn_status dense_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const float *x, float *y,
+                            int feat, bool accumulate)
+{
+    dense_plan *p = (dense_plan *)plan;
+    gcn_cuda_state *cs;
+    bool done;
+    GCN_TRY(gcn_spmm_run_begin(ctx, p, a, y, feat, accumulate, "intra_dense", &cs, &done));
+    if (done || p->n_tasks == 0)
+        return GCN_OK;
+    dn_args args = {p->blocks, x, y, p->offset, p->part_ptr, p->tasks, feat, accumulate};
+    int64_t tiles = (feat + DN_TILE - 1) / DN_TILE;
+    if (tiles > 65535 || p->n_tasks > INT32_MAX)
+        return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "intra_dense: grid of %lld x %lld too large",
+                         (long long)p->n_tasks, (long long)tiles);
+    dim3 grid((unsigned)p->n_tasks, (unsigned)tiles);
+    intra_dense_kernel<<<grid, DN_THREADS, 0, cs->stream>>>(args);
+    GCN_LAUNCHED("intra_dense_kernel");
+    return GCN_OK;
+}
+
+const gcn_spmm_impl gcn_spmm_intra_dense = {
+    .name = "intra_dense",
+    .device = GCN_DEVICE_CUDA,
+    .deterministic = true,
+    .roles = GCN_SPMM_ROLE_INTRA,
+    .supports = dense_supports,
+    .plan = dense_plan_create,
+    .run = dense_run,
+    .free_plan = dense_free_plan,
+};

@@ -1,0 +1,178 @@
+/* Host planning of the subgraph kernels (plan.h): tiles and tasks of the
+ * community kernel, dense diagonal blocks, inter-community row blocks. */
+#include <string.h>
+
+#include "plan.h"
+
+/* ---- intra_smem ------------------------------------------------------------ */
+
+int gcn_smem_tile(int feat, int vec, int32_t ref_rows, size_t smem_bytes)
+{
+    int widest = 32 * vec < feat ? 32 * vec : feat;
+    int64_t rows = ref_rows > 0 ? ref_rows : 1;
+    int64_t fit = (int64_t)(smem_bytes / sizeof(float)) / rows;
+    int tile = fit < widest ? (int)fit : widest;
+    tile -= tile % vec;
+    return tile >= vec ? tile : vec;
+}
+
+int32_t gcn_smem_task_rows(int tile, size_t smem_bytes)
+{
+    int64_t rows = (int64_t)(smem_bytes / sizeof(float)) / (tile > 0 ? tile : 1);
+    return (int32_t)(rows < INT32_MAX ? rows : INT32_MAX);
+}
+
+int32_t gcn_smem_ref_rows(const int32_t *part_ptr, int32_t n_parts, int32_t nominal)
+{
+    int32_t ref = nominal > 0 ? nominal : 1;
+    for (int32_t p = 0; p < n_parts; p++) {
+        int32_t s = part_ptr[p + 1] - part_ptr[p];
+        if (s > ref && (int64_t)s <= 2 * (int64_t)nominal)
+            ref = s;
+    }
+    return ref;
+}
+
+int32_t gcn_smem_pack_rows(int groups, int32_t ref_rows, int32_t stage_rows)
+{
+    int32_t rows = 4 * groups > ref_rows ? 4 * groups : ref_rows;
+    return rows < stage_rows ? rows : stage_rows;
+}
+
+int64_t gcn_smem_max_tasks(int32_t n_parts, int32_t n_rows, int32_t pack_rows)
+{
+    return (int64_t)n_parts + n_rows / (pack_rows > 0 ? pack_rows : 1) + 1;
+}
+
+static void put(int32_t (*tasks)[4], int32_t *n, int32_t r0, int32_t r1, int32_t staged)
+{
+    memcpy(tasks[(*n)++], (int32_t[4]){r0, r1, staged, 0}, sizeof tasks[0]);
+}
+
+int32_t gcn_smem_tasks(const int32_t *part_ptr, int32_t n_parts, int32_t pack_rows,
+                       int32_t stage_rows, int32_t (*tasks)[4])
+{
+    int32_t n = 0, r0 = 0, r1 = 0; /* the task being packed: rows [r0, r1) */
+    for (int32_t p = 0; p < n_parts; p++) {
+        int32_t lo = part_ptr[p], hi = part_ptr[p + 1], s = hi - lo;
+        if (s == 0)
+            continue;
+        if (s <= pack_rows && (int64_t)r1 - r0 + s <= pack_rows) {
+            r1 = hi;
+            continue;
+        }
+        if (r1 > r0)
+            put(tasks, &n, r0, r1, 1);
+        r0 = r1 = lo;
+        if (s <= pack_rows) {
+            r1 = hi;
+            continue;
+        }
+        if (s <= stage_rows)
+            put(tasks, &n, lo, hi, 1);
+        for (int32_t k = lo; s > stage_rows && k < hi; k += pack_rows) /* too large to stage */
+            put(tasks, &n, k, hi - k > pack_rows ? k + pack_rows : hi, 0);
+        r0 = r1 = hi;
+    }
+    if (r1 > r0)
+        put(tasks, &n, r0, r1, 1);
+    return n;
+}
+
+/* The first position in [b, e) whose column is >= c (columns sorted). */
+static int32_t lower_bound(const int32_t *col_idx, int32_t b, int32_t e, int32_t c)
+{
+    while (b < e) {
+        int32_t m = b + (e - b) / 2;
+        if (col_idx[m] < c)
+            b = m + 1;
+        else
+            e = m;
+    }
+    return b;
+}
+
+void gcn_smem_row_meta(const int32_t *row_ptr, const int32_t *col_idx, const int32_t (*tasks)[4],
+                       int32_t n_tasks, int32_t chunk, bool block_diag, int32_t (*meta)[4])
+{
+    for (int32_t k = 0; k < n_tasks; k++) {
+        int32_t r0 = tasks[k][0], r1 = tasks[k][1];
+        bool staged = tasks[k][2] != 0;
+        for (int32_t i = r0; i < r1; i++) {
+            int32_t b = row_ptr[i], e = row_ptr[i + 1], m0 = b, m1 = b;
+            if (e - b > chunk) {
+                memcpy(meta[i], (int32_t[4]){-1, b, e, e}, sizeof meta[i]);
+                continue;
+            }
+            if (staged && block_diag) {
+                m1 = e;
+            } else if (staged) {
+                m0 = lower_bound(col_idx, b, e, r0);
+                m1 = lower_bound(col_idx, m0, e, r1);
+            }
+            memcpy(meta[i], (int32_t[4]){b, m0, m1, e}, sizeof meta[i]);
+        }
+    }
+}
+
+/* ---- intra_dense ----------------------------------------------------------- */
+
+int64_t gcn_dense_floats(const int32_t *part_ptr, int32_t n_parts)
+{
+    int64_t n = 0;
+    for (int32_t p = 0; p < n_parts; p++) {
+        int64_t s = part_ptr[p + 1] - part_ptr[p];
+        n += s * s;
+    }
+    return n;
+}
+
+bool gcn_dense_worth(int64_t floats, int64_t nnz)
+{
+    return floats <= ((int64_t)1 << 26) && floats <= 16 * (nnz > 0 ? nnz : 1);
+}
+
+void gcn_dense_fill(const int32_t *row_ptr, const int32_t *col_idx, const float *values,
+                    const int32_t *part_ptr, int32_t n_parts, int64_t *offset, float *dense)
+{
+    offset[0] = 0;
+    for (int32_t p = 0; p < n_parts; p++) {
+        int32_t lo = part_ptr[p], s = part_ptr[p + 1] - lo;
+        float *blk = dense + offset[p];
+        offset[p + 1] = offset[p] + (int64_t)s * s;
+        memset(blk, 0, (size_t)s * (size_t)s * sizeof *blk);
+        for (int32_t i = 0; i < s; i++)
+            for (int32_t e = row_ptr[lo + i]; e < row_ptr[lo + i + 1]; e++)
+                blk[(int64_t)i * s + (col_idx[e] - lo)] += values[e];
+    }
+}
+
+int64_t gcn_dense_tasks(const int32_t *part_ptr, int32_t n_parts, int rows, int32_t (*tasks)[2])
+{
+    int64_t n = 0;
+    for (int32_t p = 0; p < n_parts; p++)
+        for (int32_t r = part_ptr[p]; r < part_ptr[p + 1]; r += rows, n++)
+            if (tasks)
+                memcpy(tasks[n], (int32_t[2]){p, r}, sizeof tasks[0]);
+    return n;
+}
+
+/* ---- inter_csr ------------------------------------------------------------- */
+
+int64_t gcn_inter_tasks(const int32_t *row_ptr, int32_t n_rows, int32_t max_nz, int32_t max_rows,
+                        int32_t (*tasks)[4])
+{
+    int64_t n = 0;
+    int32_t r0 = 0;
+    while (r0 < n_rows) {
+        int32_t r1 = r0 + 1;
+        if (row_ptr[r1] - row_ptr[r0] <= max_nz)
+            while (r1 < n_rows && r1 - r0 < max_rows && row_ptr[r1 + 1] - row_ptr[r0] <= max_nz)
+                r1++;
+        if (tasks)
+            memcpy(tasks[n], (int32_t[4]){r0, r1, row_ptr[r0], row_ptr[r1]}, sizeof tasks[0]);
+        n++;
+        r0 = r1;
+    }
+    return n;
+}

@@ -1,0 +1,88 @@
+/* Host-side planning of AdaptGear's subgraph kernels: feature tiles that
+ * fit a community's rows in shared memory, the packing of communities into
+ * thread-block tasks, per-row staged ranges, dense diagonal blocks, and the
+ * block tasks of the inter-community CSR kernel.  Plain C, unit-tested
+ * without a GPU (tests/test_adaptgear_plan.c).  Internal. */
+#ifndef GCN_ADAPTGEAR_PLAN_H
+#define GCN_ADAPTGEAR_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../../core/internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- intra_smem: communities staged in shared memory ----------------------- */
+
+/* The feature tile for staging ref_rows rows of X in smem_bytes: a multiple
+ * of vec, at most 32 vec (one vector a lane) and feat, at least vec. */
+int gcn_smem_tile(int feat, int vec, int32_t ref_rows, size_t smem_bytes);
+
+/* The rows a block can stage at that tile. */
+int32_t gcn_smem_task_rows(int tile, size_t smem_bytes);
+
+/* The part size the tile is chosen for: the largest part of at most twice
+ * the level's nominal size (a few oversized parts do not shrink every
+ * tile; they are read from global memory instead). */
+int32_t gcn_smem_ref_rows(const int32_t *part_ptr, int32_t n_parts, int32_t nominal);
+
+/* The rows up to which small parts are packed into one task: enough for
+ * four rows a group of lanes (fewer rows a block leave the GPU idle, more
+ * serialise each group), never fewer than the reference part, never more
+ * than a block can stage. */
+int32_t gcn_smem_pack_rows(int groups, int32_t ref_rows, int32_t stage_rows);
+
+/* Packs consecutive parts into tasks: tasks[k] = {first row, end row,
+ * staged (1) or not (0), 0}.  Parts are packed while the task has at most
+ * pack_rows rows; a larger part that a block can stage (<= stage_rows) is
+ * a task of its own; a part too large to stage becomes unstaged tasks of
+ * pack_rows rows; empty parts vanish.  tasks has room for
+ * gcn_smem_max_tasks entries. */
+int64_t gcn_smem_max_tasks(int32_t n_parts, int32_t n_rows, int32_t pack_rows);
+int32_t gcn_smem_tasks(const int32_t *part_ptr, int32_t n_parts, int32_t pack_rows,
+                       int32_t stage_rows, int32_t (*tasks)[4]);
+
+/* Per row of each task: {first non-zero, first staged non-zero, end of the
+ * staged ones, end}; the staged ones are the columns inside the task's rows
+ * when it is staged (all of a row when block_diag, else found by binary
+ * search in sorted columns), none otherwise.  Rows with more than `chunk`
+ * non-zeros get {-1, first, end, end}: long-row pieces serve them. */
+void gcn_smem_row_meta(const int32_t *row_ptr, const int32_t *col_idx, const int32_t (*tasks)[4],
+                       int32_t n_tasks, int32_t chunk, bool block_diag, int32_t (*meta)[4]);
+
+/* ---- intra_dense: dense diagonal blocks --------------------------------- */
+
+/* Floats of all dense blocks (sum of part sizes squared). */
+int64_t gcn_dense_floats(const int32_t *part_ptr, int32_t n_parts);
+
+/* Whether the dense blocks are worth storing: at most 16 floats per intra
+ * non-zero (density >= 1/16) and at most 2^26 floats in all. */
+bool gcn_dense_worth(int64_t floats, int64_t nnz);
+
+/* Writes every part's block row-major at offset[p] (offset has n_parts + 1
+ * entries), zero where A has no entry; duplicates add up.  The matrix must
+ * be block diagonal at part_ptr. */
+void gcn_dense_fill(const int32_t *row_ptr, const int32_t *col_idx, const float *values,
+                    const int32_t *part_ptr, int32_t n_parts, int64_t *offset, float *dense);
+
+/* Row tiles of `rows` rows over every part: tasks[k] = {part, first row}.
+ * Returns their number; tasks may be NULL to count. */
+int64_t gcn_dense_tasks(const int32_t *part_ptr, int32_t n_parts, int rows, int32_t (*tasks)[2]);
+
+/* ---- inter_csr: row blocks with staged column indices -------------------- */
+
+/* Cuts rows into block tasks of at most max_nz non-zeros and max_rows rows:
+ * tasks[k] = {first row, end row, first non-zero, end non-zero}; a row with
+ * more than max_nz non-zeros is one task of its own (its block loops over
+ * staged pieces).  Returns the count; tasks may be NULL to count. */
+int64_t gcn_inter_tasks(const int32_t *row_ptr, int32_t n_rows, int32_t max_nz, int32_t max_rows,
+                        int32_t (*tasks)[4]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

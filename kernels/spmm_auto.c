@@ -1,0 +1,391 @@
+/* The selector's call sites: per (matrix, feature width, mode), the list of
+ * candidate strategies (one kernel on the whole matrix, a community kernel
+ * on a level view, or an intra kernel then an inter kernel on a level's
+ * split), a selector that profiles them on real calls and locks the
+ * fastest, and what it chose. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "adaptgear.h"
+#include "select.h"
+#include "spmm_auto.h"
+
+#define MAX_CANDIDATES 64
+
+/* Run steps in order, every step after the first accumulating. */
+typedef struct strategy {
+    char name[64];
+    int n_steps;
+    const gcn_csr *mat[2];
+    const gcn_spmm_impl *impl[2];
+} strategy;
+
+struct gcn_spmm_site {
+    int feat;
+    char mode[64];  /* the context's kernel setting the site serves */
+    bool forced;    /* a strategy named by the user: locked from the start */
+    bool reported;  /* the lock has been logged */
+    int n_cand;
+    strategy cand[MAX_CANDIDATES];
+    gcn_selector *sel;
+    struct gcn_spmm_site *next;
+};
+
+struct gcn_spmm_state {
+    gcn_csr *intra[GCN_CSR_MAX_LEVELS], *inter[GCN_CSR_MAX_LEVELS];
+    gcn_csr *view[GCN_CSR_MAX_LEVELS];
+    gcn_spmm_site *sites, *last;
+};
+
+static void state_free(gcn_spmm_state *s)
+{
+    for (gcn_spmm_site *t = s->sites, *next; t; t = next) {
+        next = t->next;
+        gcn_selector_free(&t->sel);
+        free(t);
+    }
+    for (int l = 0; l < GCN_CSR_MAX_LEVELS; l++) {
+        gcn_csr_free(&s->view[l]);
+        gcn_csr_free(&s->intra[l]);
+        gcn_csr_free(&s->inter[l]);
+    }
+    free(s);
+}
+
+static gcn_status state_of(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_state **out)
+{
+    if (!a->priv->spmm) {
+        a->priv->spmm = calloc(1, sizeof *a->priv->spmm);
+        if (!a->priv->spmm)
+            return GCN_ERROR(ctx, GCN_ERR_NOMEM, "spmm: out of host memory for call sites");
+        a->priv->spmm_free = state_free;
+    }
+    *out = a->priv->spmm;
+    return GCN_OK;
+}
+
+bool gcn_spmm_uses_sites(const char *kernel)
+{
+    return !strcmp(kernel, "auto") || !strcmp(kernel, "auto-deterministic") ||
+           strchr(kernel, '@') != NULL;
+}
+
+/* ---- the parts a strategy multiplies -------------------------------------- */
+
+/* The level's split of a; a stored transpose uses its owner's, transposed
+ * (the transpose of a split is the split of the transpose). */
+static gcn_status get_split(gcn_ctx *ctx, const gcn_csr *a, int level, const gcn_csr **intra,
+                            const gcn_csr **inter)
+{
+    if (a->priv->owner) {
+        const gcn_csr *oi, *oe;
+        GCN_TRY(get_split(ctx, a->priv->owner, level, &oi, &oe));
+        *intra = gcn_csr_transpose(oi);
+        *inter = gcn_csr_transpose(oe);
+        return GCN_OK;
+    }
+    gcn_spmm_state *s = NULL;
+    GCN_TRY(state_of(ctx, a, &s));
+    if (!s->intra[level])
+        GCN_TRY(gcn_csr_split(ctx, a, level, &s->intra[level], &s->inter[level]));
+    *intra = s->intra[level];
+    *inter = s->inter[level];
+    return GCN_OK;
+}
+
+static gcn_status get_view(gcn_ctx *ctx, const gcn_csr *a, int level, const gcn_csr **view)
+{
+    gcn_spmm_state *s = NULL;
+    GCN_TRY(state_of(ctx, a, &s));
+    if (!s->view[level])
+        GCN_TRY(gcn_csr_level_view(ctx, a, level, &s->view[level]));
+    *view = s->view[level];
+    return GCN_OK;
+}
+
+/* ---- candidates ---------------------------------------------------------------- */
+
+static void add(gcn_spmm_site *t, const char *name, const gcn_csr *m0, const gcn_spmm_impl *k0,
+                const gcn_csr *m1, const gcn_spmm_impl *k1)
+{
+    if (t->n_cand == MAX_CANDIDATES)
+        return;
+    strategy *s = &t->cand[t->n_cand++];
+    *s = (strategy){.n_steps = k1 ? 2 : 1, .mat = {m0, m1}, .impl = {k0, k1}};
+    snprintf(s->name, sizeof s->name, "%s", name);
+}
+
+/* Whether impl may serve role on m in this site's mode. */
+static bool fits(const gcn_ctx *ctx, const gcn_spmm_site *t, const gcn_spmm_impl *impl,
+                 unsigned role, const gcn_csr *m)
+{
+    bool det = !strcmp(t->mode, "auto-deterministic");
+    return (impl->roles & role) && impl->device == ctx->device && (!det || impl->deterministic) &&
+           impl->supports(m, t->feat);
+}
+
+/* The candidates of one community level: the community kernel on the
+ * level view, and every intra kernel followed by every inter kernel. */
+static gcn_status add_level(gcn_ctx *ctx, const gcn_csr *a, int level, gcn_spmm_site *t)
+{
+    int n;
+    const gcn_spmm_impl *const *reg = gcn_spmm_registry(&n);
+    const gcn_csr *view, *intra, *inter;
+    int size = a->priv->level[level].size;
+    char name[64];
+    GCN_TRY(get_view(ctx, a, level, &view));
+    GCN_TRY(get_split(ctx, a, level, &intra, &inter));
+    for (int i = 0; i < n; i++)
+        if (fits(ctx, t, reg[i], GCN_SPMM_ROLE_FUSED, view)) {
+            snprintf(name, sizeof name, "%s@%d", reg[i]->name, size);
+            add(t, name, view, reg[i], NULL, NULL);
+        }
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n && fits(ctx, t, reg[i], GCN_SPMM_ROLE_INTRA, intra); j++)
+            if (fits(ctx, t, reg[j], GCN_SPMM_ROLE_INTER, inter)) {
+                snprintf(name, sizeof name, "%s+%s@%d", reg[i]->name, reg[j]->name, size);
+                add(t, name, intra, reg[i], inter, reg[j]);
+            }
+    return GCN_OK;
+}
+
+/* Every candidate for (a, feat) in the site's mode.  A forced strategy
+ * without '@' needs no community level, so no split is built for it. */
+static gcn_status build_candidates(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t)
+{
+    int n;
+    const gcn_spmm_impl *const *reg = gcn_spmm_registry(&n);
+    for (int i = 0; i < n; i++)
+        if (fits(ctx, t, reg[i], GCN_SPMM_ROLE_WHOLE, a))
+            add(t, reg[i]->name, a, reg[i], NULL, NULL);
+    if (t->forced && !strchr(t->mode, '@'))
+        return GCN_OK;
+    for (int l = 0; a->n_rows == a->n_cols && l < a->priv->n_levels; l++)
+        GCN_TRY(add_level(ctx, a, l, t));
+    return GCN_OK;
+}
+
+static gcn_status site_new(gcn_ctx *ctx, const gcn_csr *a, int feat, const char *mode,
+                           gcn_spmm_site **out)
+{
+    gcn_spmm_state *s = NULL;
+    GCN_TRY(state_of(ctx, a, &s));
+    gcn_spmm_site *t = calloc(1, sizeof *t);
+    if (!t)
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "spmm: out of host memory for a call site");
+    t->feat = feat;
+    snprintf(t->mode, sizeof t->mode, "%s", mode);
+    t->forced = strcmp(mode, "auto") != 0 && strcmp(mode, "auto-deterministic") != 0;
+    const gcn_select_clock *clock =
+        ctx->device == GCN_DEVICE_CUDA ? gcn_select_cuda_clock() : gcn_select_host_clock();
+    gcn_status st = build_candidates(ctx, a, t);
+    if (st == GCN_OK && t->n_cand == 0)
+        st = GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "spmm: no kernel supports this %d x %d matrix "
+                       "at width %d on %s", a->n_rows, a->n_cols, feat,
+                       gcn_device_name(ctx->device));
+    if (st == GCN_OK)
+        st = gcn_selector_create(ctx, &t->sel, t->n_cand, NULL, clock);
+    if (st == GCN_OK && t->forced)
+        st = gcn_spmm_site_lock(ctx, t, mode);
+    if (st != GCN_OK) {
+        gcn_selector_free(&t->sel);
+        free(t);
+        return st;
+    }
+    if (s->last)
+        s->last->next = t;
+    else
+        s->sites = t;
+    s->last = t;
+    *out = t;
+    return GCN_OK;
+}
+
+gcn_status gcn_spmm_site_get(gcn_ctx *ctx, const gcn_csr *a, int feat, const char *mode,
+                             gcn_spmm_site **site)
+{
+    for (gcn_spmm_site *t = a->priv->spmm ? a->priv->spmm->sites : NULL; t; t = t->next)
+        if (t->feat == feat && !strcmp(t->mode, mode)) {
+            *site = t;
+            return GCN_OK;
+        }
+    return site_new(ctx, a, feat, mode, site);
+}
+
+gcn_status gcn_spmm_site_lock(gcn_ctx *ctx, gcn_spmm_site *t, const char *strategy)
+{
+    for (int c = 0; c < t->n_cand; c++)
+        if (!strcmp(t->cand[c].name, strategy))
+            return gcn_selector_lock(ctx, t->sel, c);
+    char list[512] = "";
+    for (int c = 0; c < t->n_cand; c++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", c ? ", " : "",
+                 t->cand[c].name);
+    return GCN_ERROR(ctx, GCN_ERR_NOT_FOUND,
+                     "spmm strategy '%s' is not available for this matrix at width %d "
+                     "(candidates: %s)",
+                     strategy, t->feat, list);
+}
+
+/* ---- running ------------------------------------------------------------------ */
+
+/* Plans of every step, built before any timing starts. */
+static gcn_status ensure_plans(gcn_ctx *ctx, const strategy *s, int feat)
+{
+    void *plan;
+    for (int i = 0; i < s->n_steps; i++)
+        if (s->mat[i]->n_rows > 0)
+            GCN_TRY(gcn_spmm_get_plan(ctx, s->impl[i], s->mat[i], feat, &plan));
+    return GCN_OK;
+}
+
+static gcn_status run_strategy(gcn_ctx *ctx, const strategy *s, const float *x, float *y,
+                               int feat, bool accumulate)
+{
+    for (int i = 0; i < s->n_steps; i++)
+        GCN_TRY(gcn_spmm_run(ctx, s->impl[i], s->mat[i], x, y, feat, accumulate || i > 0));
+    return GCN_OK;
+}
+
+/* The fastest timed candidate other than `skip`, or -1. */
+static int runner_up(const gcn_spmm_site *t, int skip)
+{
+    int best = -1;
+    for (int c = 0; c < t->n_cand; c++) {
+        double m = gcn_selector_median(t->sel, c);
+        if (c != skip && !isnan(m) && (best < 0 || m < gcn_selector_median(t->sel, best)))
+            best = c;
+    }
+    return best;
+}
+
+static int find_named(const gcn_spmm_site *t, const char *name)
+{
+    for (int c = 0; c < t->n_cand; c++)
+        if (!strcmp(t->cand[c].name, name))
+            return c;
+    return -1;
+}
+
+/* On the lock: frees the losers' plans (the winner's steps keep theirs)
+ * and logs the choice once. */
+static void on_lock(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t, int win)
+{
+    const strategy *w = &t->cand[win];
+    for (int c = 0; c < t->n_cand; c++)
+        for (int i = 0; c != win && i < t->cand[c].n_steps; i++) {
+            const strategy *s = &t->cand[c];
+            bool shared = false;
+            for (int j = 0; j < w->n_steps; j++)
+                shared |= w->mat[j] == s->mat[i] && w->impl[j] == s->impl[i];
+            if (!shared)
+                gcn_csr_drop_plan((gcn_csr *)s->mat[i], s->impl[i], t->feat);
+        }
+    t->reported = true;
+    if (t->forced || gcn_selector_profiled_calls(t->sel) == 0)
+        return;
+    int r = runner_up(t, win), cu = find_named(t, "cusparse");
+    gcn_log(ctx, GCN_LOG_INFO,
+            "spmm %d x %d%s, F = %d: %s locked at %.4f ms (runner-up %s %.4f ms, cusparse "
+            "%.4f ms; %d candidates, %lld calls profiled)",
+            a->n_rows, a->n_cols, a->priv->owner ? " (A^T)" : "", t->feat, w->name,
+            gcn_selector_median(t->sel, win), r >= 0 ? t->cand[r].name : "-",
+            r >= 0 ? gcn_selector_median(t->sel, r) : NAN, cu >= 0 ? gcn_selector_median(t->sel, cu) : NAN,
+            t->n_cand, (long long)gcn_selector_profiled_calls(t->sel));
+}
+
+gcn_status gcn_spmm_site_apply(gcn_ctx *ctx, const gcn_csr *a, const float *x, float *y,
+                               int feat, bool accumulate)
+{
+    gcn_spmm_site *t;
+    GCN_TRY(gcn_spmm_site_get(ctx, a, feat, ctx->spmm_kernel, &t));
+    for (;;) {
+        int c;
+        bool timed;
+        GCN_TRY(gcn_selector_next(ctx, t->sel, &c, &timed));
+        gcn_status st = ensure_plans(ctx, &t->cand[c], feat);
+        if (st != GCN_OK && st != GCN_ERR_CUDA && !t->forced) {
+            gcn_log(ctx, GCN_LOG_DEBUG, "spmm: candidate %s dropped: %s", t->cand[c].name,
+                    gcn_last_error(ctx));
+            gcn_selector_fail(t->sel, c);
+            continue;
+        }
+        GCN_TRY(st);
+        if (timed)
+            GCN_TRY(gcn_selector_start(ctx, t->sel, c));
+        st = run_strategy(ctx, &t->cand[c], x, y, feat, accumulate);
+        if (st != GCN_OK) {
+            gcn_selector_fail(t->sel, c);
+            return st;
+        }
+        if (timed)
+            GCN_TRY(gcn_selector_stop(ctx, t->sel, c));
+        int win;
+        if (!t->reported && gcn_selector_locked(t->sel, &win))
+            on_lock(ctx, a, t, win);
+        return GCN_OK;
+    }
+}
+
+int gcn_spmm_site_candidates(const gcn_spmm_site *site)
+{
+    return site->n_cand;
+}
+
+const char *gcn_spmm_site_candidate_name(const gcn_spmm_site *site, int cand)
+{
+    return cand >= 0 && cand < site->n_cand ? site->cand[cand].name : NULL;
+}
+
+gcn_status gcn_spmm_site_prepare(gcn_ctx *ctx, const gcn_spmm_site *site, int cand)
+{
+    GCN_ARG(ctx, cand >= 0 && cand < site->n_cand);
+    return ensure_plans(ctx, &site->cand[cand], site->feat);
+}
+
+gcn_status gcn_spmm_site_run(gcn_ctx *ctx, const gcn_spmm_site *site, int cand, const float *x,
+                             float *y, bool accumulate)
+{
+    GCN_ARG(ctx, cand >= 0 && cand < site->n_cand);
+    return run_strategy(ctx, &site->cand[cand], x, y, site->feat, accumulate);
+}
+
+bool gcn_spmm_site_locked(const gcn_spmm_site *site, int *cand)
+{
+    return gcn_selector_locked(site->sel, cand);
+}
+
+/* ---- what the sites chose ------------------------------------------------------ */
+
+static void site_info(const gcn_spmm_site *t, bool transposed, gcn_spmm_site_info *o)
+{
+    int win = -1;
+    bool locked = gcn_selector_locked(t->sel, &win);
+    if (!locked)
+        win = runner_up(t, -1);
+    int r = runner_up(t, win), cu = find_named(t, "cusparse");
+    *o = (gcn_spmm_site_info){.feat = t->feat, .transposed = transposed, .locked = locked,
+                              .n_candidates = t->n_cand,
+                              .profiled_calls = gcn_selector_profiled_calls(t->sel),
+                              .chosen_ms = win >= 0 ? gcn_selector_median(t->sel, win) : NAN,
+                              .runner_up_ms = r >= 0 ? gcn_selector_median(t->sel, r) : NAN,
+                              .cusparse_ms = cu >= 0 ? gcn_selector_median(t->sel, cu) : NAN};
+    snprintf(o->mode, sizeof o->mode, "%s", t->forced ? "forced" : t->mode[5] ? "auto-deterministic" : "auto");
+    snprintf(o->chosen, sizeof o->chosen, "%s", win >= 0 ? t->cand[win].name : "");
+    snprintf(o->runner_up, sizeof o->runner_up, "%s", r >= 0 ? t->cand[r].name : "");
+}
+
+int gcn_spmm_sites(const gcn_csr *a, gcn_spmm_site_info *out, int max)
+{
+    int n = 0;
+    const gcn_csr *mats[2] = {a, a && a->priv ? a->priv->transpose : NULL};
+    for (int m = 0; m < 2; m++)
+        for (gcn_spmm_site *t = mats[m] && mats[m]->priv->spmm ? mats[m]->priv->spmm->sites
+                                                                : NULL;
+             t; t = t->next, n++)
+            if (out && n < max)
+                site_info(t, m == 1, &out[n]);
+    return n;
+}

@@ -1,0 +1,55 @@
+/* Internal glue between the SpMM op (spmm.c), the decomposition
+ * (adaptgear.c) and the selector's call sites (spmm_auto.c). */
+#ifndef GCN_SPMM_AUTO_H
+#define GCN_SPMM_AUTO_H
+
+#include "../core/internal.h"
+#include "spmm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A matrix sharing a's arrays with a's community level `level` as its only
+ * level (the whole product as a community kernel sees it).  Caller frees
+ * with gcn_csr_free, before a. */
+gcn_status gcn_csr_level_view(gcn_ctx *ctx, const gcn_csr *a, int level, gcn_csr **view);
+
+/* The plan for (impl, feat) on a, built and cached on first use. */
+gcn_status gcn_spmm_get_plan(gcn_ctx *ctx, const gcn_spmm_impl *impl, const gcn_csr *a, int feat,
+                             void **plan);
+
+/* Whether a kernel name of the context ("auto", "auto-deterministic", or a
+ * strategy "k@size" / "k1+k2@size") goes through a call site. */
+bool gcn_spmm_uses_sites(const char *kernel);
+
+/* y (+)= A x through the call site (a, feat) of the context's mode: the
+ * selector's choice, or the forced strategy. */
+gcn_status gcn_spmm_site_apply(gcn_ctx *ctx, const gcn_csr *a, const float *x, float *y,
+                               int feat, bool accumulate);
+
+/* The call site of (a, feat, mode), created with its candidates on first
+ * use; for plan files. */
+typedef struct gcn_spmm_site gcn_spmm_site;
+gcn_status gcn_spmm_site_get(gcn_ctx *ctx, const gcn_csr *a, int feat, const char *mode,
+                             gcn_spmm_site **site);
+
+/* Locks a site to the candidate of that strategy name; GCN_ERR_NOT_FOUND
+ * naming the candidates when there is none. */
+gcn_status gcn_spmm_site_lock(gcn_ctx *ctx, gcn_spmm_site *site, const char *strategy);
+
+/* A site's candidates, for benchmarks that time them all: their number,
+ * one's name, and one run of it (plans built first, not timed). */
+int gcn_spmm_site_candidates(const gcn_spmm_site *site);
+const char *gcn_spmm_site_candidate_name(const gcn_spmm_site *site, int cand);
+gcn_status gcn_spmm_site_prepare(gcn_ctx *ctx, const gcn_spmm_site *site, int cand);
+gcn_status gcn_spmm_site_run(gcn_ctx *ctx, const gcn_spmm_site *site, int cand, const float *x,
+                             float *y, bool accumulate);
+
+/* Whether the site has locked, and on which candidate. */
+bool gcn_spmm_site_locked(const gcn_spmm_site *site, int *cand);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,252 @@
+/* AdaptGear on the CPU: community levels on matrices, the intra/inter split
+ * (intra + inter = A exactly), the host planning of the subgraph kernels,
+ * the call sites of the selector through gcn_spmm, and plan files (round
+ * trip, another graph, a damaged file). */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "helpers.h"
+#include "kernels/adaptgear/plan.h"
+#include "kernels/spmm_auto.h"
+
+/* A 6-node matrix with parts {0, 1, 2} {3} {4, 5}:
+ *   row 0: 0 1 4    row 1: 1 2    row 2: 0 3    row 3: 3 5    row 4: 5    row 5: 4 0 */
+static const int32_t rp6[] = {0, 3, 5, 7, 9, 10, 12};
+static const int32_t ci6[] = {0, 1, 4, 1, 2, 0, 3, 3, 5, 5, 4, 0};
+static const float va6[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+static const int32_t parts6[] = {0, 3, 4, 6};
+
+static gcn_csr *six(gcn_ctx *ctx, bool with_parts)
+{
+    gcn_csr *a = NULL;
+    cr_assert_eq(gcn_csr_create(ctx, &a, 6, 6, 12, rp6, ci6, va6), GCN_OK);
+    const int32_t size = 2, n_parts = 3;
+    const int32_t *pp = parts6;
+    if (with_parts)
+        cr_assert_eq(gcn_csr_set_communities(ctx, a, 1, &size, &n_parts, &pp), GCN_OK, "%s",
+                     gcn_last_error(ctx));
+    return a;
+}
+
+Test(adaptgear, split_is_exact)
+{
+    gcn_ctx *ctx = test_cpu_ctx(1);
+    gcn_csr *a = six(ctx, true), *in = NULL, *out = NULL;
+    cr_assert_eq(gcn_csr_community_levels(a), 1);
+    cr_assert_eq(gcn_csr_community_size(a, 0), 2);
+    cr_assert_eq(gcn_csr_split(ctx, a, 0, &in, &out), GCN_OK);
+    int32_t rp_in[7], rp_out[7], ci_in[12], ci_out[12];
+    float v_in[12], v_out[12];
+    cr_assert_eq(in->nnz + out->nnz, 12);
+    cr_assert_eq(gcn_csr_to_host(ctx, in, rp_in, ci_in, v_in), GCN_OK);
+    cr_assert_eq(gcn_csr_to_host(ctx, out, rp_out, ci_out, v_out), GCN_OK);
+    /* Hand-computed: intra = {0:0,1  1:1,2  2:0  3:3  4:5  5:4}. */
+    const int32_t want_rp[] = {0, 2, 4, 5, 6, 7, 8}, want_ci[] = {0, 1, 1, 2, 0, 3, 5, 4};
+    cr_assert_arr_eq(rp_in, want_rp, sizeof want_rp);
+    cr_assert_arr_eq(ci_in, want_ci, sizeof want_ci);
+    /* Each row of A is its intra entries followed by nothing else than its
+     * inter entries, values moving with their columns: merge and compare. */
+    for (int i = 0; i < 6; i++) {
+        int n = 0;
+        for (int32_t e = rp6[i]; e < rp6[i + 1]; e++) {
+            bool found = false;
+            for (int32_t k = rp_in[i]; k < rp_in[i + 1]; k++)
+                found |= ci_in[k] == ci6[e] && v_in[k] == va6[e];
+            for (int32_t k = rp_out[i]; k < rp_out[i + 1]; k++)
+                found |= ci_out[k] == ci6[e] && v_out[k] == va6[e];
+            cr_assert(found, "row %d entry %d lost", i, e);
+            n++;
+        }
+        cr_assert_eq(n, (rp_in[i + 1] - rp_in[i]) + (rp_out[i + 1] - rp_out[i]));
+    }
+    cr_assert(in->priv->block_diagonal);
+    cr_assert_not(a->priv->block_diagonal);
+    gcn_csr_free(&in);
+    gcn_csr_free(&out);
+    gcn_csr_free(&a);
+    gcn_ctx_free(&ctx);
+}
+
+Test(adaptgear, communities_are_checked)
+{
+    gcn_ctx *ctx = test_cpu_ctx(1);
+    gcn_csr *a = six(ctx, false), *r = NULL;
+    const int32_t size = 2, three = 3, bad_end[] = {0, 3, 4, 5}, bad_order[] = {0, 4, 3, 6};
+    const int32_t *pp = bad_end;
+    cr_assert_eq(gcn_csr_set_communities(ctx, a, 1, &size, &three, &pp), GCN_ERR_INVALID_ARG);
+    pp = bad_order;
+    cr_assert_eq(gcn_csr_set_communities(ctx, a, 1, &size, &three, &pp), GCN_ERR_INVALID_ARG);
+    int32_t rrp[] = {0, 1, 2}, rci[] = {0, 2};
+    cr_assert_eq(gcn_csr_create(ctx, &r, 2, 3, 2, rrp, rci, NULL), GCN_OK);
+    const int32_t two = 1, whole[] = {0, 2};
+    pp = whole;
+    cr_assert_eq(gcn_csr_set_communities(ctx, r, 1, &size, &two, &pp), GCN_ERR_SHAPE);
+    gcn_csr *in = NULL, *out = NULL;
+    cr_assert_eq(gcn_csr_split(ctx, a, 0, &in, &out), GCN_ERR_INVALID_ARG, "no level yet");
+    gcn_csr_free(&r);
+    gcn_csr_free(&a);
+    gcn_ctx_free(&ctx);
+}
+
+/* ---- host planning ------------------------------------------------------ */
+
+Test(adaptgear, smem_tiles_and_tasks)
+{
+    cr_assert_eq(gcn_smem_tile(256, 4, 256, 48 * 1024), 48);
+    cr_assert_eq(gcn_smem_tile(256, 4, 16, 48 * 1024), 128);
+    cr_assert_eq(gcn_smem_tile(3, 1, 16, 48 * 1024), 3);
+    cr_assert_eq(gcn_smem_tile(64, 4, 100000, 48 * 1024), 4, "at least one vector");
+    cr_assert_eq(gcn_smem_task_rows(48, 48 * 1024), 256);
+    const int32_t pp[] = {0, 16, 16, 40, 41, 300, 310};
+    cr_assert_eq(gcn_smem_ref_rows(pp, 6, 16), 24, "259 is over twice 16");
+    cr_assert_eq(gcn_smem_pack_rows(16, 24, 256), 64);
+    cr_assert_eq(gcn_smem_pack_rows(8, 240, 256), 240, "the reference part stays whole");
+    cr_assert_eq(gcn_smem_pack_rows(64, 24, 100), 100);
+    int32_t tasks[16][4];
+    int32_t n = gcn_smem_tasks(pp, 6, 100, 200, tasks);
+    /* {0,41 staged} {41,141} {141,241} {241,300} unstaged, {300,310 staged} */
+    const int32_t want[5][4] = {{0, 41, 1, 0}, {41, 141, 0, 0}, {141, 241, 0, 0},
+                                {241, 300, 0, 0}, {300, 310, 1, 0}};
+    cr_assert_eq(n, 5);
+    cr_assert_arr_eq(tasks, want, sizeof want);
+    cr_assert_leq(n, gcn_smem_max_tasks(6, 310, 100));
+    n = gcn_smem_tasks(pp, 6, 30, 300, tasks);
+    /* {0,16} apart from {16,41} (16 + 24 > 30), {41,300} staged alone, {300,310} */
+    const int32_t want2[4][4] = {{0, 16, 1, 0}, {16, 41, 1, 0}, {41, 300, 1, 0},
+                                 {300, 310, 1, 0}};
+    cr_assert_eq(n, 4);
+    cr_assert_arr_eq(tasks, want2, sizeof want2);
+}
+
+Test(adaptgear, smem_row_meta)
+{
+    const int32_t tasks[2][4] = {{0, 3, 1, 0}, {3, 6, 0, 0}};
+    int32_t meta[6][4];
+    gcn_smem_row_meta(rp6, ci6, tasks, 2, 2, false, meta);
+    const int32_t want[6][4] = {{-1, 0, 3, 3}, {3, 3, 5, 5}, {5, 5, 6, 7},
+                                {7, 7, 7, 9}, {9, 9, 9, 10}, {10, 10, 10, 12}};
+    cr_assert_arr_eq(meta, want, sizeof want);
+}
+
+Test(adaptgear, dense_blocks)
+{
+    const int32_t rp[] = {0, 2, 3, 4}, ci[] = {0, 1, 1, 2}, pp[] = {0, 2, 3};
+    const float v[] = {1, 2, 3, 4};
+    cr_assert_eq(gcn_dense_floats(pp, 2), 5);
+    cr_assert(gcn_dense_worth(5, 4));
+    cr_assert_not(gcn_dense_worth(1000, 4));
+    int64_t off[3];
+    float d[5];
+    gcn_dense_fill(rp, ci, v, pp, 2, off, d);
+    const float want[] = {1, 2, 0, 3, 4};
+    cr_assert_arr_eq(d, want, sizeof want);
+    cr_assert_eq(off[2], 5);
+    int32_t tasks[4][2];
+    cr_assert_eq(gcn_dense_tasks(pp, 2, 1, tasks), 3);
+    cr_assert_eq(tasks[2][0], 1);
+    cr_assert_eq(tasks[2][1], 2);
+}
+
+Test(adaptgear, inter_tasks)
+{
+    int32_t tasks[8][4];
+    int64_t n = gcn_inter_tasks(rp6, 6, 4, 3, tasks);
+    /* rows 0..1 (5 nz > 4 stops), 1..3, 3..6 capped by 3 rows */
+    cr_assert_eq(n, gcn_inter_tasks(rp6, 6, 4, 3, NULL));
+    int32_t covered = 0;
+    for (int64_t k = 0; k < n; k++) {
+        cr_assert_eq(tasks[k][0], covered);
+        cr_assert(tasks[k][3] - tasks[k][2] <= 4 || tasks[k][1] - tasks[k][0] == 1);
+        cr_assert_leq(tasks[k][1] - tasks[k][0], 3);
+        covered = tasks[k][1];
+    }
+    cr_assert_eq(covered, 6);
+    const int32_t hub[] = {0, 1, 10, 11};
+    cr_assert_eq(gcn_inter_tasks(hub, 3, 4, 8, tasks), 3, "the long row stands alone");
+    cr_assert_eq(tasks[1][0], 1);
+    cr_assert_eq(tasks[1][1], 2);
+}
+
+/* ---- call sites and plan files ------------------------------------------- */
+
+static void product(gcn_ctx *ctx, const gcn_csr *a)
+{
+    float xs[6] = {1, -2, 3, 0.5f, 4, -1};
+    gcn_tensor *x = test_tensor(ctx, xs, 6, 1), *y = NULL;
+    cr_assert_eq(gcn_spmm(ctx, a, x, &y), GCN_OK, "%s", gcn_last_error(ctx));
+    float *got = test_read(ctx, y);
+    for (int i = 0; i < 6; i++) {
+        double want = 0;
+        for (int32_t e = rp6[i]; e < rp6[i + 1]; e++)
+            want += va6[e] * xs[ci6[e]];
+        cr_assert_float_eq(got[i], want, 1e-5);
+    }
+    free(got);
+    gcn_tensor_free(&x);
+    gcn_tensor_free(&y);
+}
+
+Test(adaptgear, cpu_site_locks_its_one_kernel)
+{
+    gcn_ctx *ctx = test_cpu_ctx(1);
+    gcn_csr *a = six(ctx, true);
+    product(ctx, a);
+    gcn_spmm_site_info s;
+    cr_assert_eq(gcn_spmm_sites(a, &s, 1), 1, "one site: A at width 1");
+    cr_assert(s.locked);
+    cr_assert_str_eq(s.chosen, "cpu");
+    cr_assert_eq(s.n_candidates, 1, "no CPU subgraph kernels");
+    cr_assert_eq(gcn_spmm_set_kernel(ctx, "cpu@2"), GCN_OK, "checked at the first product");
+    gcn_tensor *x = NULL, *y = NULL;
+    cr_assert_eq(gcn_tensor_zeros(ctx, &x, 6, 2), GCN_OK);
+    cr_assert_eq(gcn_spmm(ctx, a, x, &y), GCN_ERR_NOT_FOUND);
+    cr_assert(strstr(gcn_last_error(ctx), "cpu@2"));
+    cr_assert_eq(gcn_spmm_set_kernel(ctx, "nonesuch"), GCN_ERR_NOT_FOUND);
+    gcn_tensor_free(&x);
+    gcn_csr_free(&a);
+    gcn_ctx_free(&ctx);
+}
+
+Test(adaptgear, plan_file_round_trip_and_mismatch)
+{
+    char path[] = "/tmp/gcn-plan-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    gcn_ctx *ctx = test_cpu_ctx(1);
+    gcn_csr *a = six(ctx, true);
+    product(ctx, a);
+    const gcn_csr *mats[1] = {a};
+    const char *tags[1] = {"gcn"};
+    cr_assert_eq(gcn_spmm_plan_write(ctx, path, mats, tags, 1), GCN_OK, "%s", gcn_last_error(ctx));
+    gcn_csr *b = six(ctx, true);
+    mats[0] = b;
+    cr_assert_eq(gcn_spmm_plan_read(ctx, path, mats, tags, 1), GCN_OK, "%s", gcn_last_error(ctx));
+    gcn_spmm_site_info s;
+    cr_assert_geq(gcn_spmm_sites(b, &s, 1), 1);
+    cr_assert(s.locked);
+    cr_assert_eq(s.profiled_calls, 0);
+    cr_assert_str_eq(s.chosen, "cpu");
+    int32_t rp[] = {0, 1, 2, 3, 4, 5, 6}, ci[] = {0, 1, 2, 3, 4, 5};
+    gcn_csr *other = NULL;
+    cr_assert_eq(gcn_csr_create(ctx, &other, 6, 6, 6, rp, ci, NULL), GCN_OK);
+    mats[0] = other;
+    cr_assert_eq(gcn_spmm_plan_read(ctx, path, mats, tags, 1), GCN_ERR_FORMAT);
+    cr_assert(strstr(gcn_last_error(ctx), "another graph"), "%s", gcn_last_error(ctx));
+    tags[0] = "raw";
+    cr_assert_eq(gcn_spmm_plan_read(ctx, path, mats, tags, 1), GCN_ERR_FORMAT);
+    cr_assert(strstr(gcn_last_error(ctx), "no plan for matrix 'raw'"));
+    FILE *f = fopen(path, "w");
+    fputs("something else\n", f);
+    fclose(f);
+    cr_assert_eq(gcn_spmm_plan_read(ctx, path, mats, tags, 1), GCN_ERR_FORMAT);
+    unlink(path);
+    cr_assert_eq(gcn_spmm_plan_read(ctx, path, mats, tags, 1), GCN_ERR_IO);
+    gcn_csr_free(&other);
+    gcn_csr_free(&b);
+    gcn_csr_free(&a);
+    gcn_ctx_free(&ctx);
+}

@@ -1,0 +1,249 @@
+/* AdaptGear on the GPU: every kernel of the registry on the parts of a
+ * matrix with communities (the level view the community kernel serves in
+ * one pass, the intra part, the inter part, and their transposes) against
+ * the float64 reference, on empty parts, a part of one node, one part too
+ * large to stage, long rows, unsorted columns, F = 1 .. 1024; then the
+ * selector through gcn_spmm: it locks, keeps the product exact, honours
+ * "auto-deterministic" and forced strategies. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers.h"
+#include "kernels/spmm_auto.h"
+#include "spmm_check.h"
+
+static const int feats[] = {1, 3, 16, 33, 64, 128, 250, 256};
+#define N_FEATS ((int)(sizeof feats / sizeof feats[0]))
+
+/* n nodes in parts: empty parts, a one-node part, parts of 16..80 nodes and
+ * a last part of `giant` nodes.  Returns the part count; part_ptr has room
+ * for n / 2 + 8 entries. */
+static int32_t make_parts(int32_t n, int32_t giant, int32_t *part_ptr)
+{
+    int32_t k = 0, at = 0;
+    part_ptr[k++] = 0;
+    part_ptr[k++] = 0;  /* an empty part */
+    part_ptr[k++] = at = 1; /* a part of one node */
+    for (int32_t s = 16; at + s < n - giant; s = s == 80 ? 16 : s + 16) {
+        part_ptr[k++] = at += s;
+        if (k % 7 == 0)
+            part_ptr[k++] = at; /* more empty parts */
+    }
+    part_ptr[k++] = n;
+    return k - 1;
+}
+
+static int cmp_i32(const void *x, const void *y)
+{
+    int32_t a = *(const int32_t *)x, b = *(const int32_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* Rows of up to 12 non-zeros, three in four inside the row's part, and two
+ * long rows (700 non-zeros: over the 128-non-zero chunks; n - 100: over a
+ * staged piece of inter_csr).  Sorted: columns strictly increasing;
+ * otherwise random order with repeats. */
+static hmat community_matrix(int32_t n, const int32_t *part_ptr, int32_t n_parts, bool sorted,
+                             uint64_t seed)
+{
+    int32_t *deg = degrees_uniform(n, 12, seed);
+    deg[n / 3] = 700;
+    deg[n / 2] = n - 100;
+    int64_t total = 0;
+    for (int32_t i = 0; i < n; i++)
+        total += deg[i];
+    hmat m = {n, n, 0, malloc(((size_t)n + 1) * sizeof(int32_t)),
+              malloc(((size_t)total + 1) * sizeof(int32_t)), host_floats(total)};
+    cr_assert(m.row_ptr && m.col_idx);
+    uint64_t s = seed * 7 + 3;
+    m.row_ptr[0] = 0;
+    for (int32_t p = 0; p < n_parts; p++)
+        for (int32_t i = part_ptr[p], lo = part_ptr[p]; i < part_ptr[p + 1]; i++) {
+            int32_t *c = m.col_idx + m.row_ptr[i], d = deg[i], size = part_ptr[p + 1] - lo;
+            for (int32_t k = 0; k < d; k++) {
+                s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+                c[k] = d < 100 && k % 4 != 0 ? lo + (int32_t)(s % (uint64_t)size)
+                                             : (int32_t)(s % (uint64_t)n);
+            }
+            if (sorted) {
+                qsort(c, (size_t)d, sizeof *c, cmp_i32);
+                int32_t u = 0;
+                for (int32_t k = 0; k < d; k++)
+                    if (u == 0 || c[k] != c[u - 1])
+                        c[u++] = c[k];
+                d = u;
+            }
+            m.row_ptr[i + 1] = m.row_ptr[i] + d;
+        }
+    m.nnz = m.row_ptr[n];
+    test_fill_uniform(&s, m.values, m.nnz, -1, 1);
+    free(deg);
+    return m;
+}
+
+/* Every kernel supporting a device matrix, at every width, and on its
+ * stored transpose. */
+static int check_part(gcn_ctx *gpu, const gcn_csr *d, const char *name)
+{
+    int ran = 0;
+    hmat m = mat_download(gpu, d);
+    for (int fi = 0; fi < N_FEATS; fi++) {
+        product p;
+        product_init(&p, gpu, &m, d, feats[fi], 0, name);
+        ran += run_all(gpu, &p);
+        product_free(&p, gpu);
+    }
+    mat_free(&m);
+    if (!gcn_csr_is_symmetric(d) && !d->priv->owner && gcn_csr_transpose(d))
+        ran += check_part(gpu, gcn_csr_transpose(d), "transposed part");
+    return ran;
+}
+
+static gcn_csr *upload(gcn_ctx *gpu, const hmat *m, int32_t n_parts, const int32_t *part_ptr)
+{
+    gcn_csr *a = NULL;
+    cr_assert_eq(gcn_csr_create(gpu, &a, m->n_rows, m->n_cols, m->nnz, m->row_ptr, m->col_idx,
+                                m->values), GCN_OK, "%s", gcn_last_error(gpu));
+    const int32_t size = 48;
+    cr_assert_eq(gcn_csr_set_communities(gpu, a, 1, &size, &n_parts, &part_ptr), GCN_OK, "%s",
+                 gcn_last_error(gpu));
+    return a;
+}
+
+/* The view, the intra part and the inter part of one matrix. */
+static void check_communities(const hmat *m, int32_t n_parts, const int32_t *part_ptr,
+                              bool expect_fused)
+{
+    gpu_pair g = gpu_pair_open(71, false);
+    gcn_csr *a = upload(g.gpu, m, n_parts, part_ptr), *intra = NULL, *inter = NULL, *view = NULL;
+    cr_assert_eq(gcn_csr_split(g.gpu, a, 0, &intra, &inter), GCN_OK, "%s", gcn_last_error(g.gpu));
+    cr_assert_eq(gcn_csr_level_view(g.gpu, a, 0, &view), GCN_OK);
+    const gcn_spmm_impl *smem = gcn_spmm_find("intra_smem");
+    cr_assert(smem->supports(intra, 64), "intra_smem must take the intra part");
+    cr_assert_eq(smem->supports(view, 64), expect_fused);
+    cr_assert(gcn_spmm_find("inter_csr")->supports(inter, 64));
+    cr_assert_gt(check_part(g.gpu, view, "level view"), 0);
+    cr_assert_gt(check_part(g.gpu, intra, "intra part"), 0);
+    cr_assert_gt(check_part(g.gpu, inter, "inter part"), 0);
+    gcn_csr_free(&view);
+    gcn_csr_free(&intra);
+    gcn_csr_free(&inter);
+    gcn_csr_free(&a);
+    gpu_pair_close(&g);
+}
+
+Test(gpu_adaptgear, communities_sorted, .timeout = 600)
+{
+    GPU_REQUIRED();
+    int32_t n = 3000, part_ptr[3000 / 2 + 8];
+    int32_t n_parts = make_parts(n, 1200, part_ptr);
+    hmat m = community_matrix(n, part_ptr, n_parts, true, 5);
+    check_communities(&m, n_parts, part_ptr, true);
+    mat_free(&m);
+}
+
+Test(gpu_adaptgear, communities_unsorted, .timeout = 600)
+{
+    GPU_REQUIRED();
+    int32_t n = 1500, part_ptr[1500 / 2 + 8];
+    int32_t n_parts = make_parts(n, 300, part_ptr);
+    hmat m = community_matrix(n, part_ptr, n_parts, false, 6);
+    check_communities(&m, n_parts, part_ptr, false);
+    mat_free(&m);
+}
+
+/* Dense blocks: small parts with dense communities, every width to 1024. */
+Test(gpu_adaptgear, dense_blocks)
+{
+    GPU_REQUIRED();
+    int32_t n = 640, part_ptr[64];
+    int32_t n_parts = 0;
+    part_ptr[0] = 0;
+    for (int32_t at = 0; at < n; n_parts++)
+        part_ptr[n_parts + 1] = at += (n_parts % 3 == 0 ? 1 : n_parts % 3 == 1 ? 31 : 40);
+    part_ptr[n_parts] = n;
+    hmat m = community_matrix(n, part_ptr, n_parts, true, 8);
+    gpu_pair g = gpu_pair_open(72, false);
+    gcn_csr *a = upload(g.gpu, &m, n_parts, part_ptr), *intra = NULL, *inter = NULL;
+    cr_assert_eq(gcn_csr_split(g.gpu, a, 0, &intra, &inter), GCN_OK);
+    const gcn_spmm_impl *dense = gcn_spmm_find("intra_dense");
+    cr_assert(dense->supports(intra, 1));
+    cr_assert_not(dense->supports(inter, 1), "the inter part is not block diagonal");
+    hmat h = mat_download(g.gpu, intra);
+    static const int wide[] = {1, 2, 31, 32, 100, 513, 1024};
+    for (int fi = 0; fi < 7; fi++) {
+        product p;
+        product_init(&p, g.gpu, &h, intra, wide[fi], fi == 3 ? 1 : 0, "dense blocks");
+        run_all(g.gpu, &p);
+        product_free(&p, g.gpu);
+    }
+    mat_free(&h);
+    gcn_csr_free(&intra);
+    gcn_csr_free(&inter);
+    gcn_csr_free(&a);
+    gpu_pair_close(&g);
+    mat_free(&m);
+}
+
+/* ---- the selector through gcn_spmm ---------------------------------------- */
+
+/* y = A x through gcn_spmm, compared with the reference, `calls` times. */
+static void spmm_calls(gcn_ctx *gpu, const gcn_csr *a, const hmat *m, int f, int calls)
+{
+    product p;
+    product_init(&p, gpu, m, a, f, 0, "selector");
+    gcn_tensor *x = NULL;
+    cr_assert_eq(gcn_tensor_from_host(gpu, &x, p.x, m->n_cols, f), GCN_OK);
+    float *got = host_floats((int64_t)m->n_rows * f);
+    for (int c = 0; c < calls; c++) {
+        gcn_tensor *y = NULL;
+        cr_assert_eq(gcn_spmm(gpu, a, x, &y), GCN_OK, "call %d: %s", c, gcn_last_error(gpu));
+        cr_assert_eq(gcn_tensor_to_host(gpu, y, got), GCN_OK);
+        for (int64_t i = 0; i < (int64_t)m->n_rows * f; i++)
+            cr_assert(fabs(got[i] - p.ref[i]) <= 1e-5 * p.mag[i] + 1e-30,
+                      "call %d, element %lld: %g vs %g", c, (long long)i, got[i], p.ref[i]);
+        gcn_tensor_free(&y);
+    }
+    free(got);
+    gcn_tensor_free(&x);
+    product_free(&p, gpu);
+}
+
+static gcn_spmm_site_info only_site(const gcn_csr *a)
+{
+    gcn_spmm_site_info info;
+    cr_assert_eq(gcn_spmm_sites(a, &info, 1), 1);
+    return info;
+}
+
+Test(gpu_adaptgear, selector_locks)
+{
+    GPU_REQUIRED();
+    int32_t n = 3000, part_ptr[3000 / 2 + 8];
+    int32_t n_parts = make_parts(n, 100, part_ptr);
+    hmat m = community_matrix(n, part_ptr, n_parts, true, 9);
+    static const char *const modes[] = {"auto", "auto-deterministic", "intra_smem+inter_csr@48"};
+    for (int k = 0; k < 3; k++) {
+        gpu_pair g = gpu_pair_open(73, false);
+        gcn_csr *a = upload(g.gpu, &m, n_parts, part_ptr);
+        cr_assert_eq(gcn_spmm_set_kernel(g.gpu, modes[k]), GCN_OK);
+        spmm_calls(g.gpu, a, &m, 64, 200);
+        gcn_spmm_site_info s = only_site(a);
+        cr_assert(s.locked, "%s: not locked after 200 calls", modes[k]);
+        cr_assert_gt(s.n_candidates, k == 0 ? 8 : k == 1 ? 2 : 0, "%s: %d candidates",
+                     modes[k], s.n_candidates);
+        if (k == 1)
+            cr_assert(strcmp(s.chosen, "cusparse") && !strstr(s.chosen, "coo") &&
+                      strcmp(s.chosen, "accel") && strcmp(s.chosen, "mergepath"),
+                      "deterministic mode chose %s", s.chosen);
+        if (k == 2)
+            cr_assert_str_eq(s.chosen, modes[2]);
+        else
+            cr_assert(!isnan(s.chosen_ms) && s.profiled_calls > 0);
+        gcn_csr_free(&a);
+        gpu_pair_close(&g);
+    }
+    mat_free(&m);
+}
