@@ -130,6 +130,13 @@ gcn_status gcn_csr_create(gcn_ctx *ctx, gcn_csr **out, int32_t n_rows, int32_t n
                           int32_t nnz, const int32_t *row_ptr, const int32_t *col_idx,
                           const float *values)
 {
+    return gcn_csr_create_known(ctx, out, n_rows, n_cols, nnz, row_ptr, col_idx, values, false);
+}
+
+gcn_status gcn_csr_create_known(gcn_ctx *ctx, gcn_csr **out, int32_t n_rows, int32_t n_cols,
+                                int32_t nnz, const int32_t *row_ptr, const int32_t *col_idx,
+                                const float *values, bool symmetric)
+{
     if (!ctx)
         return GCN_ERR_INVALID_ARG;
     GCN_ARG(ctx, out);
@@ -148,9 +155,10 @@ gcn_status gcn_csr_create(gcn_ctx *ctx, gcn_csr **out, int32_t n_rows, int32_t n
             ones[e] = 1.0f;
     }
     a.values = values ? (float *)values : ones;
-    GCN_CHECK(host_transpose(ctx, &a, &t));
+    if (!symmetric)
+        GCN_CHECK(host_transpose(ctx, &a, &t));
     GCN_CHECK(upload(ctx, &a, &dev));
-    if (host_equal(&a, &t)) {
+    if (symmetric || host_equal(&a, &t)) {
         dev->priv->symmetric = true;
     } else {
         GCN_CHECK(upload(ctx, &t, &dev->priv->transpose));

@@ -221,6 +221,12 @@ struct gcn_csr_priv {
     void (*spmm_free)(gcn_spmm_state *state);
 };
 
+/* gcn_csr_create for a matrix the caller knows to equal its transpose
+ * (symmetric true: no transpose is computed; false: as gcn_csr_create). */
+gcn_status gcn_csr_create_known(gcn_ctx *ctx, gcn_csr **out, int32_t n_rows, int32_t n_cols,
+                                int32_t nnz, const int32_t *row_ptr, const int32_t *col_idx,
+                                const float *values, bool symmetric);
+
 /* Frees the plan (impl, feat) cached on a, if any. */
 void gcn_csr_drop_plan(gcn_csr *a, const void *impl, int feat);
 

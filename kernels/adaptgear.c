@@ -209,10 +209,13 @@ gcn_status gcn_csr_split(gcn_ctx *ctx, const gcn_csr *a, int level, gcn_csr **in
     GCN_CHECK(alloc_half(ctx, a->n_rows, n_in, &in));
     GCN_CHECK(alloc_half(ctx, a->n_rows, (int64_t)a->nnz - n_in, &out));
     fill_split(&h, lv, &in, &out);
-    GCN_CHECK(gcn_csr_create(ctx, intra, a->n_rows, a->n_cols, (int32_t)n_in, in.row_ptr,
-                             in.col_idx, in.values));
-    GCN_CHECK(gcn_csr_create(ctx, inter, a->n_rows, a->n_cols, a->nnz - (int32_t)n_in,
-                             out.row_ptr, out.col_idx, out.values));
+    /* Rows and columns share the parts, so the parts of a symmetric matrix
+     * are symmetric: no transposes to build and compare. */
+    bool sym = a->priv->symmetric;
+    GCN_CHECK(gcn_csr_create_known(ctx, intra, a->n_rows, a->n_cols, (int32_t)n_in, in.row_ptr,
+                                   in.col_idx, in.values, sym));
+    GCN_CHECK(gcn_csr_create_known(ctx, inter, a->n_rows, a->n_cols, a->nnz - (int32_t)n_in,
+                                   out.row_ptr, out.col_idx, out.values, sym));
     GCN_CHECK(attach_levels(ctx, *intra, 1, lv));
     (*intra)->priv->block_diagonal = true;
     if ((*intra)->priv->transpose) {

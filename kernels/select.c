@@ -1,5 +1,5 @@
 /* The adaptive selector's state machine (see select.h): warm-up and timed
- * runs round robin over the candidates, pruning of clear losers, locking by
+ * runs of one candidate after another, pruning of clear losers, locking by
  * median; and the host wall clock that times runs on CPU contexts. */
 #include <math.h>
 #include <stdlib.h>
@@ -22,7 +22,7 @@ struct gcn_selector {
     gcn_select_opts opts;
     gcn_select_clock clock;
     int n;
-    int last;   /* the candidate handed out last for profiling (round robin) */
+    int last;   /* the candidate handed out last for profiling */
     int locked; /* -1 until locked */
     int64_t calls, profiled_calls;
     candidate c[];
@@ -54,7 +54,7 @@ gcn_status gcn_selector_create(gcn_ctx *ctx, gcn_selector **out, int n_candidate
     s->opts = o;
     s->clock = *clock;
     s->n = n_candidates;
-    s->last = n_candidates - 1;
+    s->last = 0;
     s->locked = -1;
     *out = s;
     return GCN_OK;
@@ -166,17 +166,21 @@ static bool all_sampled(const gcn_selector *s, int k)
     return true;
 }
 
-/* Once every active candidate has a sample, drops those whose fastest
- * sample is slower than prune times the best median; never the best. */
+/* Drops every active candidate that has a sample and whose fastest sample
+ * is slower than prune times the best median so far; never the best. */
 static void prune(gcn_selector *s)
 {
-    if (!all_sampled(s, 1))
+    int best = -1;
+    for (int i = 0; i < s->n; i++)
+        if (s->c[i].state == GCN_CAND_ACTIVE && s->c[i].n_samples > 0 &&
+            (best < 0 || median_of(&s->c[i]) < median_of(&s->c[best])))
+            best = i;
+    if (best < 0)
         return;
-    int best = best_active(s);
     double limit = s->opts.prune * median_of(&s->c[best]);
     for (int i = 0; i < s->n; i++) {
         candidate *c = &s->c[i];
-        if (i != best && c->state == GCN_CAND_ACTIVE && min_of(c) > limit) {
+        if (i != best && c->state == GCN_CAND_ACTIVE && c->n_samples > 0 && min_of(c) > limit) {
             c->state = GCN_CAND_PRUNED;
             release_marks(s, c);
         }
@@ -191,12 +195,15 @@ static void lock_on(gcn_selector *s, int cand)
         release_marks(s, &s->c[i]);
 }
 
-/* The next active candidate after the last one handed out that still needs
- * a warm-up run or a timed run; when every remaining run is pending, the
- * best so far, untimed, so the stream never waits on the selector. */
+/* The candidate handed out last while it still needs a warm-up or a timed
+ * run, else the next active one that does: a candidate's runs come one
+ * after another, as its runs will once it is locked in (the state it leaves
+ * in the caches, atomics still draining, weigh on its own next run, not on
+ * another candidate's).  When every remaining run is pending, the best so
+ * far, untimed, so the stream never waits on the selector. */
 static int pick(gcn_selector *s, bool *timed)
 {
-    for (int k = 1; k <= s->n; k++) {
+    for (int k = 0; k < s->n; k++) {
         int i = (s->last + k) % s->n;
         candidate *c = &s->c[i];
         if (c->state != GCN_CAND_ACTIVE)

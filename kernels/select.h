@@ -32,9 +32,8 @@ typedef struct gcn_select_clock {
 typedef struct gcn_select_opts {
     int warmup;   /* untimed runs of each candidate first (plans, caches): 1 */
     int samples;  /* timed samples before a candidate can be locked: 5 */
-    /* After every active candidate has one sample, a candidate whose
-     * fastest sample is slower than `prune` times the best median so far is
-     * dropped: 1.5 */
+    /* A candidate whose fastest sample is slower than `prune` times the
+     * best median so far is dropped: 1.5 */
     double prune;
 } gcn_select_opts;
 
@@ -67,8 +66,9 @@ gcn_status gcn_selector_create(gcn_ctx *ctx, gcn_selector **out, int n_candidate
 /* Releases every mark still pending.  Accepts NULL and sets *sel to NULL. */
 void gcn_selector_free(gcn_selector **sel);
 
-/* The candidate to run for this call: the locked one, or the next one to
- * profile (round robin over the active candidates that still need runs).
+/* The candidate to run for this call: the locked one, or the one being
+ * profiled (each candidate's warm-up and timed runs come one after another,
+ * then the next candidate's).
  * Polls finished marks first, and locks when every active candidate has
  * `samples` samples.  *timed says whether the caller must bracket the run
  * with gcn_selector_start / gcn_selector_stop.  GCN_ERR_UNSUPPORTED when

@@ -75,6 +75,7 @@ typedef struct gcn_spmm_site_info {
     bool locked;
     char mode[24];          /* "auto", "auto-deterministic" or "forced" */
     int n_candidates;
+    int64_t calls;          /* products it has run */
     int64_t profiled_calls; /* calls before the lock (0 when forced or loaded) */
     char chosen[64];        /* the strategy running (or leading, before the lock) */
     double chosen_ms;       /* its median, NAN when never timed */

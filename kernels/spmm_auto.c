@@ -26,6 +26,11 @@ struct gcn_spmm_site {
     int feat;
     char mode[64];  /* the context's kernel setting the site serves */
     bool forced;    /* a strategy named by the user: locked from the start */
+    char only[64];  /* a plan file's choice: the one candidate built ("" for all) */
+    /* Profiling starts with the second product: the first runs the first
+     * whole-matrix kernel, so a product made once (a cached aggregation)
+     * builds no split and no selector. */
+    bool deferred, first_done;
     bool reported;  /* the lock has been logged */
     int n_cand;
     strategy cand[MAX_CANDIDATES];
@@ -151,24 +156,49 @@ static gcn_status add_level(gcn_ctx *ctx, const gcn_csr *a, int level, gcn_spmm_
     return GCN_OK;
 }
 
-/* Every candidate for (a, feat) in the site's mode.  A forced strategy
- * without '@' needs no community level, so no split is built for it. */
-static gcn_status build_candidates(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t)
+/* The whole-matrix candidates for (a, feat) in the site's mode, unless the
+ * site is named after a level's strategy. */
+static void add_whole(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t)
 {
     int n;
     const gcn_spmm_impl *const *reg = gcn_spmm_registry(&n);
-    for (int i = 0; i < n; i++)
+    const char *named = t->forced ? t->mode : t->only[0] ? t->only : NULL;
+    for (int i = 0; i < n && !(named && strchr(named, '@')); i++)
         if (fits(ctx, t, reg[i], GCN_SPMM_ROLE_WHOLE, a))
             add(t, reg[i]->name, a, reg[i], NULL, NULL);
-    if (t->forced && !strchr(t->mode, '@'))
-        return GCN_OK;
-    for (int l = 0; a->n_rows == a->n_cols && l < a->priv->n_levels; l++)
-        GCN_TRY(add_level(ctx, a, l, t));
+}
+
+/* The community levels' candidates; for a named strategy (forced, or from
+ * a plan file) only the level it names, so no other level's split is
+ * built. */
+static gcn_status add_levels(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t)
+{
+    const char *named = t->forced ? t->mode : t->only[0] ? t->only : NULL;
+    const char *at = named ? strchr(named, '@') : NULL;
+    for (int l = 0; a->n_rows == a->n_cols && l < a->priv->n_levels && (!named || at); l++)
+        if (!at || atoi(at + 1) == a->priv->level[l].size)
+            GCN_TRY(add_level(ctx, a, l, t));
+    return GCN_OK;
+}
+
+/* The rest of a deferred site at its second product: the levels'
+ * candidates and the selector. */
+static gcn_status complete(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t)
+{
+    GCN_TRY(add_levels(ctx, a, t));
+    if (t->n_cand == 0)
+        return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "spmm: no kernel supports this %d x %d "
+                         "matrix at width %d on %s", a->n_rows, a->n_cols, t->feat,
+                         gcn_device_name(ctx->device));
+    const gcn_select_clock *clock =
+        ctx->device == GCN_DEVICE_CUDA ? gcn_select_cuda_clock() : gcn_select_host_clock();
+    GCN_TRY(gcn_selector_create(ctx, &t->sel, t->n_cand, NULL, clock));
+    t->deferred = false;
     return GCN_OK;
 }
 
 static gcn_status site_new(gcn_ctx *ctx, const gcn_csr *a, int feat, const char *mode,
-                           gcn_spmm_site **out)
+                           const char *only, gcn_spmm_site **out)
 {
     gcn_spmm_state *s = NULL;
     GCN_TRY(state_of(ctx, a, &s));
@@ -178,17 +208,20 @@ static gcn_status site_new(gcn_ctx *ctx, const gcn_csr *a, int feat, const char 
     t->feat = feat;
     snprintf(t->mode, sizeof t->mode, "%s", mode);
     t->forced = strcmp(mode, "auto") != 0 && strcmp(mode, "auto-deterministic") != 0;
-    const gcn_select_clock *clock =
-        ctx->device == GCN_DEVICE_CUDA ? gcn_select_cuda_clock() : gcn_select_host_clock();
-    gcn_status st = build_candidates(ctx, a, t);
-    if (st == GCN_OK && t->n_cand == 0)
-        st = GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "spmm: no kernel supports this %d x %d matrix "
-                       "at width %d on %s", a->n_rows, a->n_cols, feat,
-                       gcn_device_name(ctx->device));
-    if (st == GCN_OK)
-        st = gcn_selector_create(ctx, &t->sel, t->n_cand, NULL, clock);
-    if (st == GCN_OK && t->forced)
-        st = gcn_spmm_site_lock(ctx, t, mode);
+    snprintf(t->only, sizeof t->only, "%s", only ? only : "");
+    bool named = t->forced || t->only[0];
+    add_whole(ctx, a, t);
+    t->deferred = !named && t->n_cand > 0;
+    gcn_status st = GCN_OK;
+    if (!named && !t->deferred)
+        st = complete(ctx, a, t);
+    if (named) { /* locked from the start: its selector never times */
+        st = add_levels(ctx, a, t);
+        if (st == GCN_OK && t->n_cand > 0)
+            st = gcn_selector_create(ctx, &t->sel, t->n_cand, NULL, gcn_select_host_clock());
+        if (st == GCN_OK)
+            st = gcn_spmm_site_lock(ctx, t, t->forced ? mode : t->only);
+    }
     if (st != GCN_OK) {
         gcn_selector_free(&t->sel);
         free(t);
@@ -211,7 +244,18 @@ gcn_status gcn_spmm_site_get(gcn_ctx *ctx, const gcn_csr *a, int feat, const cha
             *site = t;
             return GCN_OK;
         }
-    return site_new(ctx, a, feat, mode, site);
+    return site_new(ctx, a, feat, mode, NULL, site);
+}
+
+gcn_status gcn_spmm_site_restore(gcn_ctx *ctx, const gcn_csr *a, int feat, const char *mode,
+                                 const char *strategy)
+{
+    for (gcn_spmm_site *t = a->priv->spmm ? a->priv->spmm->sites : NULL; t; t = t->next)
+        if (t->feat == feat && !strcmp(t->mode, mode))
+            return GCN_ERROR(ctx, GCN_ERR_STATE, "spmm: the call site of width %d exists already",
+                             feat);
+    gcn_spmm_site *t;
+    return site_new(ctx, a, feat, mode, strategy, &t);
 }
 
 gcn_status gcn_spmm_site_lock(gcn_ctx *ctx, gcn_spmm_site *t, const char *strategy)
@@ -301,6 +345,13 @@ gcn_status gcn_spmm_site_apply(gcn_ctx *ctx, const gcn_csr *a, const float *x, f
 {
     gcn_spmm_site *t;
     GCN_TRY(gcn_spmm_site_get(ctx, a, feat, ctx->spmm_kernel, &t));
+    if (t->deferred && !t->first_done) {
+        t->first_done = true;
+        GCN_TRY(ensure_plans(ctx, &t->cand[0], feat));
+        return run_strategy(ctx, &t->cand[0], x, y, feat, accumulate);
+    }
+    if (t->deferred)
+        GCN_TRY(complete(ctx, a, t));
     for (;;) {
         int c;
         bool timed;
@@ -367,7 +418,7 @@ static void site_info(const gcn_spmm_site *t, bool transposed, gcn_spmm_site_inf
         win = runner_up(t, -1);
     int r = runner_up(t, win), cu = find_named(t, "cusparse");
     *o = (gcn_spmm_site_info){.feat = t->feat, .transposed = transposed, .locked = locked,
-                              .n_candidates = t->n_cand,
+                              .n_candidates = t->n_cand, .calls = gcn_selector_calls(t->sel),
                               .profiled_calls = gcn_selector_profiled_calls(t->sel),
                               .chosen_ms = win >= 0 ? gcn_selector_median(t->sel, win) : NAN,
                               .runner_up_ms = r >= 0 ? gcn_selector_median(t->sel, r) : NAN,

@@ -34,6 +34,11 @@ typedef struct gcn_spmm_site gcn_spmm_site;
 gcn_status gcn_spmm_site_get(gcn_ctx *ctx, const gcn_csr *a, int feat, const char *mode,
                              gcn_spmm_site **site);
 
+/* A new call site of (a, feat, mode) holding only the named strategy,
+ * locked (a plan file's choice): no other candidate is planned or split. */
+gcn_status gcn_spmm_site_restore(gcn_ctx *ctx, const gcn_csr *a, int feat, const char *mode,
+                                 const char *strategy);
+
 /* Locks a site to the candidate of that strategy name; GCN_ERR_NOT_FOUND
  * naming the candidates when there is none. */
 gcn_status gcn_spmm_site_lock(gcn_ctx *ctx, gcn_spmm_site *site, const char *strategy);

@@ -122,9 +122,7 @@ static gcn_status read_site(gcn_ctx *ctx, const char *path, int line, const gcn_
     if (!m || feat < 1 || (strcmp(dir, "A") && strcmp(dir, "AT")))
         return GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s:%d: bad site (direction %s, width %d)", path,
                          line, dir, feat);
-    gcn_spmm_site *t;
-    GCN_TRY(gcn_spmm_site_get(ctx, m, feat, mode, &t));
-    gcn_status st = gcn_spmm_site_lock(ctx, t, strategy);
+    gcn_status st = gcn_spmm_site_restore(ctx, m, feat, mode, strategy);
     if (st != GCN_OK)
         return GCN_ERROR(ctx, st, "%s:%d: %s", path, line, gcn_last_error(ctx));
     return GCN_OK;

@@ -196,6 +196,9 @@ Test(adaptgear, cpu_site_locks_its_one_kernel)
     product(ctx, a);
     gcn_spmm_site_info s;
     cr_assert_eq(gcn_spmm_sites(a, &s, 1), 1, "one site: A at width 1");
+    cr_assert_not(s.locked, "a product made once is not profiled");
+    product(ctx, a);
+    gcn_spmm_sites(a, &s, 1);
     cr_assert(s.locked);
     cr_assert_str_eq(s.chosen, "cpu");
     cr_assert_eq(s.n_candidates, 1, "no CPU subgraph kernels");
@@ -218,6 +221,7 @@ Test(adaptgear, plan_file_round_trip_and_mismatch)
     close(fd);
     gcn_ctx *ctx = test_cpu_ctx(1);
     gcn_csr *a = six(ctx, true);
+    product(ctx, a);
     product(ctx, a);
     const gcn_csr *mats[1] = {a};
     const char *tags[1] = {"gcn"};

@@ -200,6 +200,34 @@ Test(cli, short_run_writes_log_and_checkpoint_and_resumes, .timeout = 120)
 /* The shipped arxiv configurations run as they are on the built-in
  * synthetic dataset, printing the summary block, epoch lines and the final
  * summary, and logging epochs, the run's best epoch and a summary. */
+/* --reorder and --spmm-plan: the plan file is written once the call sites
+ * lock, read back by the next run, and refused for another graph. */
+Test(cli, reorder_and_spmm_plan, .timeout = 120)
+{
+    char plan[] = "/tmp/gcn-cli-plan-XXXXXX";
+    close(mkstemp(plan));
+    unlink(plan);
+    const char *base[] = {"models/gcn-cora.json", "--epochs", "2", "--runs", "1", "--device",
+                          "cpu", "--reorder", "metis:16,64", "--spmm-plan", plan, NULL, NULL,
+                          NULL};
+    gcntrain(&r, base);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "reordered by metis"), "%s", r.out);
+    cr_assert(exists(plan), "no plan file written");
+    gcntrain(&r, base);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    base[11] = "--dataset";
+    base[12] = "sbm:nodes=500";
+    gcntrain(&r, base);
+    cr_assert_eq(r.code, 2, "%s", r.err);
+    cr_assert(strstr(r.err, plan) && strstr(r.err, "another graph"), "%s", r.err);
+    const char *bad[] = {"models/gcn-cora.json", "--reorder", "metis:0", NULL};
+    gcntrain(&r, bad);
+    cr_assert_eq(r.code, 2, "%s", r.err);
+    cr_assert(strstr(r.err, "metis:0"), "%s", r.err);
+    unlink(plan);
+}
+
 Test(cli, shipped_configs_run_without_a_dataset, .timeout = 120)
 {
     const char *configs[] = {"models/gcn.json", "models/gin.json"};

@@ -161,18 +161,18 @@ Test(select, default_opts)
     cr_assert_float_eq(o.prune, 1.5, 1e-12);
 }
 
-Test(select, round_robin_warmup_then_timed)
+Test(select, each_candidate_runs_in_one_block)
 {
     gcn_ctx *ctx = test_cpu_ctx(1);
     const float base[] = {3.0f, 1.0f, 2.0f};
     fake_clock *f = fake_new(3, base, 0.0f);
     gcn_selector *sel = make(ctx, f, opts_of(2, 2, NO_PRUNE));
-    /* two warm-up rounds, then two timed rounds, in candidate order */
+    /* each candidate's two warm-ups then two timed runs, in candidate order */
     for (int i = 0; i < 12; i++) {
         bool timed;
         int cand = step(ctx, sel, f, &timed);
-        cr_assert_eq(cand, i % 3, "call %d", i);
-        cr_assert_eq(timed, i >= 6, "call %d", i);
+        cr_assert_eq(cand, i / 4, "call %d", i);
+        cr_assert_eq(timed, i % 4 >= 2, "call %d", i);
     }
     int cand = step(ctx, sel, f, NULL);
     cr_assert_eq(cand, 1);
@@ -240,8 +240,8 @@ Test(select, prunes_a_clearly_slower_candidate)
     cr_assert_eq(gcn_selector_state(sel, 1), GCN_CAND_PRUNED);
     cr_assert_eq(gcn_selector_samples(sel, 1), 1, "dropped after its first sample");
     cr_assert_eq(gcn_selector_state(sel, 2), GCN_CAND_ACTIVE);
-    /* 3 warm-ups + 3 first samples, then 4 more for each of the two left,
-     * against 18 without pruning */
+    /* candidate 0: warm-up + 5 samples, candidate 1: warm-up + 1 sample,
+     * candidate 2: warm-up + 5 samples; against 18 without pruning */
     cr_assert_eq(gcn_selector_profiled_calls(sel), 14);
     cr_assert_eq(f->outstanding, 0);
     gcn_selector_free(&sel);
@@ -256,8 +256,9 @@ Test(select, pruning_to_one_candidate_locks_it)
     fake_clock *f = fake_new(2, base, 0.0f);
     gcn_selector *sel = make(ctx, f, gcn_select_default_opts());
     cr_assert_eq(run_until_locked(ctx, sel, f, 100), 0);
-    cr_assert_eq(gcn_selector_profiled_calls(sel), 4, "2 warm-ups and one sample each");
-    cr_assert_eq(gcn_selector_samples(sel, 0), 1);
+    cr_assert_eq(gcn_selector_profiled_calls(sel), 8,
+                 "the first candidate's warm-up and 5 samples, the second's warm-up and 1");
+    cr_assert_eq(gcn_selector_samples(sel, 0), 5);
     cr_assert_eq(gcn_selector_state(sel, 1), GCN_CAND_PRUNED);
     gcn_selector_free(&sel);
     free(f);

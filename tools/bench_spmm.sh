@@ -28,21 +28,7 @@ fi
 mkdir -p "$OUT"
 status=0
 
-# The real graphs present under $DATA, as gcnbench --dataset arguments.
-real_graphs() {
-    for g in planetoid/cora:cora planetoid/citeseer:citeseer planetoid/pubmed:pubmed \
-        ogbn_arxiv:ogbn-arxiv attributed/blogcatalog:blogcatalog attributed/flickr:flickr; do
-        [ -e "$DATA/${g%%:*}" ] && printf ' --dataset %s' "${g#*:}"
-    done
-    for f in "$DATA"/graphs/*.txt.gz "$DATA"/graphs/*.mtx.gz; do
-        [ -e "$f" ] || continue
-        name=$(basename "$f")
-        name=${name%.gz}
-        name=${name%.*}
-        case $name in *.groups) continue ;; esac
-        printf ' --dataset %s' "$name"
-    done
-}
+. "$(dirname "$0")/bench_graphs.sh"
 
 # gcnbench with the bundle's libraries; logs the table, fails the script on error.
 bench() {

@@ -310,7 +310,7 @@ static bool report_spmm(session *s, int run, const gcn_trainer *tr)
     for (int m = 0; m < n_mats; m++) {
         n[m] = gcn_spmm_sites(mats[m], info[m], MAX_SITES);
         for (int i = 0; i < n[m] && i < MAX_SITES; i++)
-            if (!info[m][i].locked)
+            if (!info[m][i].locked && info[m][i].calls > 1) /* a one-off product never locks */
                 return false;
     }
     bool choice = false;
@@ -328,7 +328,9 @@ static bool report_spmm(session *s, int run, const gcn_trainer *tr)
             snprintf(site, sizeof site, "%s%s x %d", tags[m], t->transposed ? "^T" : "", t->feat);
             printf("           %-14s %-30s %9.4f  %-30s %9.4f %11.4f%s\n", site, t->chosen,
                    t->chosen_ms, t->runner_up[0] ? t->runner_up : "-", t->runner_up_ms,
-                   t->cusparse_ms, t->profiled_calls ? "" : "  (not profiled)");
+                   t->cusparse_ms,
+                   !t->locked ? "  (one product: not profiled)"
+                              : t->profiled_calls ? "" : "  (from the plan file)");
             if (!s->log)
                 continue;
             fprintf(s->log,
