@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "adaptgear.h"
+#include "adaptgear/plan.h"
 #include "select.h"
 #include "spmm_auto.h"
 
@@ -132,25 +133,31 @@ static bool fits(const gcn_ctx *ctx, const gcn_spmm_site *t, const gcn_spmm_impl
 }
 
 /* The candidates of one community level: the community kernel on the
- * level view, and every intra kernel followed by every inter kernel. */
+ * level view, and every intra kernel followed by every inter kernel.  A
+ * level whose communities no intra kernel can use at this width (too large
+ * to stage, too sparse for dense blocks) is not split at all. */
 static gcn_status add_level(gcn_ctx *ctx, const gcn_csr *a, int level, gcn_spmm_site *t)
 {
     int n;
     const gcn_spmm_impl *const *reg = gcn_spmm_registry(&n);
     const gcn_csr *view, *intra, *inter;
-    int size = a->priv->level[level].size;
+    const gcn_csr_level *lv = &a->priv->level[level];
     char name[64];
     GCN_TRY(get_view(ctx, a, level, &view));
-    GCN_TRY(get_split(ctx, a, level, &intra, &inter));
     for (int i = 0; i < n; i++)
         if (fits(ctx, t, reg[i], GCN_SPMM_ROLE_FUSED, view)) {
-            snprintf(name, sizeof name, "%s@%d", reg[i]->name, size);
+            snprintf(name, sizeof name, "%s@%d", reg[i]->name, lv->size);
             add(t, name, view, reg[i], NULL, NULL);
         }
+    if (ctx->device != GCN_DEVICE_CUDA ||
+        !gcn_level_worth_split(lv->part_ptr, lv->n_parts, lv->size, a->nnz, t->feat,
+                               GCN_SMEM_BYTES))
+        return GCN_OK;
+    GCN_TRY(get_split(ctx, a, level, &intra, &inter));
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n && fits(ctx, t, reg[i], GCN_SPMM_ROLE_INTRA, intra); j++)
             if (fits(ctx, t, reg[j], GCN_SPMM_ROLE_INTER, inter)) {
-                snprintf(name, sizeof name, "%s+%s@%d", reg[i]->name, reg[j]->name, size);
+                snprintf(name, sizeof name, "%s+%s@%d", reg[i]->name, reg[j]->name, lv->size);
                 add(t, name, intra, reg[i], inter, reg[j]);
             }
     return GCN_OK;

@@ -100,6 +100,9 @@ Test(adaptgear, smem_tiles_and_tasks)
     cr_assert_eq(gcn_smem_tile(3, 1, 16, 48 * 1024), 3);
     cr_assert_eq(gcn_smem_tile(64, 4, 100000, 48 * 1024), 4, "at least one vector");
     cr_assert_eq(gcn_smem_task_rows(48, 48 * 1024), 256);
+    cr_assert(gcn_smem_useful(256, 256, 48 * 1024));
+    cr_assert_not(gcn_smem_useful(256, 4200, 48 * 1024), "2-column tiles");
+    cr_assert(gcn_smem_useful(3, 4000, 48 * 1024));
     const int32_t pp[] = {0, 16, 16, 40, 41, 300, 310};
     cr_assert_eq(gcn_smem_ref_rows(pp, 6, 16), 24, "259 is over twice 16");
     cr_assert_eq(gcn_smem_pack_rows(16, 24, 256), 64);

@@ -15,7 +15,6 @@
 
 #define SM_THREADS 256
 #define SM_WARPS (SM_THREADS / 32)
-#define SM_SMEM_BYTES (48 * 1024) /* staged rows a block; 4 blocks an SM fit */
 #define SM_CHUNK 128              /* rows longer than this go to long-row pieces */
 
 typedef struct smem_plan {
@@ -163,11 +162,16 @@ static sm_kernel pick_kernel(int vec, int group)
 
 /* ---- plan ----------------------------------------------------------------- */
 
-/* A community level attached, and columns sorted where they are searched. */
+/* A community level attached whose typical community fits shared memory
+ * at a useful width, and columns sorted where they are searched. */
 static bool smem_supports(const gcn_csr *a, int feat)
 {
-    return gcn_spmm_cuda_supports(a, feat) && a->priv && a->priv->n_levels == 1 &&
-           a->n_rows == a->n_cols && (a->priv->block_diagonal || a->priv->sorted);
+    if (!gcn_spmm_cuda_supports(a, feat) || !a->priv || a->priv->n_levels != 1 ||
+        a->n_rows != a->n_cols || !(a->priv->block_diagonal || a->priv->sorted))
+        return false;
+    const gcn_csr_level *lv = &a->priv->level[0];
+    return gcn_smem_useful(feat, gcn_smem_ref_rows(lv->part_ptr, lv->n_parts, lv->size),
+                           GCN_SMEM_BYTES);
 }
 
 static void smem_free_plan(void *plan)
@@ -188,11 +192,11 @@ static void plan_layouts(const gcn_csr *a, smem_plan *p)
     const gcn_csr_level *lv = &a->priv->level[0];
     int32_t ref = gcn_smem_ref_rows(lv->part_ptr, lv->n_parts, lv->size);
     int feat = p->head.feat, vec = gcn_feat_vec(feat, 4);
-    int tile = gcn_smem_tile(feat, vec, ref, SM_SMEM_BYTES);
+    int tile = gcn_smem_tile(feat, vec, ref, GCN_SMEM_BYTES);
     int scalar = tile < 32 ? tile : 32;
     p->lay[0] = gcn_feat_layout_make(feat, vec, tile);
     p->lay[1] = gcn_feat_layout_make(feat, 1, scalar);
-    p->stage_rows = gcn_smem_task_rows(tile, SM_SMEM_BYTES);
+    p->stage_rows = gcn_smem_task_rows(tile, GCN_SMEM_BYTES);
     for (int i = 0; i < 2; i++)
         p->shape[i] = gcn_rowsplit_shape_for(p->lay[i].vecs);
     p->pack_rows = gcn_smem_pack_rows(SM_THREADS / p->shape[0].group, ref, p->stage_rows);
@@ -251,7 +255,8 @@ static gcn_status smem_plan_create(gcn_ctx *ctx, const gcn_csr *a, int feat, voi
     if (!smem_supports(a, feat)) {
         free(p);
         return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED,
-                         "intra_smem needs one community level and sorted columns");
+                         "intra_smem needs one community level that fits shared memory and "
+                         "sorted columns");
     }
     if (!p->head.empty) {
         gcn_status st = build_plan(ctx, a, p);
@@ -285,8 +290,8 @@ static gcn_status smem_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const flo
     args.meta = p->meta;
     args.chunk_blocks = (p->lr.n_chunks + SM_WARPS - 1) / SM_WARPS;
     size_t smem = (size_t)p->stage_rows * (size_t)l->tile * sizeof(float);
-    if (smem > SM_SMEM_BYTES)
-        smem = SM_SMEM_BYTES;
+    if (smem > GCN_SMEM_BYTES)
+        smem = GCN_SMEM_BYTES;
     dim3 grid((unsigned)(args.chunk_blocks + p->n_tasks), (unsigned)l->n_tiles);
     pick_kernel(l->vec, p->shape[which].group)<<<grid, SM_THREADS, smem, cs->stream>>>(args);
     GCN_LAUNCHED("intra_smem_kernel");

@@ -16,6 +16,13 @@ int gcn_smem_tile(int feat, int vec, int32_t ref_rows, size_t smem_bytes)
     return tile >= vec ? tile : vec;
 }
 
+bool gcn_smem_useful(int feat, int32_t ref_rows, size_t smem_bytes)
+{
+    int want = feat < 16 ? feat : 16;
+    return gcn_smem_tile(feat, 1, ref_rows, smem_bytes) >= want &&
+           (int64_t)ref_rows * want * (int64_t)sizeof(float) <= (int64_t)smem_bytes;
+}
+
 int32_t gcn_smem_task_rows(int tile, size_t smem_bytes)
 {
     int64_t rows = (int64_t)(smem_bytes / sizeof(float)) / (tile > 0 ? tile : 1);
@@ -130,6 +137,13 @@ int64_t gcn_dense_floats(const int32_t *part_ptr, int32_t n_parts)
 bool gcn_dense_worth(int64_t floats, int64_t nnz)
 {
     return floats <= ((int64_t)1 << 26) && floats <= 16 * (nnz > 0 ? nnz : 1);
+}
+
+bool gcn_level_worth_split(const int32_t *part_ptr, int32_t n_parts, int32_t nominal,
+                           int64_t nnz, int feat, size_t smem_bytes)
+{
+    return gcn_smem_useful(feat, gcn_smem_ref_rows(part_ptr, n_parts, nominal), smem_bytes) ||
+           gcn_dense_worth(gcn_dense_floats(part_ptr, n_parts), nnz);
 }
 
 void gcn_dense_fill(const int32_t *row_ptr, const int32_t *col_idx, const float *values,

@@ -18,9 +18,17 @@ extern "C" {
 
 /* ---- intra_smem: communities staged in shared memory ----------------------- */
 
+/* Shared memory a block of intra_smem stages rows in: 4 blocks an SM fit. */
+#define GCN_SMEM_BYTES (48 * 1024)
+
 /* The feature tile for staging ref_rows rows of X in smem_bytes: a multiple
  * of vec, at most 32 vec (one vector a lane) and feat, at least vec. */
 int gcn_smem_tile(int feat, int vec, int32_t ref_rows, size_t smem_bytes);
+
+/* Whether staging is worth it: the typical part fits with a tile of at
+ * least min(feat, 16) columns (a narrower tile means many passes over the
+ * matrix for little reuse). */
+bool gcn_smem_useful(int feat, int32_t ref_rows, size_t smem_bytes);
 
 /* The rows a block can stage at that tile. */
 int32_t gcn_smem_task_rows(int tile, size_t smem_bytes);
@@ -62,6 +70,12 @@ int64_t gcn_dense_floats(const int32_t *part_ptr, int32_t n_parts);
 /* Whether the dense blocks are worth storing: at most 16 floats per intra
  * non-zero (density >= 1/16) and at most 2^26 floats in all. */
 bool gcn_dense_worth(int64_t floats, int64_t nnz);
+
+/* Whether a level can be worth splitting at all: its communities fit
+ * shared memory at this width (gcn_smem_useful), or dense blocks of them
+ * could be worth storing even if every non-zero were inside one. */
+bool gcn_level_worth_split(const int32_t *part_ptr, int32_t n_parts, int32_t nominal,
+                           int64_t nnz, int feat, size_t smem_bytes);
 
 /* Writes every part's block row-major at offset[p] (offset has n_parts + 1
  * entries), zero where A has no entry; duplicates add up.  The matrix must
