@@ -1,11 +1,15 @@
 #!/bin/sh
-# Draws gcnbench spmm results (JSON lines) with gnuplot as PNG files:
+# Draws gcnbench spmm or gcnbench select results (JSON lines) with gnuplot
+# as PNG files:
 #     tools/plot_spmm.sh RESULTS.jsonl [OUTDIR]
-#   OUTDIR/spmm_speedup_F<F>.png  speed-up over cusparse per graph, one bar per
-#                                 kernel, at feature width F
-#   OUTDIR/spmm_geomean.png       geometric-mean speed-up over all graphs per
-#                                 kernel against F (and of the best kernel)
-# Only default-knob results count (sweep lines are skipped); when a case was
+#   OUTDIR/PREFIX_speedup_F<F>.png  speed-up over cusparse per graph, one bar
+#                                   per kernel, at feature width F
+#   OUTDIR/PREFIX_geomean.png       geometric-mean speed-up over all graphs
+#                                   against F (and of the best bar)
+# PREFIX is spmm for gcnbench spmm results (every kernel; only default-knob
+# results count, sweep lines are skipped) and select for gcnbench select
+# results, whose bars are the selector's pick, the oracle and rowsplit on the
+# original order, each over cuSPARSE on the original order.  When a case was
 # measured more than once, the last line wins.
 set -eu
 
@@ -34,11 +38,24 @@ function field(key,    m) {
     s = field("speedup_vs_cusparse")
     if (s == "" || s == "null") next
     print field("graph"), field("feat"), field("kernel"), s
+}
+/"bench":"select"/ {
+    c = field("cusparse_original_ms")
+    g = field("graph"); f = field("feat")
+    print g, f, "selector", field("speedup_vs_cusparse_original")
+    print g, f, "oracle", c / field("oracle_ms")
+    print g, f, "rowsplit-original", c / field("rowsplit_original_ms")
 }' "$in" > "$tmp/cases"
 [ -s "$tmp/cases" ] || {
-    echo "plot_spmm: no default-knob spmm results with a cusparse speed-up in $in" >&2
+    echo "plot_spmm: no default-knob spmm or select results in $in" >&2
     exit 1
 }
+prefix=spmm
+title="SpMM speed-up over cuSPARSE"
+if grep -q '"bench":"select"' "$in"; then
+    prefix=select
+    title="AdaptGear selector: speed-up over cuSPARSE on the original order"
+fi
 
 kernels=$(awk '$3 != "cusparse" { if (!seen[$3]++) printf "%s ", $3 }' "$tmp/cases")
 feats=$(awk '{ if (!seen[$2]++) print $2 }' "$tmp/cases" | sort -n | tr '\n' ' ')
@@ -59,8 +76,8 @@ for f in $feats; do
     n_cols=$(($(echo "$kernels" | wc -w) + 1))
     gnuplot <<EOF
 set terminal pngcairo size 1400,600 noenhanced
-set output "$out/spmm_speedup_F$f.png"
-set title "SpMM speed-up over cuSPARSE, F = $f (median times)"
+set output "$out/${prefix}_speedup_F$f.png"
+set title "$title, F = $f (median times)"
 set style data histogram
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
@@ -107,8 +124,8 @@ END {
 n_cols=$(($(echo "$kernels" | wc -w) + 2))
 gnuplot <<EOF
 set terminal pngcairo size 900,600 noenhanced
-set output "$out/spmm_geomean.png"
-set title "SpMM: geometric-mean speed-up over cuSPARSE across graphs"
+set output "$out/${prefix}_geomean.png"
+set title "$title: geometric mean across graphs"
 set logscale x 2
 set xlabel "feature width F"
 set ylabel "speed-up (x)"
@@ -118,4 +135,4 @@ set key top right
 set arrow from graph 0, first 1 to graph 1, first 1 nohead dashtype 2 linewidth 2
 plot for [i=2:$n_cols] "$tmp/geomean.dat" using 1:i with linespoints linewidth 2 title columnheader(i)
 EOF
-echo "plot_spmm: $(find "$out" -maxdepth 1 -name 'spmm_*.png' | wc -l) PNG files in $out"
+echo "plot_spmm: $(find "$out" -maxdepth 1 -name "${prefix}_*.png" | wc -l) PNG files in $out"

@@ -35,6 +35,20 @@ typedef struct gcnbench_run_opts {
  * is missing. */
 int gcnbench_run_opt(int argc, char **argv, int *i, gcnbench_run_opts *o);
 
+/* The graphs and widths of the SpMM subcommands: --dataset SPEC (repeated),
+ * --root DIR, --cache-dir DIR, --reorder SPEC and --feat F,F,...; the same
+ * contract as gcnbench_run_opt, -1 also for a bad --feat list. */
+typedef struct gcnbench_graph_opts {
+    const char *datasets[GCNBENCH_MAX_LIST];
+    int n_datasets;
+    const char *root, *cache_dir, *reorder;
+    int feats[GCNBENCH_MAX_LIST], n_feats;
+} gcnbench_graph_opts;
+
+/* Root ../shared/data, F = 16, 32, 64, 128, 256, the given reordering. */
+gcnbench_graph_opts gcnbench_graph_defaults(const char *reorder);
+int gcnbench_graph_opt(int argc, char **argv, int *i, gcnbench_graph_opts *o);
+
 /* Whether the counts make sense: reps >= 1 and warmup >= 0. */
 bool gcnbench_run_opts_valid(const gcnbench_run_opts *o);
 

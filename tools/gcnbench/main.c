@@ -59,6 +59,35 @@ int gcnbench_run_opt(int argc, char **argv, int *i, gcnbench_run_opts *o)
     return 1;
 }
 
+gcnbench_graph_opts gcnbench_graph_defaults(const char *reorder)
+{
+    gcnbench_graph_opts o = {.root = "../shared/data", .reorder = reorder};
+    gcnbench_parse_ints("16,32,64,128,256", o.feats, &o.n_feats);
+    return o;
+}
+
+int gcnbench_graph_opt(int argc, char **argv, int *i, gcnbench_graph_opts *o)
+{
+    const char *a = argv[*i];
+    if (strcmp(a, "--dataset") && strcmp(a, "--root") && strcmp(a, "--cache-dir") &&
+        strcmp(a, "--reorder") && strcmp(a, "--feat"))
+        return 0;
+    if (*i + 1 >= argc)
+        return -1;
+    const char *v = argv[++*i];
+    if (!strcmp(a, "--dataset") && o->n_datasets < GCNBENCH_MAX_LIST)
+        o->datasets[o->n_datasets++] = v;
+    else if (!strcmp(a, "--root"))
+        o->root = v;
+    else if (!strcmp(a, "--cache-dir"))
+        o->cache_dir = v;
+    else if (!strcmp(a, "--reorder"))
+        o->reorder = v;
+    else if (!strcmp(a, "--dataset") || !gcnbench_parse_ints(v, o->feats, &o->n_feats))
+        return -1;
+    return 1;
+}
+
 bool gcnbench_run_opts_valid(const gcnbench_run_opts *o)
 {
     return o->reps >= 1 && o->warmup >= 0;

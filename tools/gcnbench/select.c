@@ -22,10 +22,7 @@
 #define CALLS_PER_SYNC 15
 
 typedef struct sel_config {
-    const char *datasets[GCNBENCH_MAX_LIST];
-    int n_datasets;
-    const char *root, *cache_dir, *reorder;
-    int feats[GCNBENCH_MAX_LIST], n_feats;
+    gcnbench_graph_opts g;
     int max_calls;
     gcnbench_run_opts run;
 } sel_config;
@@ -72,34 +69,22 @@ static int usage(void)
 
 static int parse_args(int argc, char **argv, sel_config *c)
 {
-    *c = (sel_config){.root = "../shared/data", .reorder = "metis", .max_calls = 600,
+    *c = (sel_config){.g = gcnbench_graph_defaults("metis"), .max_calls = 600,
                       .run = GCNBENCH_RUN_DEFAULTS};
     c->run.reps = 20;
-    gcnbench_parse_ints("16,32,64,128,256", c->feats, &c->n_feats);
     for (int i = 1; i < argc; i++) {
         int taken = gcnbench_run_opt(argc, argv, &i, &c->run);
+        if (taken == 0)
+            taken = gcnbench_graph_opt(argc, argv, &i, &c->g);
         if (taken < 0)
             return usage();
         if (taken)
             continue;
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!v)
+        if (strcmp(argv[i], "--max-calls") || i + 1 >= argc || atoi(argv[i + 1]) < 1)
             return usage();
-        i++;
-        if (!strcmp(a, "--dataset") && c->n_datasets < GCNBENCH_MAX_LIST)
-            c->datasets[c->n_datasets++] = v;
-        else if (!strcmp(a, "--root"))
-            c->root = v;
-        else if (!strcmp(a, "--cache-dir"))
-            c->cache_dir = v;
-        else if (!strcmp(a, "--reorder"))
-            c->reorder = v;
-        else if (!strcmp(a, "--max-calls") && atoi(v) > 0)
-            c->max_calls = atoi(v);
-        else if (!(!strcmp(a, "--feat") && gcnbench_parse_ints(v, c->feats, &c->n_feats)))
-            return usage();
+        c->max_calls = atoi(argv[++i]);
     }
-    return c->n_datasets == 0 || !gcnbench_run_opts_valid(&c->run) ? usage() : 0;
+    return c->g.n_datasets == 0 || !gcnbench_run_opts_valid(&c->run) ? usage() : 0;
 }
 
 /* ---- graphs --------------------------------------------------------------- */
@@ -123,14 +108,14 @@ static gcn_status upload(gcn_ctx *gpu, const gcn_graph *g, gcn_csr **a)
 static int load_graph(sel_bench *b, const char *spec, sel_graph *g)
 {
     gcn_dataset_opts o = gcn_dataset_default_opts();
-    o.root = b->cfg.root;
+    o.root = b->cfg.g.root;
     o.features = "none";
-    o.cache_dir = b->cfg.cache_dir;
-    o.cache = b->cfg.cache_dir != NULL;
+    o.cache_dir = b->cfg.g.cache_dir;
+    o.cache = b->cfg.g.cache_dir != NULL;
     gcn_dataset *ds = NULL;
     gcn_reorder_opts ro;
     g->name = spec;
-    gcn_status st = gcn_reorder_parse(b->host, b->cfg.reorder, &ro);
+    gcn_status st = gcn_reorder_parse(b->host, b->cfg.g.reorder, &ro);
     if (st == GCN_OK)
         st = gcn_dataset_load(b->host, &ds, spec, &o);
     if (st == GCN_OK)
@@ -155,7 +140,7 @@ static int load_graph(sel_bench *b, const char *spec, sel_graph *g)
         return 1;
     }
     fprintf(stderr, "gcnbench: %s: %d nodes, %d non-zeros, reordered (%s, %d levels) in %.2f s\n",
-            spec, g->re->n_nodes, g->re->nnz, b->cfg.reorder, g->n_levels, g->reorder_s);
+            spec, g->re->n_nodes, g->re->nnz, b->cfg.g.reorder, g->n_levels, g->reorder_s);
     return 0;
 }
 
@@ -333,7 +318,7 @@ static void report(sel_bench *b, const sel_graph *g, const gcn_spmm_site *site, 
     gcnbench_json_str(f, "graph", g->name);
     fprintf(f, ",\"n_rows\":%d,\"nnz\":%d,\"feat\":%d,\"candidates\":%d,\"levels\":%d,",
             g->re->n_nodes, g->re->nnz, c->feat, c->n_cand, g->n_levels);
-    gcnbench_json_str(f, "reorder", b->cfg.reorder);
+    gcnbench_json_str(f, "reorder", b->cfg.g.reorder);
     fputc(',', f);
     gcnbench_json_str(f, "pick", pick);
     fputc(',', f);
@@ -431,12 +416,12 @@ static int run(sel_bench *b)
     printf("%-20s %5s %4s %-28s %8s %-28s %8s %6s %9s %6s %5s %8s %s\n", "graph", "F", "cand",
            "pick", "ms", "oracle", "ms", "ratio", "cusp_orig", "speed", "calls", "prof_ms",
            "check");
-    for (int gi = 0; gi < b->cfg.n_datasets; gi++) {
+    for (int gi = 0; gi < b->cfg.g.n_datasets; gi++) {
         sel_graph g = {0};
-        int rc = load_graph(b, b->cfg.datasets[gi], &g);
-        for (int fi = 0; !rc && fi < b->cfg.n_feats; fi++) {
+        int rc = load_graph(b, b->cfg.g.datasets[gi], &g);
+        for (int fi = 0; !rc && fi < b->cfg.g.n_feats; fi++) {
             sel_ops op;
-            rc = make_ops(b, &g, b->cfg.feats[fi], &op);
+            rc = make_ops(b, &g, b->cfg.g.feats[fi], &op);
             if (!rc)
                 rc = run_case(b, &g, &op);
             free_ops(&op);

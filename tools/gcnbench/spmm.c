@@ -15,10 +15,8 @@
 #define MAX_SAMPLES 4096
 
 typedef struct config {
-    const char *datasets[MAX_LIST];
-    int n_datasets;
-    const char *root, *cache_dir, *kernels, *sweep, *export_dir, *reorder;
-    int feats[MAX_LIST], n_feats;
+    gcnbench_graph_opts g;
+    const char *kernels, *sweep, *export_dir;
     double case_seconds; /* repetitions are cut so one case takes about this long */
     gcnbench_run_opts run;
 } config;
@@ -76,11 +74,12 @@ static int usage(void)
 
 static int parse_args(int argc, char **argv, config *c)
 {
-    *c = (config){.root = "../shared/data", .kernels = "all", .case_seconds = 1.5,
+    *c = (config){.g = gcnbench_graph_defaults(NULL), .kernels = "all", .case_seconds = 1.5,
                   .run = GCNBENCH_RUN_DEFAULTS};
-    gcnbench_parse_ints("16,32,64,128,256", c->feats, &c->n_feats);
     for (int i = 1; i < argc; i++) {
         int taken = gcnbench_run_opt(argc, argv, &i, &c->run);
+        if (taken == 0)
+            taken = gcnbench_graph_opt(argc, argv, &i, &c->g);
         if (taken < 0)
             return usage();
         if (taken)
@@ -89,18 +88,8 @@ static int parse_args(int argc, char **argv, config *c)
         if (!v)
             return usage();
         i++;
-        if (!strcmp(a, "--dataset") && c->n_datasets < MAX_LIST)
-            c->datasets[c->n_datasets++] = v;
-        else if (!strcmp(a, "--root"))
-            c->root = v;
-        else if (!strcmp(a, "--cache-dir"))
-            c->cache_dir = v;
-        else if (!strcmp(a, "--export-matrix"))
+        if (!strcmp(a, "--export-matrix"))
             c->export_dir = v;
-        else if (!strcmp(a, "--reorder"))
-            c->reorder = v;
-        else if (!strcmp(a, "--feat") && gcnbench_parse_ints(v, c->feats, &c->n_feats))
-            continue;
         else if (!strcmp(a, "--kernels"))
             c->kernels = v;
         else if (!strcmp(a, "--case-seconds"))
@@ -110,7 +99,7 @@ static int parse_args(int argc, char **argv, config *c)
         else
             return usage();
     }
-    if (c->n_datasets == 0 || !gcnbench_run_opts_valid(&c->run))
+    if (c->g.n_datasets == 0 || !gcnbench_run_opts_valid(&c->run))
         return usage();
     return 0;
 }
@@ -167,11 +156,11 @@ static int export_matrix(bench *b, const char *spec, const gcn_graph *g)
 static int load_graph(bench *b, const char *spec, graph *gr)
 {
     gcn_dataset_opts o = gcn_dataset_default_opts();
-    o.root = b->cfg.root;
+    o.root = b->cfg.g.root;
     o.features = "none";
-    o.cache_dir = b->cfg.cache_dir;
-    o.cache = b->cfg.cache_dir != NULL;
-    o.reorder = b->cfg.reorder;
+    o.cache_dir = b->cfg.g.cache_dir;
+    o.cache = b->cfg.g.cache_dir != NULL;
+    o.reorder = b->cfg.g.reorder;
     gcn_dataset *ds = NULL;
     double t0 = gcnbench_now_ms();
     gcn_status st = gcn_dataset_load(b->host, &ds, spec, &o);
@@ -454,16 +443,16 @@ static int run(bench *b)
     printf("%-22s %9s %10s %5s %-10s %-22s %9s %9s %8s %7s %8s %7s %s\n", "graph", "n_rows",
            "nnz", "F", "kernel", "knob", "median_ms", "min_ms", "GFLOP/s", "GB/s", "plan_ms",
            "vs_cusp", "check");
-    for (int gi = 0; gi < b->cfg.n_datasets; gi++) {
+    for (int gi = 0; gi < b->cfg.g.n_datasets; gi++) {
         graph gr = {0};
-        snprintf(b->names[gi], sizeof b->names[gi], "%s", b->cfg.datasets[gi]);
-        if (load_graph(b, b->cfg.datasets[gi], &gr)) {
+        snprintf(b->names[gi], sizeof b->names[gi], "%s", b->cfg.g.datasets[gi]);
+        if (load_graph(b, b->cfg.g.datasets[gi], &gr)) {
             free_graph(&gr);
             return 1;
         }
-        for (int fi = 0; fi < b->cfg.n_feats; fi++) {
+        for (int fi = 0; fi < b->cfg.g.n_feats; fi++) {
             operands op;
-            int rc = make_operands(b, &gr, b->cfg.feats[fi], &op);
+            int rc = make_operands(b, &gr, b->cfg.g.feats[fi], &op);
             if (!rc)
                 rc = run_case(b, gi, &gr, &op);
             free_operands(&op);
