@@ -200,10 +200,7 @@ static gcn_status build_plan(gcn_ctx *ctx, const gcn_csr *a, rowsplit_plan *p)
     GCN_CHECK(gcn_spmm_host_row_ptr(ctx, a, &row_ptr));
     GCN_CHECK(plan_layouts(ctx, a, p, row_ptr));
     GCN_CHECK(upload_rows(ctx, a, p, row_ptr));
-    GCN_CHECK(gcn_rs_long_upload(ctx, row_ptr, a->n_rows, p->chunk, p->head.feat,
-                                 p->lay[0].n_tiles > p->lay[1].n_tiles ? p->lay[0].n_tiles
-                                                                       : p->lay[1].n_tiles,
-                                 &p->lr));
+    GCN_CHECK(gcn_rs_long_upload(ctx, row_ptr, a->n_rows, p->chunk, p->head.feat, p->lay, &p->lr));
 cleanup:
     free(row_ptr);
     return st;

@@ -169,11 +169,13 @@ static inline void gcn_rs_long_free(gcn_ctx *ctx, gcn_rs_long *l)
 }
 
 /* Finds the long rows of a host row_ptr and uploads their pieces, scratch
- * rows for feat columns and zeroed counters for `tiles` feature tiles.  On
- * failure the caller still frees *l. */
+ * rows for feat columns and zeroed counters for the feature tiles of either
+ * layout.  On failure the caller still frees *l. */
 static inline gcn_status gcn_rs_long_upload(gcn_ctx *ctx, const int32_t *row_ptr, int32_t n_rows,
-                                            int32_t chunk, int feat, int tiles, gcn_rs_long *l)
+                                            int32_t chunk, int feat,
+                                            const gcn_feat_layout lay[2], gcn_rs_long *l)
 {
+    int tiles = lay[0].n_tiles > lay[1].n_tiles ? lay[0].n_tiles : lay[1].n_tiles;
     gcn_rowsplit_chunks ch = {0};
     gcn_status st;
     GCN_CHECK(gcn_rowsplit_chunks_build(ctx, row_ptr, n_rows, chunk, &ch));

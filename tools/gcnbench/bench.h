@@ -89,6 +89,11 @@ void gcnbench_reference(const gcn_graph *g, const int32_t *rows, int n, const fl
 double gcnbench_max_error(const float *y, const int32_t *rows, int n, int feat, const double *ref,
                           const double *mag);
 
+/* A CPU context (host) and an FP32 GPU context (gpu) with the same seed,
+ * for the SpMM subcommands; non-zero, with nothing left open, when either
+ * cannot be made. */
+int gcnbench_open_pair(uint64_t seed, gcn_ctx **host, gcn_ctx **gpu, char *device, size_t size);
+
 /* JSON members: "key":"escaped s" (null when s is NULL), and ,"key":v
  * (null when v is not finite). */
 void gcnbench_json_str(FILE *f, const char *key, const char *s);

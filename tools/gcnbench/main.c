@@ -178,6 +178,21 @@ double gcnbench_max_error(const float *y, const int32_t *rows, int n, int feat, 
     return worst;
 }
 
+int gcnbench_open_pair(uint64_t seed, gcn_ctx **host, gcn_ctx **gpu, char *device, size_t size)
+{
+    gcn_ctx_opts o = gcn_ctx_default_opts();
+    o.log_fn = gcnbench_log;
+    o.seed = seed;
+    o.device = GCN_DEVICE_CPU;
+    if (gcn_ctx_create(host, &o) != GCN_OK)
+        return 1;
+    if (gcnbench_open_gpu(gpu, seed, false, device, size)) {
+        gcn_ctx_free(host);
+        return 1;
+    }
+    return 0;
+}
+
 void gcnbench_json_str(FILE *f, const char *key, const char *s)
 {
     fprintf(f, "\"%s\":", key);

@@ -473,16 +473,8 @@ int gcnbench_spmm(int argc, char **argv)
     int rc = parse_args(argc, argv, &b.cfg);
     if (rc)
         return rc;
-    gcn_ctx_opts o = gcn_ctx_default_opts();
-    o.log_fn = gcnbench_log;
-    o.seed = b.cfg.run.seed;
-    o.device = GCN_DEVICE_CPU;
-    if (gcn_ctx_create(&b.host, &o) != GCN_OK)
+    if (gcnbench_open_pair(b.cfg.run.seed, &b.host, &b.gpu, b.device, sizeof b.device))
         return 1;
-    if (gcnbench_open_gpu(&b.gpu, b.cfg.run.seed, false, b.device, sizeof b.device)) {
-        gcn_ctx_free(&b.host);
-        return 1;
-    }
     rc = select_kernels(&b);
     if (!rc && b.cfg.run.out && !(b.out = fopen(b.cfg.run.out, "a"))) {
         perror(b.cfg.run.out);
