@@ -4,6 +4,7 @@
 #define GCN_SPMM_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "../core/csr.h"
 #include "../core/tensor.h"
@@ -97,6 +98,13 @@ int gcn_spmm_sites(const gcn_csr *a, gcn_spmm_site_info *out, int max);
 gcn_status gcn_spmm_plan_write(gcn_ctx *ctx, const char *path, const gcn_csr *const *mats,
                                const char *const *tags, int n);
 gcn_status gcn_spmm_plan_read(gcn_ctx *ctx, const char *path, const gcn_csr *const *mats,
+                              const char *const *tags, int n);
+
+/* The same through a stream the caller opened and closes (a memory stream
+ * carries one run's choices to the next); `name` labels it in messages. */
+gcn_status gcn_spmm_plan_save(gcn_ctx *ctx, FILE *f, const gcn_csr *const *mats,
+                              const char *const *tags, int n);
+gcn_status gcn_spmm_plan_load(gcn_ctx *ctx, FILE *f, const char *name, const gcn_csr *const *mats,
                               const char *const *tags, int n);
 
 /* Runs one implementation directly, not differentiable: y (+)= A x with

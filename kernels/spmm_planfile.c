@@ -63,25 +63,34 @@ static gcn_status write_matrix(gcn_ctx *ctx, FILE *f, const gcn_csr *a, const ch
     return GCN_OK;
 }
 
+gcn_status gcn_spmm_plan_save(gcn_ctx *ctx, FILE *f, const gcn_csr *const *mats,
+                              const char *const *tags, int n)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, f && mats && tags && n >= 0);
+    fprintf(f, "%s\n", MAGIC);
+    for (int i = 0; i < n; i++) {
+        GCN_TRY(check_tag(ctx, tags[i]));
+        if (mats[i])
+            GCN_TRY(write_matrix(ctx, f, mats[i], tags[i]));
+    }
+    return GCN_OK;
+}
+
 gcn_status gcn_spmm_plan_write(gcn_ctx *ctx, const char *path, const gcn_csr *const *mats,
                                const char *const *tags, int n)
 {
     if (!ctx)
         return GCN_ERR_INVALID_ARG;
-    GCN_ARG(ctx, path && mats && tags && n >= 0);
+    GCN_ARG(ctx, path);
     char tmp[4096];
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp)
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "plan file: path too long: %s", path);
     FILE *f = fopen(tmp, "w");
     if (!f)
         return GCN_ERROR(ctx, GCN_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-    fprintf(f, "%s\n", MAGIC);
-    gcn_status st = GCN_OK;
-    for (int i = 0; st == GCN_OK && i < n; i++) {
-        st = check_tag(ctx, tags[i]);
-        if (st == GCN_OK && mats[i])
-            st = write_matrix(ctx, f, mats[i], tags[i]);
-    }
+    gcn_status st = gcn_spmm_plan_save(ctx, f, mats, tags, n);
     bool ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
     ok = fclose(f) == 0 && ok;
     if (st == GCN_OK && (!ok || rename(tmp, path) != 0))
@@ -158,27 +167,36 @@ static gcn_status read_line(gcn_ctx *ctx, const char *path, int line, char *text
     return GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s:%d: expected a matrix or site line", path, line);
 }
 
+gcn_status gcn_spmm_plan_load(gcn_ctx *ctx, FILE *f, const char *name, const gcn_csr *const *mats,
+                              const char *const *tags, int n)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, f && name && mats && tags && n >= 0 && n <= 16);
+    char text[512];
+    bool seen[16] = {false};
+    gcn_status st = GCN_OK;
+    if (!fgets(text, sizeof text, f) || strncmp(text, MAGIC, strlen(MAGIC)) != 0)
+        st = GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s:1: not a gcn SpMM plan file (expected '%s')",
+                       name, MAGIC);
+    for (int line = 2; st == GCN_OK && fgets(text, sizeof text, f); line++)
+        st = read_line(ctx, name, line, text, mats, tags, n, seen);
+    for (int k = 0; st == GCN_OK && k < n; k++)
+        if (mats[k] && !seen[k])
+            st = GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s: no plan for matrix '%s'", name, tags[k]);
+    return st;
+}
+
 gcn_status gcn_spmm_plan_read(gcn_ctx *ctx, const char *path, const gcn_csr *const *mats,
                               const char *const *tags, int n)
 {
     if (!ctx)
         return GCN_ERR_INVALID_ARG;
-    GCN_ARG(ctx, path && mats && tags && n >= 0 && n <= 16);
+    GCN_ARG(ctx, path);
     FILE *f = fopen(path, "r");
     if (!f)
         return GCN_ERROR(ctx, GCN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    char text[512];
-    bool seen[16] = {false};
-    int line = 0;
-    gcn_status st = GCN_OK;
-    if (!fgets(text, sizeof text, f) || strncmp(text, MAGIC, strlen(MAGIC)) != 0)
-        st = GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s:1: not a gcn SpMM plan file (expected '%s')",
-                       path, MAGIC);
-    for (line = 2; st == GCN_OK && fgets(text, sizeof text, f); line++)
-        st = read_line(ctx, path, line, text, mats, tags, n, seen);
-    for (int k = 0; st == GCN_OK && k < n; k++)
-        if (mats[k] && !seen[k])
-            st = GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s: no plan for matrix '%s'", path, tags[k]);
+    gcn_status st = gcn_spmm_plan_load(ctx, f, path, mats, tags, n);
     fclose(f);
     return st;
 }

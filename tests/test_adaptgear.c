@@ -237,6 +237,22 @@ Test(adaptgear, plan_file_round_trip_and_mismatch)
     cr_assert(s.locked);
     cr_assert_eq(s.profiled_calls, 0);
     cr_assert_str_eq(s.chosen, "cpu");
+    char *mem = NULL;
+    size_t len = 0;
+    FILE *ms = open_memstream(&mem, &len);
+    mats[0] = a;
+    cr_assert_eq(gcn_spmm_plan_save(ctx, ms, mats, tags, 1), GCN_OK, "%s", gcn_last_error(ctx));
+    fclose(ms);
+    gcn_csr *c = six(ctx, true);
+    mats[0] = c;
+    ms = fmemopen(mem, len, "r");
+    cr_assert_eq(gcn_spmm_plan_load(ctx, ms, "memory", mats, tags, 1), GCN_OK, "%s",
+                 gcn_last_error(ctx));
+    fclose(ms);
+    free(mem);
+    cr_assert_eq(gcn_spmm_sites(c, &s, 1), 1);
+    cr_assert(s.locked, "a plan kept in memory locks the same way");
+    gcn_csr_free(&c);
     int32_t rp[] = {0, 1, 2, 3, 4, 5, 6}, ci[] = {0, 1, 2, 3, 4, 5};
     gcn_csr *other = NULL;
     cr_assert_eq(gcn_csr_create(ctx, &other, 6, 6, 6, rp, ci, NULL), GCN_OK);

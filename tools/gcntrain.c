@@ -183,6 +183,8 @@ typedef struct session {
     double *best_test;
     char reorder[64];   /* the reordering spec after resolving "auto" */
     bool spmm_reported; /* the selector's table has been printed this run */
+    char *choices;      /* the first run's locked choices, as a plan file in memory */
+    size_t choices_len;
 } session;
 
 static int fail(session *s, gcn_status st, const char *what)
@@ -330,7 +332,7 @@ static bool report_spmm(session *s, int run, const gcn_trainer *tr)
                    t->chosen_ms, t->runner_up[0] ? t->runner_up : "-", t->runner_up_ms,
                    t->cusparse_ms,
                    !t->locked ? "  (one product: not profiled)"
-                              : t->profiled_calls ? "" : "  (from the plan file)");
+                              : t->profiled_calls ? "" : "  (a loaded choice)");
             if (!s->log)
                 continue;
             fprintf(s->log,
@@ -348,15 +350,45 @@ static bool report_spmm(session *s, int run, const gcn_trainer *tr)
     return true;
 }
 
-/* --spmm-plan: read the file when it exists (before training), else write
- * it once the sites have locked. */
-static gcn_status spmm_plan(session *s, const gcn_trainer *tr, bool write)
+/* Before training: the selector's choices from --spmm-plan FILE when it
+ * exists, else from an earlier run of this invocation, so that only the
+ * first run profiles.  *from_file says whether FILE was read. */
+static gcn_status load_choices(session *s, const gcn_trainer *tr, bool *from_file)
 {
     const gcn_csr *mats[2];
     const char *tags[2];
     int n = trainer_mats(tr, mats, tags);
-    return write ? gcn_spmm_plan_write(s->ctx, s->a.spmm_plan, mats, tags, n)
-                 : gcn_spmm_plan_read(s->ctx, s->a.spmm_plan, mats, tags, n);
+    *from_file = s->a.spmm_plan && access(s->a.spmm_plan, F_OK) == 0;
+    if (*from_file)
+        return gcn_spmm_plan_read(s->ctx, s->a.spmm_plan, mats, tags, n);
+    FILE *f = s->choices ? fmemopen(s->choices, s->choices_len, "r") : NULL;
+    if (!f)
+        return GCN_OK;
+    gcn_status st = gcn_spmm_plan_load(s->ctx, f, "the first run's choices", mats, tags, n);
+    fclose(f);
+    return st;
+}
+
+/* Once every site has locked: --spmm-plan FILE (unless it was read) and the
+ * copy in memory for the next runs. */
+static gcn_status save_choices(session *s, const gcn_trainer *tr, bool from_file)
+{
+    const gcn_csr *mats[2];
+    const char *tags[2];
+    int n = trainer_mats(tr, mats, tags);
+    gcn_status st = s->a.spmm_plan && !from_file
+                        ? gcn_spmm_plan_write(s->ctx, s->a.spmm_plan, mats, tags, n)
+                        : GCN_OK;
+    FILE *f = st != GCN_OK || s->choices ? NULL : open_memstream(&s->choices, &s->choices_len);
+    if (!f)
+        return st;
+    st = gcn_spmm_plan_save(s->ctx, f, mats, tags, n);
+    fclose(f);
+    if (st != GCN_OK) {
+        free(s->choices);
+        s->choices = NULL;
+    }
+    return st;
 }
 
 /* One run: a fresh model from seed + run, optionally resumed. */
@@ -373,8 +405,8 @@ static int train_run(session *s, int run)
         rc = fail(s, st, "resume");
         goto done;
     }
-    bool plan_exists = s->a.spmm_plan && access(s->a.spmm_plan, F_OK) == 0;
-    if (plan_exists && (st = spmm_plan(s, tr, false)) != GCN_OK) {
+    bool from_file = false;
+    if ((st = load_choices(s, tr, &from_file)) != GCN_OK) {
         rc = fail(s, st, "spmm plan");
         goto done;
     }
@@ -392,7 +424,7 @@ static int train_run(session *s, int run)
         s->t_eval += es.eval_ms * 1e-3;
         log_epoch(s, run, &es);
         if (!s->spmm_reported && (s->spmm_reported = report_spmm(s, run, tr)) &&
-            s->a.spmm_plan && !plan_exists && (st = spmm_plan(s, tr, true)) != GCN_OK) {
+            (st = save_choices(s, tr, from_file)) != GCN_OK) {
             rc = fail(s, st, "spmm plan");
             goto done;
         }
@@ -496,6 +528,7 @@ done:
     if (s.log)
         rc = close_log(&s, rc ? rc : EXIT_RUNTIME);
     free(s.best_test);
+    free(s.choices);
     gcn_dataset_free(&s.ds);
     gcn_ctx_free(&s.ctx);
     return rc;
