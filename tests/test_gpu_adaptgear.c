@@ -134,24 +134,27 @@ static void check_communities(const hmat *m, int32_t n_parts, const int32_t *par
     gpu_pair_close(&g);
 }
 
+/* n nodes ending in a community of `giant` nodes, sorted or not. */
+static void communities_case(int32_t n, int32_t giant, bool sorted, uint64_t seed)
+{
+    int32_t *part_ptr = malloc(((size_t)n / 2 + 8) * sizeof *part_ptr);
+    int32_t n_parts = make_parts(n, giant, part_ptr);
+    hmat m = community_matrix(n, part_ptr, n_parts, sorted, seed);
+    check_communities(&m, n_parts, part_ptr, sorted);
+    mat_free(&m);
+    free(part_ptr);
+}
+
 Test(gpu_adaptgear, communities_sorted, .timeout = 600)
 {
     GPU_REQUIRED();
-    int32_t n = 3000, part_ptr[3000 / 2 + 8];
-    int32_t n_parts = make_parts(n, 1200, part_ptr);
-    hmat m = community_matrix(n, part_ptr, n_parts, true, 5);
-    check_communities(&m, n_parts, part_ptr, true);
-    mat_free(&m);
+    communities_case(3000, 1200, true, 5);
 }
 
 Test(gpu_adaptgear, communities_unsorted, .timeout = 600)
 {
     GPU_REQUIRED();
-    int32_t n = 1500, part_ptr[1500 / 2 + 8];
-    int32_t n_parts = make_parts(n, 300, part_ptr);
-    hmat m = community_matrix(n, part_ptr, n_parts, false, 6);
-    check_communities(&m, n_parts, part_ptr, false);
-    mat_free(&m);
+    communities_case(1500, 300, false, 6);
 }
 
 /* Dense blocks: small parts with dense communities, every width to 1024. */

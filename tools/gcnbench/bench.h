@@ -94,6 +94,10 @@ double gcnbench_max_error(const float *y, const int32_t *rows, int n, int feat, 
  * cannot be made. */
 int gcnbench_open_pair(uint64_t seed, gcn_ctx **host, gcn_ctx **gpu, char *device, size_t size);
 
+/* *out = path opened for appending JSON lines (NULL when path is NULL);
+ * non-zero, after saying why on stderr, when it cannot be opened. */
+int gcnbench_open_out(const char *path, FILE **out);
+
 /* JSON members: "key":"escaped s" (null when s is NULL), and ,"key":v
  * (null when v is not finite). */
 void gcnbench_json_str(FILE *f, const char *key, const char *s);

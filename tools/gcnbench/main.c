@@ -193,6 +193,16 @@ int gcnbench_open_pair(uint64_t seed, gcn_ctx **host, gcn_ctx **gpu, char *devic
     return 0;
 }
 
+int gcnbench_open_out(const char *path, FILE **out)
+{
+    *out = NULL;
+    if (path && !(*out = fopen(path, "a"))) {
+        perror(path);
+        return 1;
+    }
+    return 0;
+}
+
 void gcnbench_json_str(FILE *f, const char *key, const char *s)
 {
     fprintf(f, "\"%s\":", key);

@@ -279,10 +279,8 @@ int gcnbench_matmul(int argc, char **argv)
         if (!rc)
             gcn_set_grad_enabled(gpu[pi], false);
     }
-    if (!rc && c.run.out && !(out = fopen(c.run.out, "a"))) {
-        perror(c.run.out);
-        rc = 1;
-    }
+    if (!rc)
+        rc = gcnbench_open_out(c.run.out, &out);
     if (!rc)
         rc = run(&c, gpu, device, out);
     if (out)

@@ -442,10 +442,7 @@ int gcnbench_select(int argc, char **argv)
         return rc;
     if (gcnbench_open_pair(b.cfg.run.seed, &b.host, &b.gpu, b.device, sizeof b.device))
         return 1;
-    if (b.cfg.run.out && !(b.out = fopen(b.cfg.run.out, "a"))) {
-        perror(b.cfg.run.out);
-        rc = 1;
-    }
+    rc = gcnbench_open_out(b.cfg.run.out, &b.out);
     if (!rc)
         rc = run(&b);
     if (b.out)

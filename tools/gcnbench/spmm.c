@@ -476,10 +476,8 @@ int gcnbench_spmm(int argc, char **argv)
     if (gcnbench_open_pair(b.cfg.run.seed, &b.host, &b.gpu, b.device, sizeof b.device))
         return 1;
     rc = select_kernels(&b);
-    if (!rc && b.cfg.run.out && !(b.out = fopen(b.cfg.run.out, "a"))) {
-        perror(b.cfg.run.out);
-        rc = 1;
-    }
+    if (!rc)
+        rc = gcnbench_open_out(b.cfg.run.out, &b.out);
     if (!rc)
         rc = run(&b);
     if (b.out)
