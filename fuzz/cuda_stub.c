@@ -2,6 +2,7 @@
  * targets link the C core without CUDA.  The fuzzers only create CPU
  * contexts, so none of these is reached except the device count. */
 #include "core/cuda.h"
+#include "kernels/adaptgear/plan.h"
 
 const gcn_backend gcn_backend_cuda = {.name = "cuda (not linked)"};
 
@@ -18,4 +19,13 @@ gcn_status gcn_cuda_init(gcn_ctx *ctx, int device_index)
 void gcn_cuda_release(gcn_ctx *ctx)
 {
     (void)ctx;
+}
+
+gcn_status gcn_split_cuda(gcn_ctx *ctx, const gcn_csr *a, const gcn_csr_level *lv,
+                          gcn_csr **intra, gcn_csr **inter)
+{
+    (void)a;
+    (void)lv;
+    *intra = *inter = NULL;
+    return GCN_ERROR(ctx, GCN_ERR_DEVICE, "fuzz build without CUDA");
 }

@@ -6,6 +6,7 @@
 
 #include "../core/internal.h"
 #include "adaptgear.h"
+#include "adaptgear/plan.h"
 #include "spmm_auto.h"
 
 _Static_assert(GCN_MAX_COMMUNITY_LEVELS == GCN_CSR_MAX_LEVELS, "one bound for both headers");
@@ -191,17 +192,11 @@ static gcn_status alloc_half(gcn_ctx *ctx, int32_t n_rows, int64_t nnz, host_mat
                      (long long)nnz);
 }
 
-gcn_status gcn_csr_split(gcn_ctx *ctx, const gcn_csr *a, int level, gcn_csr **intra,
-                         gcn_csr **inter)
+/* The split through host copies: CPU contexts, and matrices with a stored
+ * transpose (whose parts need theirs). */
+static gcn_status split_on_host(gcn_ctx *ctx, const gcn_csr *a, const gcn_csr_level *lv,
+                                gcn_csr **intra, gcn_csr **inter)
 {
-    if (!ctx)
-        return GCN_ERR_INVALID_ARG;
-    GCN_ARG(ctx, a && a->priv && a->priv->ctx == ctx && intra && inter);
-    *intra = *inter = NULL;
-    if (level < 0 || level >= a->priv->n_levels)
-        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "split: the matrix has no community level %d",
-                         level);
-    const gcn_csr_level *lv = &a->priv->level[level];
     host_mat h = {0}, in = {0}, out = {0};
     gcn_status st;
     GCN_CHECK(host_mat_get(ctx, a, &h));
@@ -216,6 +211,29 @@ gcn_status gcn_csr_split(gcn_ctx *ctx, const gcn_csr *a, int level, gcn_csr **in
                                    in.col_idx, in.values, sym));
     GCN_CHECK(gcn_csr_create_known(ctx, inter, a->n_rows, a->n_cols, a->nnz - (int32_t)n_in,
                                    out.row_ptr, out.col_idx, out.values, sym));
+cleanup:
+    host_mat_free(&h);
+    host_mat_free(&in);
+    host_mat_free(&out);
+    return st;
+}
+
+gcn_status gcn_csr_split(gcn_ctx *ctx, const gcn_csr *a, int level, gcn_csr **intra,
+                         gcn_csr **inter)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, a && a->priv && a->priv->ctx == ctx && intra && inter);
+    *intra = *inter = NULL;
+    if (level < 0 || level >= a->priv->n_levels)
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "split: the matrix has no community level %d",
+                         level);
+    const gcn_csr_level *lv = &a->priv->level[level];
+    gcn_status st;
+    if (a->device == GCN_DEVICE_CUDA && a->priv->symmetric)
+        GCN_CHECK(gcn_split_cuda(ctx, a, lv, intra, inter));
+    else
+        GCN_CHECK(split_on_host(ctx, a, lv, intra, inter));
     GCN_CHECK(attach_levels(ctx, *intra, 1, lv));
     (*intra)->priv->block_diagonal = true;
     if ((*intra)->priv->transpose) {
@@ -227,9 +245,6 @@ cleanup:
         gcn_csr_free(intra);
         gcn_csr_free(inter);
     }
-    host_mat_free(&h);
-    host_mat_free(&in);
-    host_mat_free(&out);
     return st;
 }
 

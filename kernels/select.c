@@ -11,10 +11,13 @@
 typedef struct candidate {
     gcn_select_state state;
     int warm;                              /* untimed warm-up runs handed out */
-    int n_samples;
+    int n_samples;                         /* of the current round */
     float samples[GCN_SELECT_MAX_SAMPLES]; /* ms, in completion order */
+    double kept;                           /* lowest median of the finished rounds, or NAN */
+    float fastest;                         /* fastest sample of any round, or NAN */
     void *current;                         /* started, not yet stopped */
     void *pending[GCN_SELECT_MAX_SAMPLES]; /* stopped, not yet done: a ring, oldest at head */
+    int runs[GCN_SELECT_MAX_SAMPLES];      /* runs each pending bracket holds */
     int head, n_pending;
 } candidate;
 
@@ -23,6 +26,7 @@ struct gcn_selector {
     gcn_select_clock clock;
     int n;
     int last;   /* the candidate handed out last for profiling */
+    int round;  /* 0, then 1 (candidates in reverse order) */
     int locked; /* -1 until locked */
     int64_t calls, profiled_calls;
     candidate c[];
@@ -30,7 +34,7 @@ struct gcn_selector {
 
 gcn_select_opts gcn_select_default_opts(void)
 {
-    gcn_select_opts o = {.warmup = 1, .samples = 5, .prune = 1.5};
+    gcn_select_opts o = {.warmup = 1, .samples = 5, .prune = 1.5, .rounds = 2};
     return o;
 }
 
@@ -42,11 +46,12 @@ gcn_status gcn_selector_create(gcn_ctx *ctx, gcn_selector **out, int n_candidate
     GCN_ARG(ctx, n_candidates >= 1);
     GCN_ARG(ctx, clock && clock->start && clock->stop && clock->poll && clock->release);
     gcn_select_opts o = opts ? *opts : gcn_select_default_opts();
-    if (o.warmup < 0 || o.samples < 1 || o.samples > GCN_SELECT_MAX_SAMPLES || !(o.prune >= 1.0))
+    if (o.warmup < 0 || o.samples < 1 || o.samples > GCN_SELECT_MAX_SAMPLES ||
+        !(o.prune >= 1.0) || o.rounds < 1 || o.rounds > 2)
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG,
-                         "selector options warmup %d, samples %d, prune %g: need warmup >= 0, "
-                         "samples in [1, %d], prune >= 1",
-                         o.warmup, o.samples, o.prune, GCN_SELECT_MAX_SAMPLES);
+                         "selector options warmup %d, samples %d, prune %g, rounds %d: need "
+                         "warmup >= 0, samples in [1, %d], prune >= 1, rounds 1 or 2",
+                         o.warmup, o.samples, o.prune, o.rounds, GCN_SELECT_MAX_SAMPLES);
     gcn_selector *s = calloc(1, sizeof *s + (size_t)n_candidates * sizeof s->c[0]);
     if (!s)
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory for a selector of %d candidates",
@@ -56,6 +61,8 @@ gcn_status gcn_selector_create(gcn_ctx *ctx, gcn_selector **out, int n_candidate
     s->n = n_candidates;
     s->last = 0;
     s->locked = -1;
+    for (int i = 0; i < n_candidates; i++)
+        s->c[i].kept = s->c[i].fastest = NAN;
     *out = s;
     return GCN_OK;
 }
@@ -95,8 +102,10 @@ static gcn_status poll_marks(gcn_ctx *ctx, gcn_selector *s)
             GCN_TRY(s->clock.poll(ctx, s->clock.user, mark, &done, &ms));
             if (!done)
                 break;
+            float v = ms / (float)c->runs[c->head];
             if (c->n_samples < s->opts.samples)
-                c->samples[c->n_samples++] = ms;
+                c->samples[c->n_samples++] = v;
+            c->fastest = isnan(c->fastest) || v < c->fastest ? v : c->fastest;
             s->clock.release(s->clock.user, mark);
             c->head = (c->head + 1) % GCN_SELECT_MAX_SAMPLES;
             c->n_pending--;
@@ -121,29 +130,27 @@ static double median_of(const candidate *c)
     return n % 2 ? v[n / 2] : 0.5 * ((double)v[n / 2 - 1] + v[n / 2]);
 }
 
-static double min_of(const candidate *c)
+/* The lowest median over the candidate's rounds (NAN without samples). */
+static double score_of(const candidate *c)
 {
-    if (c->n_samples == 0)
-        return NAN;
-    float m = c->samples[0];
-    for (int i = 1; i < c->n_samples; i++)
-        m = c->samples[i] < m ? c->samples[i] : m;
-    return m;
+    double m = median_of(c);
+    return isnan(c->kept) || m < c->kept ? m : c->kept;
 }
 
-/* The active candidate with the lowest median (ties: the lowest index; one
+/* The active candidate with the lowest score (ties: the lowest index; one
  * without samples only when no active one has any); -1 when none is active. */
 static int best_active(const gcn_selector *s)
 {
     int best = -1;
-    double best_median = INFINITY;
+    double best_score = INFINITY;
     for (int i = 0; i < s->n; i++) {
         if (s->c[i].state != GCN_CAND_ACTIVE)
             continue;
-        double m = s->c[i].n_samples ? median_of(&s->c[i]) : INFINITY;
-        if (best < 0 || m < best_median) {
+        double m = score_of(&s->c[i]);
+        m = isnan(m) ? INFINITY : m;
+        if (best < 0 || m < best_score) {
             best = i;
-            best_median = m;
+            best_score = m;
         }
     }
     return best;
@@ -167,24 +174,41 @@ static bool all_sampled(const gcn_selector *s, int k)
 }
 
 /* Drops every active candidate that has a sample and whose fastest sample
- * is slower than prune times the best median so far; never the best. */
+ * is slower than prune times the best score so far; never the best. */
 static void prune(gcn_selector *s)
 {
     int best = -1;
     for (int i = 0; i < s->n; i++)
-        if (s->c[i].state == GCN_CAND_ACTIVE && s->c[i].n_samples > 0 &&
-            (best < 0 || median_of(&s->c[i]) < median_of(&s->c[best])))
+        if (s->c[i].state == GCN_CAND_ACTIVE && !isnan(score_of(&s->c[i])) &&
+            (best < 0 || score_of(&s->c[i]) < score_of(&s->c[best])))
             best = i;
     if (best < 0)
         return;
-    double limit = s->opts.prune * median_of(&s->c[best]);
+    double limit = s->opts.prune * score_of(&s->c[best]);
     for (int i = 0; i < s->n; i++) {
         candidate *c = &s->c[i];
-        if (i != best && c->state == GCN_CAND_ACTIVE && c->n_samples > 0 && min_of(c) > limit) {
+        if (i != best && c->state == GCN_CAND_ACTIVE && c->fastest > limit) {
             c->state = GCN_CAND_PRUNED;
             release_marks(s, c);
         }
     }
+}
+
+/* Ends the first round: each active candidate keeps its median and starts
+ * the second round afresh (warm-up included), the last candidate first. */
+static void next_round(gcn_selector *s)
+{
+    for (int i = 0; i < s->n; i++) {
+        candidate *c = &s->c[i];
+        if (c->state != GCN_CAND_ACTIVE)
+            continue;
+        release_marks(s, c);
+        c->kept = score_of(c);
+        c->n_samples = 0;
+        c->warm = 0;
+    }
+    s->round = 1;
+    s->last = s->n - 1;
 }
 
 static void lock_on(gcn_selector *s, int cand)
@@ -204,7 +228,7 @@ static void lock_on(gcn_selector *s, int cand)
 static int pick(gcn_selector *s, bool *timed)
 {
     for (int k = 0; k < s->n; k++) {
-        int i = (s->last + k) % s->n;
+        int i = s->round ? (s->last - k + s->n) % s->n : (s->last + k) % s->n;
         candidate *c = &s->c[i];
         if (c->state != GCN_CAND_ACTIVE)
             continue;
@@ -230,7 +254,10 @@ gcn_status gcn_selector_next(gcn_ctx *ctx, gcn_selector *sel, int *cand, bool *t
             return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "selector: all %d candidates failed",
                              sel->n);
         prune(sel);
-        if (n_active(sel) == 1 || all_sampled(sel, sel->opts.samples)) {
+        if (n_active(sel) > 1 && all_sampled(sel, sel->opts.samples) &&
+            sel->round + 1 < sel->opts.rounds) {
+            next_round(sel);
+        } else if (n_active(sel) == 1 || all_sampled(sel, sel->opts.samples)) {
             lock_on(sel, best_active(sel));
             sel->profiled_calls = sel->calls;
         }
@@ -254,9 +281,9 @@ gcn_status gcn_selector_start(gcn_ctx *ctx, gcn_selector *sel, int cand)
     return GCN_OK;
 }
 
-gcn_status gcn_selector_stop(gcn_ctx *ctx, gcn_selector *sel, int cand)
+gcn_status gcn_selector_stop(gcn_ctx *ctx, gcn_selector *sel, int cand, int runs)
 {
-    GCN_ARG(ctx, sel && cand >= 0 && cand < sel->n);
+    GCN_ARG(ctx, sel && cand >= 0 && cand < sel->n && runs >= 1);
     candidate *c = &sel->c[cand];
     void *mark = c->current;
     if (!mark)
@@ -268,7 +295,9 @@ gcn_status gcn_selector_stop(gcn_ctx *ctx, gcn_selector *sel, int cand)
         sel->clock.release(sel->clock.user, mark);
         return st;
     }
-    c->pending[(c->head + c->n_pending) % GCN_SELECT_MAX_SAMPLES] = mark;
+    int slot = (c->head + c->n_pending) % GCN_SELECT_MAX_SAMPLES;
+    c->pending[slot] = mark;
+    c->runs[slot] = runs;
     c->n_pending++;
     return GCN_OK;
 }
@@ -326,13 +355,13 @@ int gcn_selector_samples(const gcn_selector *sel, int cand)
 double gcn_selector_median(const gcn_selector *sel, int cand)
 {
     const candidate *c = get(sel, cand);
-    return c ? median_of(c) : NAN;
+    return c ? score_of(c) : NAN;
 }
 
 double gcn_selector_min(const gcn_selector *sel, int cand)
 {
     const candidate *c = get(sel, cand);
-    return c ? min_of(c) : NAN;
+    return c ? c->fastest : NAN;
 }
 
 int64_t gcn_selector_calls(const gcn_selector *sel)

@@ -31,10 +31,15 @@ typedef struct gcn_select_clock {
 
 typedef struct gcn_select_opts {
     int warmup;   /* untimed runs of each candidate first (plans, caches): 1 */
-    int samples;  /* timed samples before a candidate can be locked: 5 */
+    int samples;  /* timed samples of each candidate in a round: 5 */
     /* A candidate whose fastest sample is slower than `prune` times the
-     * best median so far is dropped: 1.5 */
+     * best score so far is dropped: 1.5 */
     double prune;
+    /* Rounds over the candidates still active, the second in reverse order
+     * (1 or 2: 2).  A candidate's score is its lowest median over the
+     * rounds, so one timed while the GPU's clocks were still rising (after
+     * host work that left it idle) is not judged by that round alone. */
+    int rounds;
 } gcn_select_opts;
 
 /* The largest `samples` a selector accepts. */
@@ -75,9 +80,12 @@ void gcn_selector_free(gcn_selector **sel);
  * every candidate has failed. */
 gcn_status gcn_selector_next(gcn_ctx *ctx, gcn_selector *sel, int *cand, bool *timed);
 
-/* Bracket one timed run of cand (the one gcn_selector_next returned). */
+/* Bracket one timed sample of cand (the one gcn_selector_next returned):
+ * `runs` >= 1 back-to-back runs of it, the sample being the bracket's time
+ * over runs (several runs hide the launch gap of a run of a few
+ * microseconds, which a bracket around one launch would time too). */
 gcn_status gcn_selector_start(gcn_ctx *ctx, gcn_selector *sel, int cand);
-gcn_status gcn_selector_stop(gcn_ctx *ctx, gcn_selector *sel, int cand);
+gcn_status gcn_selector_stop(gcn_ctx *ctx, gcn_selector *sel, int cand, int runs);
 
 /* The candidate could not run (after gcn_selector_next, possibly after
  * gcn_selector_start, whose mark is then discarded): it is never picked
@@ -90,8 +98,9 @@ gcn_status gcn_selector_lock(gcn_ctx *ctx, gcn_selector *sel, int cand);
 /* Whether the selector has locked; *cand receives the choice (may be NULL). */
 bool gcn_selector_locked(const gcn_selector *sel, int *cand);
 
-/* Per candidate: state, number of timed samples, their median and minimum
- * in ms (NAN without samples). */
+/* Per candidate: state; number of timed samples in the current round;
+ * score (the lowest median of its rounds) and fastest sample in ms (NAN
+ * without samples). */
 gcn_select_state gcn_selector_state(const gcn_selector *sel, int cand);
 int gcn_selector_samples(const gcn_selector *sel, int cand);
 double gcn_selector_median(const gcn_selector *sel, int cand);

@@ -83,6 +83,7 @@ typedef struct gcn_spmm_site_info {
     char runner_up[64];     /* the fastest other candidate timed, "" if none */
     double runner_up_ms;
     double cusparse_ms;     /* the "cusparse" candidate's median, NAN if not timed */
+    double setup_ms;        /* host time of its splits and candidates' plans until the lock */
 } gcn_spmm_site_info;
 
 /* The call sites of a and of its stored transpose, in creation order, at

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "adaptgear.h"
 #include "adaptgear/plan.h"
@@ -14,6 +15,13 @@
 #include "spmm_auto.h"
 
 #define MAX_CANDIDATES 64
+/* A product of fewer multiply-adds (non-zeros x F) than SMALL_WORK takes a
+ * few microseconds on the GPU, about as long as the gap between the start
+ * event and the kernel's launch, so each timed sample of it holds
+ * SMALL_RUNS back-to-back runs (H100: without them the selector picked a
+ * kernel 21-27 % slower on two such graphs, docs/perf.md). */
+#define SMALL_WORK (1 << 24)
+#define SMALL_RUNS 8
 
 /* Run steps in order, every step after the first accumulating. */
 typedef struct strategy {
@@ -33,6 +41,8 @@ struct gcn_spmm_site {
      * builds no split and no selector. */
     bool deferred, first_done;
     bool reported;  /* the lock has been logged */
+    int runs;       /* back-to-back runs a timed sample holds (1 or SMALL_RUNS) */
+    double setup_ms; /* host time of its splits and plans until the lock */
     int n_cand;
     strategy cand[MAX_CANDIDATES];
     gcn_selector *sel;
@@ -200,6 +210,7 @@ static gcn_status complete(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t)
     const gcn_select_clock *clock =
         ctx->device == GCN_DEVICE_CUDA ? gcn_select_cuda_clock() : gcn_select_host_clock();
     GCN_TRY(gcn_selector_create(ctx, &t->sel, t->n_cand, NULL, clock));
+    t->runs = (int64_t)a->nnz * t->feat < SMALL_WORK ? SMALL_RUNS : 1;
     t->deferred = false;
     return GCN_OK;
 }
@@ -340,11 +351,28 @@ static void on_lock(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t, int win)
     int r = runner_up(t, win), cu = find_named(t, "cusparse");
     gcn_log(ctx, GCN_LOG_INFO,
             "spmm %d x %d%s, F = %d: %s locked at %.4f ms (runner-up %s %.4f ms, cusparse "
-            "%.4f ms; %d candidates, %lld calls profiled)",
+            "%.4f ms; %d candidates, %lld calls profiled, %.1f ms of splits and plans)",
             a->n_rows, a->n_cols, a->priv->owner ? " (A^T)" : "", t->feat, w->name,
             gcn_selector_median(t->sel, win), r >= 0 ? t->cand[r].name : "-",
             r >= 0 ? gcn_selector_median(t->sel, r) : NAN, cu >= 0 ? gcn_selector_median(t->sel, cu) : NAN,
-            t->n_cand, (long long)gcn_selector_profiled_calls(t->sel));
+            t->n_cand, (long long)gcn_selector_profiled_calls(t->sel), t->setup_ms);
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+/* Splits and plans of the call site until it locks (complete and
+ * ensure_plans), with their host time added to t->setup_ms. */
+static gcn_status setup(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t, int cand)
+{
+    double t0 = now_ms();
+    gcn_status st = cand < 0 ? complete(ctx, a, t) : ensure_plans(ctx, &t->cand[cand], t->feat);
+    t->setup_ms += now_ms() - t0;
+    return st;
 }
 
 gcn_status gcn_spmm_site_apply(gcn_ctx *ctx, const gcn_csr *a, const float *x, float *y,
@@ -358,12 +386,12 @@ gcn_status gcn_spmm_site_apply(gcn_ctx *ctx, const gcn_csr *a, const float *x, f
         return run_strategy(ctx, &t->cand[0], x, y, feat, accumulate);
     }
     if (t->deferred)
-        GCN_TRY(complete(ctx, a, t));
+        GCN_TRY(setup(ctx, a, t, -1));
     for (;;) {
         int c;
         bool timed;
         GCN_TRY(gcn_selector_next(ctx, t->sel, &c, &timed));
-        gcn_status st = ensure_plans(ctx, &t->cand[c], feat);
+        gcn_status st = t->reported ? ensure_plans(ctx, &t->cand[c], feat) : setup(ctx, a, t, c);
         if (st != GCN_OK && st != GCN_ERR_CUDA && !t->forced) {
             gcn_log(ctx, GCN_LOG_DEBUG, "spmm: candidate %s dropped: %s", t->cand[c].name,
                     gcn_last_error(ctx));
@@ -371,15 +399,18 @@ gcn_status gcn_spmm_site_apply(gcn_ctx *ctx, const gcn_csr *a, const float *x, f
             continue;
         }
         GCN_TRY(st);
+        /* Repeating a product that does not accumulate leaves Y the same. */
+        int runs = timed && !accumulate ? t->runs : 1;
         if (timed)
             GCN_TRY(gcn_selector_start(ctx, t->sel, c));
-        st = run_strategy(ctx, &t->cand[c], x, y, feat, accumulate);
+        for (int r = 0; st == GCN_OK && r < runs; r++)
+            st = run_strategy(ctx, &t->cand[c], x, y, feat, accumulate);
         if (st != GCN_OK) {
             gcn_selector_fail(t->sel, c);
             return st;
         }
         if (timed)
-            GCN_TRY(gcn_selector_stop(ctx, t->sel, c));
+            GCN_TRY(gcn_selector_stop(ctx, t->sel, c, runs));
         int win;
         if (!t->reported && gcn_selector_locked(t->sel, &win))
             on_lock(ctx, a, t, win);
@@ -429,7 +460,8 @@ static void site_info(const gcn_spmm_site *t, bool transposed, gcn_spmm_site_inf
                               .profiled_calls = gcn_selector_profiled_calls(t->sel),
                               .chosen_ms = win >= 0 ? gcn_selector_median(t->sel, win) : NAN,
                               .runner_up_ms = r >= 0 ? gcn_selector_median(t->sel, r) : NAN,
-                              .cusparse_ms = cu >= 0 ? gcn_selector_median(t->sel, cu) : NAN};
+                              .cusparse_ms = cu >= 0 ? gcn_selector_median(t->sel, cu) : NAN,
+                              .setup_ms = t->setup_ms};
     snprintf(o->mode, sizeof o->mode, "%s", t->forced ? "forced" : t->mode[5] ? "auto-deterministic" : "auto");
     snprintf(o->chosen, sizeof o->chosen, "%s", win >= 0 ? t->cand[win].name : "");
     snprintf(o->runner_up, sizeof o->runner_up, "%s", r >= 0 ? t->cand[r].name : "");

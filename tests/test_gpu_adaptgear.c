@@ -157,6 +157,88 @@ Test(gpu_adaptgear, communities_unsorted, .timeout = 600)
     communities_case(1500, 300, false, 6);
 }
 
+/* M + M^T of a sorted matrix, value w(min(i, j), max(i, j)): symmetric,
+ * sorted, each pair once. */
+static hmat symmetric_of(const hmat *m)
+{
+    hmat t = mat_transpose(m);
+    int32_t n = m->n_rows;
+    int32_t *deg = malloc((size_t)n * sizeof *deg);
+    for (int32_t i = 0; i < n; i++)
+        deg[i] = (m->row_ptr[i + 1] - m->row_ptr[i]) + (t.row_ptr[i + 1] - t.row_ptr[i]);
+    hmat s = mat_alloc(n, n, deg);
+    s.row_ptr[0] = 0;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t a = m->row_ptr[i], ae = m->row_ptr[i + 1], b = t.row_ptr[i], be = t.row_ptr[i + 1];
+        int32_t w = s.row_ptr[i];
+        while (a < ae || b < be) {
+            int32_t j = b >= be || (a < ae && m->col_idx[a] <= t.col_idx[b]) ? m->col_idx[a]
+                                                                              : t.col_idx[b];
+            a += a < ae && m->col_idx[a] == j;
+            b += b < be && t.col_idx[b] == j;
+            int32_t lo = i < j ? i : j, hi = i < j ? j : i;
+            s.col_idx[w] = j;
+            s.values[w++] = (float)((lo * 31 + hi) % 17) / 8.0f - 1.0f;
+        }
+        s.row_ptr[i + 1] = w;
+    }
+    s.nnz = s.row_ptr[n];
+    free(deg);
+    mat_free(&t);
+    return s;
+}
+
+static void same_parts(const hmat *x, const hmat *y, const char *what)
+{
+    cr_assert_eq(x->nnz, y->nnz, "%s: %d against %d entries", what, x->nnz, y->nnz);
+    cr_assert_arr_eq(x->row_ptr, y->row_ptr, ((size_t)x->n_rows + 1) * sizeof(int32_t), "%s", what);
+    cr_assert_arr_eq(x->col_idx, y->col_idx, (size_t)x->nnz * sizeof(int32_t), "%s", what);
+    cr_assert_arr_eq(x->values, y->values, (size_t)x->nnz * sizeof(float), "%s", what);
+}
+
+/* A symmetric matrix is split on the device: the same parts, entry for
+ * entry, as the host split on a CPU context, symmetric and sorted. */
+static void device_split_case(int32_t n, int32_t giant, uint64_t seed)
+{
+    int32_t *part_ptr = malloc(((size_t)n / 2 + 8) * sizeof *part_ptr);
+    int32_t n_parts = giant >= n ? (part_ptr[0] = 0, part_ptr[1] = n, 1) : make_parts(n, giant, part_ptr);
+    hmat m = community_matrix(n, part_ptr, n_parts, true, seed);
+    hmat s = symmetric_of(&m);
+    gpu_pair g = gpu_pair_open(73, false);
+    gcn_csr *a[2] = {upload(g.cpu, &s, n_parts, part_ptr), upload(g.gpu, &s, n_parts, part_ptr)};
+    gcn_csr *intra[2] = {NULL, NULL}, *inter[2] = {NULL, NULL};
+    for (int d = 0; d < 2; d++) {
+        gcn_ctx *ctx = d ? g.gpu : g.cpu;
+        cr_assert(gcn_csr_is_symmetric(a[d]));
+        cr_assert_eq(gcn_csr_split(ctx, a[d], 0, &intra[d], &inter[d]), GCN_OK, "%s",
+                     gcn_last_error(ctx));
+    }
+    for (int k = 0; k < 2; k++) {
+        gcn_csr *part[2] = {k ? inter[0] : intra[0], k ? inter[1] : intra[1]};
+        cr_assert(gcn_csr_is_symmetric(part[1]) && gcn_csr_is_sorted(part[1]));
+        hmat h = mat_download(g.cpu, part[0]), d = mat_download(g.gpu, part[1]);
+        same_parts(&h, &d, k ? "inter part" : "intra part");
+        mat_free(&h);
+        mat_free(&d);
+    }
+    for (int d = 0; d < 2; d++) {
+        gcn_csr_free(&intra[d]);
+        gcn_csr_free(&inter[d]);
+        gcn_csr_free(&a[d]);
+    }
+    gpu_pair_close(&g);
+    mat_free(&s);
+    mat_free(&m);
+    free(part_ptr);
+}
+
+Test(gpu_adaptgear, device_split_matches_the_host)
+{
+    GPU_REQUIRED();
+    device_split_case(3000, 1200, 9);
+    device_split_case(700, 700, 10); /* one part: everything intra */
+}
+
 /* Dense blocks: small parts with dense communities, every width to 1024. */
 Test(gpu_adaptgear, dense_blocks)
 {

@@ -110,7 +110,7 @@ static int live_marks_of(const fake_clock *f, int cand)
 
 static gcn_select_opts opts_of(int warmup, int samples, double prune)
 {
-    gcn_select_opts o = {.warmup = warmup, .samples = samples, .prune = prune};
+    gcn_select_opts o = {.warmup = warmup, .samples = samples, .prune = prune, .rounds = 1};
     return o;
 }
 
@@ -135,7 +135,7 @@ static int step(gcn_ctx *ctx, gcn_selector *sel, fake_clock *f, bool *timed)
     if (t) {
         f->cand = cand;
         cr_assert_eq(gcn_selector_start(ctx, sel, cand), GCN_OK, "%s", gcn_last_error(ctx));
-        cr_assert_eq(gcn_selector_stop(ctx, sel, cand), GCN_OK, "%s", gcn_last_error(ctx));
+        cr_assert_eq(gcn_selector_stop(ctx, sel, cand, 1), GCN_OK, "%s", gcn_last_error(ctx));
     }
     if (timed)
         *timed = t;
@@ -159,6 +159,75 @@ Test(select, default_opts)
     cr_assert_eq(o.warmup, 1);
     cr_assert_eq(o.samples, 5);
     cr_assert_float_eq(o.prune, 1.5, 1e-12);
+    cr_assert_eq(o.rounds, 2);
+}
+
+static gcn_select_opts two_rounds(int warmup, int samples, double prune)
+{
+    gcn_select_opts o = opts_of(warmup, samples, prune);
+    o.rounds = 2;
+    return o;
+}
+
+/* Candidate 0 is timed first while the clocks are still low (its first
+ * five runs take 2 ms, later ones 1 ms); candidate 1 takes 1.5 ms.  One
+ * round locks 1; a second round, in reverse order, re-times 0 at 1 ms and
+ * locks it, with its score the lower of its two medians. */
+static fake_clock *rising_clock(void)
+{
+    const float base[] = {1.0f, 1.5f};
+    fake_clock *f = fake_new(2, base, 0.0f);
+    for (int k = 0; k < 5; k++)
+        f->ms[0][k] = 2.0f;
+    return f;
+}
+
+Test(select, one_round_is_misled_by_rising_clocks)
+{
+    gcn_ctx *ctx = test_cpu_ctx(1);
+    fake_clock *f = rising_clock();
+    gcn_selector *sel = make(ctx, f, opts_of(0, 5, NO_PRUNE));
+    cr_assert_eq(run_until_locked(ctx, sel, f, 100), 1);
+    gcn_selector_free(&sel);
+    free(f);
+    gcn_ctx_free(&ctx);
+}
+
+Test(select, a_second_round_in_reverse_order_corrects_it)
+{
+    gcn_ctx *ctx = test_cpu_ctx(1);
+    fake_clock *f = rising_clock();
+    gcn_selector *sel = make(ctx, f, two_rounds(1, 5, NO_PRUNE));
+    /* round 1: 0 then 1; round 2: 1 then 0, each a warm-up and 5 samples */
+    const int order[] = {0, 1, 1, 0};
+    for (int i = 0; i < 24; i++)
+        cr_assert_eq(step(ctx, sel, f, NULL), order[i / 6], "call %d", i);
+    cr_assert_eq(run_until_locked(ctx, sel, f, 10), 0);
+    cr_assert_eq(gcn_selector_profiled_calls(sel), 24);
+    cr_assert_float_eq(gcn_selector_median(sel, 0), 1.0, 1e-9);
+    cr_assert_float_eq(gcn_selector_median(sel, 1), 1.5, 1e-9);
+    cr_assert_float_eq(gcn_selector_min(sel, 0), 1.0, 1e-9);
+    cr_assert_eq(f->outstanding, 0, "every sample polled and released");
+    gcn_selector_free(&sel);
+    free(f);
+    gcn_ctx_free(&ctx);
+}
+
+/* The second round times only the candidates the first did not prune. */
+Test(select, the_second_round_skips_pruned_candidates)
+{
+    gcn_ctx *ctx = test_cpu_ctx(1);
+    const float base[] = {1.0f, 5.0f, 1.1f};
+    fake_clock *f = fake_new(3, base, 0.0f);
+    gcn_selector *sel = make(ctx, f, two_rounds(0, 2, 1.5));
+    cr_assert_eq(run_until_locked(ctx, sel, f, 100), 0);
+    cr_assert_eq(gcn_selector_state(sel, 1), GCN_CAND_PRUNED);
+    cr_assert_eq(f->runs[1], 1, "timed once, then pruned");
+    cr_assert_eq(f->runs[0], 4);
+    cr_assert_eq(f->runs[2], 4);
+    gcn_selector_free(&sel);
+    free(f);
+    gcn_ctx_free(&ctx);
 }
 
 Test(select, each_candidate_runs_in_one_block)
@@ -240,9 +309,10 @@ Test(select, prunes_a_clearly_slower_candidate)
     cr_assert_eq(gcn_selector_state(sel, 1), GCN_CAND_PRUNED);
     cr_assert_eq(gcn_selector_samples(sel, 1), 1, "dropped after its first sample");
     cr_assert_eq(gcn_selector_state(sel, 2), GCN_CAND_ACTIVE);
-    /* candidate 0: warm-up + 5 samples, candidate 1: warm-up + 1 sample,
-     * candidate 2: warm-up + 5 samples; against 18 without pruning */
-    cr_assert_eq(gcn_selector_profiled_calls(sel), 14);
+    /* round 1: candidate 0 warm-up + 5 samples, candidate 1 warm-up + 1
+     * sample, candidate 2 warm-up + 5 samples; round 2: 2 and 0 again;
+     * against 36 without pruning */
+    cr_assert_eq(gcn_selector_profiled_calls(sel), 26);
     cr_assert_eq(f->outstanding, 0);
     gcn_selector_free(&sel);
     free(f);
@@ -402,7 +472,7 @@ Test(select, a_failed_candidate_is_dropped_with_its_marks)
                 gcn_selector_fail(sel, 0);
                 break;
             }
-            cr_assert_eq(gcn_selector_stop(ctx, sel, cand), GCN_OK);
+            cr_assert_eq(gcn_selector_stop(ctx, sel, cand, 1), GCN_OK);
         }
     }
     cr_assert_eq(gcn_selector_state(sel, 0), GCN_CAND_FAILED);
@@ -509,14 +579,42 @@ Test(select, a_single_candidate_locks_without_timing)
     gcn_ctx_free(&ctx);
 }
 
+/* A bracket of several runs is a sample of its time over the runs: four
+ * runs of candidate 0 in 4 ms beat one run of candidate 1 in 1.5 ms. */
+Test(select, a_bracket_of_several_runs_counts_per_run)
+{
+    gcn_ctx *ctx = test_cpu_ctx(1);
+    const float base[] = {4.0f, 1.5f};
+    fake_clock *f = fake_new(2, base, 0.0f);
+    gcn_selector *sel = make(ctx, f, opts_of(0, 3, NO_PRUNE));
+    int cand;
+    bool timed;
+    while (!gcn_selector_locked(sel, NULL)) {
+        cr_assert_eq(gcn_selector_next(ctx, sel, &cand, &timed), GCN_OK);
+        if (!timed)
+            continue;
+        f->cand = cand;
+        cr_assert_eq(gcn_selector_start(ctx, sel, cand), GCN_OK);
+        cr_assert_eq(gcn_selector_stop(ctx, sel, cand, cand == 0 ? 4 : 1), GCN_OK);
+    }
+    cr_assert(gcn_selector_locked(sel, &cand));
+    cr_assert_eq(cand, 0);
+    cr_assert_float_eq(gcn_selector_median(sel, 0), 1.0, 1e-9);
+    cr_assert_float_eq(gcn_selector_median(sel, 1), 1.5, 1e-9);
+    gcn_selector_free(&sel);
+    free(f);
+    gcn_ctx_free(&ctx);
+}
+
 Test(select, misuse_of_start_and_stop)
 {
     gcn_ctx *ctx = test_cpu_ctx(1);
     const float base[] = {1.0f, 2.0f};
     fake_clock *f = fake_new(2, base, 0.0f);
     gcn_selector *sel = make(ctx, f, opts_of(0, 5, NO_PRUNE));
-    cr_assert_eq(gcn_selector_stop(ctx, sel, 0), GCN_ERR_STATE, "stop without start");
+    cr_assert_eq(gcn_selector_stop(ctx, sel, 0, 1), GCN_ERR_STATE, "stop without start");
     cr_assert_eq(gcn_selector_start(ctx, sel, 0), GCN_OK);
+    cr_assert_eq(gcn_selector_stop(ctx, sel, 0, 0), GCN_ERR_INVALID_ARG, "a bracket of no runs");
     cr_assert_eq(gcn_selector_start(ctx, sel, 0), GCN_ERR_STATE, "started twice");
     cr_assert_eq(gcn_selector_start(ctx, sel, 2), GCN_ERR_INVALID_ARG);
     gcn_selector_free(&sel);
@@ -534,6 +632,8 @@ Test(select, bad_options_and_arguments_are_rejected)
     const gcn_select_opts bad[] = {
         opts_of(-1, 5, 1.5), opts_of(1, 0, 1.5), opts_of(1, GCN_SELECT_MAX_SAMPLES + 1, 1.5),
         opts_of(1, 5, 0.99), opts_of(1, 5, NAN),
+        {.warmup = 1, .samples = 5, .prune = 1.5, .rounds = 0},
+        {.warmup = 1, .samples = 5, .prune = 1.5, .rounds = 3},
     };
     gcn_selector *sel = (gcn_selector *)&clock; /* stale: cleared on failure */
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -344,6 +344,7 @@ static bool report_spmm(session *s, int run, const gcn_trainer *tr)
             json_ms(s->log, "chosen_ms", t->chosen_ms);
             json_ms(s->log, "runner_up_ms", t->runner_up_ms);
             json_ms(s->log, "cusparse_ms", t->cusparse_ms);
+            json_ms(s->log, "setup_ms", t->setup_ms);
             fputs("}\n", s->log);
         }
     fflush(stdout);

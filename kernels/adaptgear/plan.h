@@ -16,6 +16,14 @@
 extern "C" {
 #endif
 
+/* ---- the split on the GPU (split.cu) ------------------------------------------ */
+
+/* gcn_csr_split of a symmetric CUDA matrix at level lv, on the device: the
+ * parts are symmetric and keep a's column order.  On failure both are
+ * NULL. */
+gcn_status gcn_split_cuda(gcn_ctx *ctx, const gcn_csr *a, const gcn_csr_level *lv,
+                          gcn_csr **intra, gcn_csr **inter);
+
 /* ---- intra_smem: communities staged in shared memory ----------------------- */
 
 /* Shared memory a block of intra_smem stages rows in: 4 blocks an SM fit. */
