@@ -28,6 +28,22 @@ __device__ __forceinline__ int2 community_of(const int32_t *part_ptr, int32_t n_
     return make_int2(__ldg(part_ptr + lo), __ldg(part_ptr + lo + 1));
 }
 
+/* The row of this thread's warp (one a warp), its entries [b, e) and its
+ * community; false past the last row. */
+__device__ __forceinline__ bool warp_row(const int32_t *row_ptr, const int32_t *part_ptr,
+                                         int32_t n_parts, int32_t n_rows, int32_t *i, int32_t *b,
+                                         int32_t *e, int2 *c)
+{
+    const int64_t row = (int64_t)blockIdx.x * SP_WARPS + (threadIdx.x >> 5);
+    if (row >= n_rows)
+        return false;
+    *i = (int32_t)row;
+    *b = row_ptr[row];
+    *e = row_ptr[row + 1];
+    *c = community_of(part_ptr, n_parts, *i);
+    return true;
+}
+
 /* in_ptr[i + 1] and out_ptr[i + 1]: row i's entries inside and outside its
  * community. */
 __global__ void __launch_bounds__(SP_THREADS)
@@ -35,12 +51,11 @@ __global__ void __launch_bounds__(SP_THREADS)
                  const int32_t *__restrict__ part_ptr, int32_t n_parts, int32_t n_rows,
                  int32_t *__restrict__ in_ptr, int32_t *__restrict__ out_ptr)
 {
-    const int64_t i = (int64_t)blockIdx.x * SP_WARPS + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
-    if (i >= n_rows)
+    int32_t i, b, e;
+    int2 c;
+    if (!warp_row(row_ptr, part_ptr, n_parts, n_rows, &i, &b, &e, &c))
         return;
-    const int2 c = community_of(part_ptr, n_parts, (int32_t)i);
-    const int32_t b = row_ptr[i], e = row_ptr[i + 1];
     int n = 0;
     for (int32_t k = b + lane; k < e; k += 32) {
         const int32_t col = col_idx[k];
@@ -63,12 +78,11 @@ __global__ void __launch_bounds__(SP_THREADS)
                 const int32_t *__restrict__ out_ptr, int32_t *__restrict__ out_col,
                 float *__restrict__ out_val)
 {
-    const int64_t i = (int64_t)blockIdx.x * SP_WARPS + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
-    if (i >= n_rows)
+    int32_t i, b, e;
+    int2 c;
+    if (!warp_row(row_ptr, part_ptr, n_parts, n_rows, &i, &b, &e, &c))
         return;
-    const int2 c = community_of(part_ptr, n_parts, (int32_t)i);
-    const int32_t b = row_ptr[i], e = row_ptr[i + 1];
     const unsigned below = (1u << lane) - 1u;
     int32_t wi = in_ptr[i], wo = out_ptr[i];
     for (int32_t k0 = b; k0 < e; k0 += 32) {
