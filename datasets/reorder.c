@@ -184,6 +184,17 @@ static gcn_status degree_order(gcn_ctx *ctx, const gcn_graph *g, int32_t *order)
 
 /* ---- nested METIS communities ------------------------------------------ */
 
+/* A graph of more than CUT_FACTOR * CUT_FACTOR / 4 times the coarsest
+ * community size nodes is first cut into parts CUT_FACTOR times that size
+ * (and those, if needed, into parts CUT_FACTOR times smaller...): levels
+ * only for cutting, not kept.  On chunglu:products (2.45 M nodes) one
+ * METIS call into 598 parts of 4,096 nodes took 25 minutes on one core;
+ * cutting into 38 parts of 65,536 first made the whole nesting 16 minutes
+ * (docs/perf.md).  Graphs of up to 262,144 nodes (arxiv) are cut as
+ * before. */
+#define CUT_FACTOR 16
+#define MAX_CUT_LEVELS 2
+
 /* The state of one nested partitioning: the order is written depth first,
  * each level recording where its parts start. */
 typedef struct nest {
@@ -192,7 +203,7 @@ typedef struct nest {
     int32_t *local;       /* [n_nodes]: id in the set being cut, or -1 */
     idx_t seed;
     const int32_t *size;  /* nominal part size of each level, finest first */
-    gcn_i32vec ptr[GCN_REORDER_MAX_LEVELS]; /* part starts of each level */
+    gcn_i32vec ptr[GCN_REORDER_MAX_LEVELS + MAX_CUT_LEVELS]; /* part starts of each level */
     int32_t *order;
     int32_t pos;          /* next slot of order */
 } nest;
@@ -341,10 +352,16 @@ static gcn_status metis_order(gcn_ctx *ctx, const gcn_graph *g, const int32_t *s
                               int n_sizes, uint32_t seed, gcn_reorder *r)
 {
     int32_t n = g->n_nodes, *set = NULL, n_conn = 0;
-    int n_levels = 0;
+    int32_t all[GCN_REORDER_MAX_LEVELS + MAX_CUT_LEVELS];
+    int n_levels = 0, n_cut;
     while (n_levels < n_sizes && sizes[n_levels] < n)
         n_levels++;
-    nest t = {.ctx = ctx, .seed = (idx_t)seed, .size = sizes, .order = r->order};
+    memcpy(all, sizes, (size_t)n_levels * sizeof *all);
+    for (n_cut = n_levels; n_cut > 0 && n_cut < n_levels + MAX_CUT_LEVELS &&
+                           (int64_t)all[n_cut - 1] * CUT_FACTOR * CUT_FACTOR / 4 < n;
+         n_cut++)
+        all[n_cut] = all[n_cut - 1] * CUT_FACTOR;
+    nest t = {.ctx = ctx, .seed = (idx_t)seed, .size = all, .order = r->order};
     gcn_graph *u = NULL, *sym = NULL;
     gcn_status st = GCN_OK;
     GCN_CHECK(gcn_graph_symmetrize(ctx, g, &u));
@@ -360,11 +377,11 @@ static gcn_status metis_order(gcn_ctx *ctx, const gcn_graph *g, const int32_t *s
     for (int32_t i = 0, w = n_conn; i < n; i++)
         if (sym->row_ptr[i + 1] == sym->row_ptr[i])
             set[w++] = i;
-    GCN_CHECK(cut(&t, set, n_conn, n_levels - 1));
-    GCN_CHECK(cut(&t, set + n_conn, n - n_conn, n_levels - 1));
+    GCN_CHECK(cut(&t, set, n_conn, n_cut - 1));
+    GCN_CHECK(cut(&t, set + n_conn, n - n_conn, n_cut - 1));
     GCN_CHECK(keep_levels(&t, n_levels, r));
 cleanup:
-    for (int k = 0; k < GCN_REORDER_MAX_LEVELS; k++)
+    for (int k = 0; k < GCN_REORDER_MAX_LEVELS + MAX_CUT_LEVELS; k++)
         free(t.ptr[k].data);
     free(t.local);
     free(set);

@@ -205,6 +205,39 @@ Test(reorder, metis_on_an_sbm_nests_three_levels)
     gcn_ctx_free(&ctx);
 }
 
+/* 2,000 nodes are over 64 times 16, so "metis:16" first cuts parts of 256
+ * nodes (a level only for cutting): the result keeps the one level asked
+ * for, with parts of about 16 nodes, nested in runs of at most 256 * 1.5
+ * nodes that METIS would keep together (checked through the intra share of
+ * an SBM, which cutting first must not lose). */
+Test(reorder, large_graphs_are_cut_coarse_first_and_keep_only_the_asked_levels)
+{
+    gcn_ctx *ctx = test_cpu_ctx(5);
+    gcn_sbm_opts so = gcn_sbm_default_opts();
+    so.n_nodes = 2000;
+    so.n_features = 1;
+    gcn_dataset *ds = NULL;
+    cr_assert_eq(gcn_dataset_sbm(ctx, &ds, &so), GCN_OK, "%s", gcn_last_error(ctx));
+    gcn_reorder *r = compute(ctx, ds->graph, "metis:16");
+    ds_check_reorder(r, 2000);
+    cr_assert_eq(r->n_levels, 1);
+    cr_assert_eq(r->size[0], 16);
+    double mean = 2000.0 / r->n_parts[0];
+    cr_assert(mean > 0.6 * 16 && mean <= 16, "mean part %.1f", mean);
+    for (int32_t q = 0; q < r->n_parts[0]; q++)
+        cr_assert_leq(r->part_ptr[0][q + 1] - r->part_ptr[0][q], 24);
+    const gcn_graph *g = ds->graph;
+    int64_t intra = 0;
+    for (int32_t u = 0; u < g->n_nodes; u++)
+        for (int32_t e = g->row_ptr[u]; e < g->row_ptr[u + 1]; e++)
+            intra += r->position[u] / 256 == r->position[g->col_idx[e]] / 256;
+    cr_assert_gt((double)intra / g->nnz, 0.3, "edges within runs of 256 new ids: %.3f",
+                 (double)intra / g->nnz);
+    gcn_reorder_free(&r);
+    gcn_dataset_free(&ds);
+    gcn_ctx_free(&ctx);
+}
+
 /* Nodes 3, 17 and 39 have no edge, 25 only a self-loop; the rest form a
  * directed ring with chords. */
 static gcn_graph *ring_with_isolated(gcn_ctx *ctx)
