@@ -174,14 +174,21 @@ Test(reorder, metis_keeps_planted_communities_together)
     gcn_ctx_free(&ctx);
 }
 
-Test(reorder, metis_on_an_sbm_nests_three_levels)
+/* The default SBM with 2,000 nodes and one feature. */
+static gcn_dataset *sbm_2000(gcn_ctx *ctx)
 {
-    gcn_ctx *ctx = test_cpu_ctx(4);
     gcn_sbm_opts so = gcn_sbm_default_opts();
     so.n_nodes = 2000;
     so.n_features = 1;
     gcn_dataset *ds = NULL;
     cr_assert_eq(gcn_dataset_sbm(ctx, &ds, &so), GCN_OK, "%s", gcn_last_error(ctx));
+    return ds;
+}
+
+Test(reorder, metis_on_an_sbm_nests_three_levels)
+{
+    gcn_ctx *ctx = test_cpu_ctx(4);
+    gcn_dataset *ds = sbm_2000(ctx);
     gcn_reorder *r = compute(ctx, ds->graph, "metis:16,128,1024");
     ds_check_reorder(r, 2000);
     cr_assert_eq(r->n_levels, 3);
@@ -213,11 +220,7 @@ Test(reorder, metis_on_an_sbm_nests_three_levels)
 Test(reorder, large_graphs_are_cut_coarse_first_and_keep_only_the_asked_levels)
 {
     gcn_ctx *ctx = test_cpu_ctx(5);
-    gcn_sbm_opts so = gcn_sbm_default_opts();
-    so.n_nodes = 2000;
-    so.n_features = 1;
-    gcn_dataset *ds = NULL;
-    cr_assert_eq(gcn_dataset_sbm(ctx, &ds, &so), GCN_OK, "%s", gcn_last_error(ctx));
+    gcn_dataset *ds = sbm_2000(ctx);
     gcn_reorder *r = compute(ctx, ds->graph, "metis:16");
     ds_check_reorder(r, 2000);
     cr_assert_eq(r->n_levels, 1);
