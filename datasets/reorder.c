@@ -189,7 +189,7 @@ static gcn_status degree_order(gcn_ctx *ctx, const gcn_graph *g, int32_t *order)
  * (and those, if needed, into parts CUT_FACTOR times smaller...): levels
  * only for cutting, not kept.  On chunglu:products (2.45 M nodes) one
  * METIS call into 598 parts of 4,096 nodes took 25 minutes on one core;
- * cutting into 38 parts of 65,536 first made the whole nesting 16 minutes
+ * cutting into 38 parts of 65,536 first made the whole nesting 14-16 minutes
  * (docs/perf.md).  Graphs of up to 262,144 nodes (arxiv) are cut as
  * before. */
 #define CUT_FACTOR 16
