@@ -30,6 +30,20 @@ __device__ __forceinline__ unsigned group_mask(int lane)
     return G == 32 ? 0xffffffffu : ((1u << G) - 1u) << (lane & ~(G - 1));
 }
 
+/* Lane li of a group of G lanes loads the (column - col0, value) pairs
+ * m * G + li (m < M) of the cnt non-zeros from base; 0 past cnt. */
+template <int G, int M>
+__device__ __forceinline__ void load_pairs(const rs_args &a, int base, int cnt, int li, int col0,
+                                           int (&c)[M], float (&v)[M])
+{
+#pragma unroll
+    for (int m = 0; m < M; m++) {
+        const int p = m * G + li;
+        c[m] = p < cnt ? __ldg(a.col_idx + base + p) - col0 : 0;
+        v[m] = p < cnt ? __ldg(a.val + base + p) : 0.0f;
+    }
+}
+
 /* acc += sum over non-zeros [b, e) of val * X[col, tile], computed by the G
  * lanes of one group (li = lane in group): per round each lane loads M
  * (column, value) pairs, P = M * G in all, and the group walks them U at a
@@ -45,12 +59,7 @@ __device__ __forceinline__ void row_sum(const rs_args &a, const float *xt, int b
         const int cnt = min(P, e - base);
         int c[M];
         float v[M];
-#pragma unroll
-        for (int m = 0; m < M; m++) {
-            const int p = m * G + li;
-            c[m] = p < cnt ? __ldg(a.col_idx + base + p) : 0;
-            v[m] = p < cnt ? __ldg(a.val + base + p) : 0.0f;
-        }
+        load_pairs<G, M>(a, base, cnt, li, 0, c, v);
 #pragma unroll
         for (int p0 = 0; p0 < P; p0 += U) {
             if (p0 >= cnt)

@@ -51,12 +51,7 @@ __device__ __forceinline__ void staged_sum(const rs_args &a, const float *sx, in
         const int cnt = min(P, e - base);
         int c[M];
         float v[M];
-#pragma unroll
-        for (int m = 0; m < M; m++) {
-            const int p = m * G + li;
-            c[m] = p < cnt ? __ldg(a.col_idx + base + p) - r0 : 0;
-            v[m] = p < cnt ? __ldg(a.val + base + p) : 0.0f;
-        }
+        load_pairs<G, M>(a, base, cnt, li, r0, c, v);
 #pragma unroll
         for (int p = 0; p < P; p++) {
             if (p >= cnt)
