@@ -6,11 +6,13 @@
 # For each configuration (CONFIGS, default models/gcn.json models/gin.json):
 # gcntrain on the real graph and split with --features random:128, writing the
 # data it used (--export-data) and a JSON-lines log, then
-# tools/compare/pyg_train.py on that same data.  Prints one table: test
-# accuracy at the best-validation epoch, median epoch time (training step plus
-# evaluation, device-synchronised) and peak GPU memory, gcn beside PyG.
-# Exit status 0 only when every run succeeded and each pair of accuracies
-# agrees within TOLERANCE (default 0.01).  Each side reports the mean of RUNS
+# tools/compare/pyg_train.py on that same data, first on PyG's fast path (a
+# sparse CSR adjacency), then with --adjacency edge_index.  Prints one table:
+# test accuracy at the best-validation epoch, median epoch time (training step
+# plus evaluation, device-synchronised) and peak GPU memory, gcn beside both
+# PyG rows (each labelled with its adjacency).  Exit status 0 only when every
+# run succeeded and each pair of accuracies, gcn and PyG's fast path, agrees
+# within TOLERANCE (default 0.01).  Each side reports the mean of RUNS
 # runs (default 3, so one seed's luck does not decide a one-point
 # comparison); EPOCHS overrides the configurations' 500.  Logs, JSON lines
 # and the table go to $OUT; the exported data (about 125 MB per
@@ -52,13 +54,17 @@ for cfg in $CONFIGS; do
         status=1
         continue
     fi
-    echo "== $name: PyTorch Geometric" >&2
-    # shellcheck disable=SC2086
-    if ! "$PYTHON" tools/compare/pyg_train.py "$cfg" "$EXPORT/$name" $overrides \
-        > "$OUT/$name.pyg.log" 2>&1; then
-        tail -n 5 "$OUT/$name.pyg.log" >&2
-        status=1
-    fi
+    for adj in sparse edge_index; do
+        log="$OUT/$name.pyg.log"
+        [ $adj = sparse ] || log="$OUT/$name.pyg-$adj.log"
+        echo "== $name: PyTorch Geometric, $adj" >&2
+        # shellcheck disable=SC2086
+        if ! "$PYTHON" tools/compare/pyg_train.py "$cfg" "$EXPORT/$name" --adjacency $adj \
+            $overrides > "$log" 2>&1; then
+            tail -n 5 "$log" >&2
+            status=1
+        fi
+    done
 done
 
 # One table from the logs; exits 1 when a pair is missing or disagrees.
@@ -87,8 +93,8 @@ def gcn_result(name):
             "ms": statistics.median(statistics.median(t) for t in epochs.values()),
             "peak": summary["peak_bytes"]}
 
-def pyg_result(name):
-    path = os.path.join(out, name + ".pyg.log")
+def pyg_result(name, log):
+    path = os.path.join(out, name + log)
     if not os.path.exists(path):
         return None
     lines = [l for l in open(path) if l.startswith("{")]
@@ -97,20 +103,21 @@ def pyg_result(name):
     o = json.loads(lines[-1])
     return {"acc": o["test_acc_mean"], "std": o["test_acc_std"], "best": o["best_epoch"],
             "ms": o["median_epoch_ms"], "peak": o["peak_bytes"],
-            "label": "pyg " + o["torch_geometric"]}
+            "label": f"pyg {o['torch_geometric']} {o.get('adjacency', 'edge_index')}"}
 
 ok = True
-print(f"{'config':8} {'framework':12} {'test acc':>16} {'best epoch':>11} "
+print(f"{'config':8} {'framework':22} {'test acc':>16} {'best epoch':>11} "
       f"{'median ms':>10} {'peak MiB':>9}")
 for name in names:
-    rows = [("gcn", gcn_result(name)), ("pyg", pyg_result(name))]
+    rows = [("gcn", gcn_result(name)), ("pyg sparse", pyg_result(name, ".pyg.log")),
+            ("pyg edge_index", pyg_result(name, ".pyg-edge_index.log"))]
     for label, r in rows:
         if r is None:
-            print(f"{name:8} {label:12} {'(failed)':>16}")
+            print(f"{name:8} {label:22} {'(failed)':>16}")
             continue
         acc = f"{r['acc']:.4f} +- {r['std']:.4f}"
         best = ",".join(str(b) for b in r["best"])
-        print(f"{name:8} {r.get('label', label):12} {acc:>16} {best:>11} "
+        print(f"{name:8} {r.get('label', label):22} {acc:>16} {best:>11} "
               f"{r['ms']:10.2f} {r['peak'] / 2**20:9.1f}")
     g, p = rows[0][1], rows[1][1]
     if g is None or p is None:
@@ -119,7 +126,7 @@ for name in names:
     diff = g["acc"] - p["acc"]
     agree = abs(diff) <= tol
     ok = ok and agree
-    print(f"{name:8} {'gcn - pyg':12} {diff:+16.4f} {'':>11} {g['ms'] - p['ms']:+10.2f} "
+    print(f"{name:8} {'gcn - pyg sparse':22} {diff:+16.4f} {'':>11} {g['ms'] - p['ms']:+10.2f} "
           f"{(g['peak'] - p['peak']) / 2**20:+9.1f}  accuracy {'agrees' if agree else 'DIFFERS'}"
           f" (tolerance {tol})")
 sys.exit(0 if ok else 1)
