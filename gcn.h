@@ -22,6 +22,7 @@
 #include "models/config.h"
 #include "models/model.h"
 #include "models/trainer.h"
+#include "models/setup.h"
 #include "datasets/graph.h"
 #include "datasets/reorder.h"
 #include "datasets/dataset.h"

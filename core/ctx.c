@@ -1,9 +1,12 @@
 /* Context lifetime, device selection and memory accounting. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cuda.h"
 #include "internal.h"
+#include "prof.h"
 
 gcn_ctx_opts gcn_ctx_default_opts(void)
 {
@@ -22,6 +25,24 @@ const char *gcn_device_name(gcn_device d)
     case GCN_DEVICE_CUDA: return "cuda";
     }
     return "unknown";
+}
+
+gcn_status gcn_device_parse(const char *spec, gcn_device *device, int *index)
+{
+    int idx = 0, end = 0;
+    if (!spec || !device || !index)
+        return GCN_ERR_INVALID_ARG;
+    if (!strcmp(spec, "auto"))
+        *device = GCN_DEVICE_AUTO;
+    else if (!strcmp(spec, "cpu"))
+        *device = GCN_DEVICE_CPU;
+    else if (!strcmp(spec, "cuda") ||
+             (sscanf(spec, "cuda:%d%n", &idx, &end) == 1 && spec[end] == '\0' && idx >= 0))
+        *device = GCN_DEVICE_CUDA;
+    else
+        return GCN_ERR_INVALID_ARG;
+    *index = idx;
+    return GCN_OK;
 }
 
 /* Resolves AUTO and checks that a requested GPU exists. */
@@ -91,6 +112,7 @@ void gcn_ctx_free(gcn_ctx **pctx)
     if (ctx->mem.in_use != 0)
         gcn_log(ctx, GCN_LOG_WARN, "context freed with %zu bytes still held by live objects",
                 ctx->mem.in_use);
+    gcn_prof_free(ctx);
     if (ctx->device == GCN_DEVICE_CUDA)
         gcn_cuda_release(ctx);
     free(ctx);
@@ -144,4 +166,28 @@ void gcn_mem_release(gcn_ctx *ctx, void *p, size_t bytes)
         return;
     ctx->be->release(ctx, p, bytes);
     ctx->mem.in_use -= bytes;
+}
+
+gcn_status gcn_ctx_stamp(gcn_ctx *ctx, int slot)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, slot >= 0 && slot < GCN_STAMPS);
+    if (ctx->device == GCN_DEVICE_CUDA)
+        return gcn_cuda_stamp(ctx, slot);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ctx->stamp[slot] = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+    return GCN_OK;
+}
+
+gcn_status gcn_ctx_stamp_ms(gcn_ctx *ctx, int from, int to, double *ms)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, ms && from >= 0 && from < GCN_STAMPS && to >= 0 && to < GCN_STAMPS);
+    if (ctx->device == GCN_DEVICE_CUDA)
+        return gcn_cuda_stamp_ms(ctx, from, to, ms);
+    *ms = ctx->stamp[to] - ctx->stamp[from];
+    return GCN_OK;
 }

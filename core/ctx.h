@@ -56,6 +56,11 @@ gcn_status gcn_ctx_create(gcn_ctx **ctx, const gcn_ctx_opts *opts);
  * sets *ctx to NULL. */
 void gcn_ctx_free(gcn_ctx **ctx);
 
+/* A device as configurations and command lines name it: "auto", "cpu",
+ * "cuda" or "cuda:N" (N >= 0; plain "cuda" is index 0).  GCN_ERR_INVALID_ARG
+ * for anything else. */
+gcn_status gcn_device_parse(const char *spec, gcn_device *device, int *index);
+
 /* The device the context actually runs on (never GCN_DEVICE_AUTO). */
 gcn_device gcn_ctx_device(const gcn_ctx *ctx);
 const char *gcn_device_name(gcn_device d);
@@ -86,8 +91,57 @@ bool gcn_ctx_tf32(const gcn_ctx *ctx);
 /* Blocks until all work queued on the context's device has finished. */
 gcn_status gcn_ctx_sync(gcn_ctx *ctx);
 
+/* Time between two points of the work queued on the context, read without
+ * an extra wait: gcn_ctx_stamp marks the point reached by the work queued so
+ * far in slot 0 .. GCN_STAMPS - 1 (a CUDA event on the GPU, the host clock
+ * on the CPU, where work runs as it is queued); gcn_ctx_stamp_ms waits for
+ * the later stamp and gives the milliseconds between them. */
+#define GCN_STAMPS 4
+gcn_status gcn_ctx_stamp(gcn_ctx *ctx, int slot);
+gcn_status gcn_ctx_stamp_ms(gcn_ctx *ctx, int from, int to, double *ms);
+
 /* Number of usable CUDA devices; 0 when the driver or device is absent. */
 int gcn_cuda_device_count(void);
+
+/* ---- GPU time by category of work (core/prof.c) ---------------------------
+ * Between gcn_ctx_profile_begin and gcn_ctx_profile_end the library records a
+ * CUDA event on the context's stream whenever the category of the work it
+ * queues changes; the device time from one event to the next counts for the
+ * first one's category.  Work queued inside another category's region counts
+ * for the outer region (the selector's copies inside an SpMM are SpMM), and
+ * the device's idle time (waiting for the host) for the category current at
+ * the time, mostly ELEMENTWISE.  Off by default, when each place that could
+ * record costs one branch on a context flag and no event. */
+typedef enum gcn_prof_category {
+    GCN_PROF_GEMM = 0,    /* dense matmuls (cuBLAS) */
+    GCN_PROF_SPMM,        /* sparse aggregation: the chosen kernel, the selector's
+                           * profiling runs, plans built on first use */
+    GCN_PROF_ELEMENTWISE, /* the rest of the work: activations, normalisation,
+                           * dropout, losses, bias and gradient sums, idle time */
+    GCN_PROF_OPTIMIZER,   /* optimiser updates */
+    GCN_PROF_OTHER,       /* host<->device transfers, device copies and fills */
+    GCN_PROF_N_CATEGORIES
+} gcn_prof_category;
+
+/* "gemm", "spmm", "elementwise", "optimizer", "other"; "?" out of range. */
+const char *gcn_prof_category_name(gcn_prof_category c);
+
+typedef struct gcn_prof_times {
+    double ms[GCN_PROF_N_CATEGORIES]; /* device time by category */
+    double span_ms;                   /* first event to last, as one interval: the
+                                       * categories sum to it up to rounding */
+    int events;                       /* events recorded, the first and last included */
+} gcn_prof_times;
+
+/* Starts attributing device time.  GCN_ERR_UNSUPPORTED on a CPU context,
+ * GCN_ERR_STATE when already profiling.  Events come from a pool on the
+ * context that later profiles reuse. */
+gcn_status gcn_ctx_profile_begin(gcn_ctx *ctx);
+
+/* Stops, waits for the last event and fills *times.  GCN_ERR_STATE when not
+ * profiling; a failure to record an event on the way (recording then
+ * stopped, the work itself went on) is reported here. */
+gcn_status gcn_ctx_profile_end(gcn_ctx *ctx, gcn_prof_times *times);
 
 #ifdef __cplusplus
 }

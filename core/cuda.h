@@ -17,6 +17,10 @@ gcn_status gcn_cuda_init(gcn_ctx *ctx, int device_index);
 /* Releases everything gcn_cuda_init and later calls created. */
 void gcn_cuda_release(gcn_ctx *ctx);
 
+/* gcn_ctx_stamp and gcn_ctx_stamp_ms on a CUDA context. */
+gcn_status gcn_cuda_stamp(gcn_ctx *ctx, int slot);
+gcn_status gcn_cuda_stamp_ms(gcn_ctx *ctx, int from, int to, double *ms);
+
 #ifdef __cplusplus
 }
 #endif

@@ -137,10 +137,41 @@ void gcn_cuda_release(gcn_ctx *ctx)
         cusparseDestroy(cs->cusparse);
     if (cs->cublas)
         cublasDestroy(cs->cublas);
+    for (int i = 0; i < cs->prof_n_events; i++)
+        cudaEventDestroy(cs->prof_events[i]);
+    free(cs->prof_events);
+    for (int i = 0; i < GCN_STAMPS; i++)
+        if (cs->stamps[i])
+            cudaEventDestroy(cs->stamps[i]);
     gcn_pool_destroy(ctx, &cs->pool);
     if (cs->stream)
         cudaStreamDestroy(cs->stream);
     cudaGetLastError();
     free(cs);
     ctx->cuda = NULL;
+}
+
+/* ---- stamps ------------------------------------------------------------------ */
+
+gcn_status gcn_cuda_stamp(gcn_ctx *ctx, int slot)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    if (!cs->stamps[slot])
+        GCN_CUDA(cudaEventCreate(&cs->stamps[slot]));
+    GCN_CUDA(cudaEventRecord(cs->stamps[slot], cs->stream));
+    return GCN_OK;
+}
+
+gcn_status gcn_cuda_stamp_ms(gcn_ctx *ctx, int from, int to, double *ms)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    if (!cs->stamps[from] || !cs->stamps[to])
+        return GCN_ERROR(ctx, GCN_ERR_STATE, "stamp %d or %d was never recorded", from, to);
+    float t = 0.0f;
+    GCN_CUDA(cudaEventSynchronize(cs->stamps[to]));
+    GCN_CUDA(cudaEventElapsedTime(&t, cs->stamps[from], cs->stamps[to]));
+    *ms = t;
+    return GCN_OK;
 }

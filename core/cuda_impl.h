@@ -21,6 +21,9 @@ typedef struct gcn_cuda_state {
     cusparseHandle_t cusparse; /* NULL until the first cuSPARSE call */
     gcn_pool *pool;
     bool sync_debug;           /* GCN_SYNC_DEBUG=1: synchronise after every launch */
+    cudaEvent_t *prof_events;  /* the profiler's pool (prof_cuda.cu), reused by every profile */
+    int prof_n_events;
+    cudaEvent_t stamps[GCN_STAMPS]; /* gcn_ctx_stamp's events, created on first use */
 } gcn_cuda_state;
 
 /* ---- checked calls ------------------------------------------------------ */
@@ -116,8 +119,14 @@ gcn_status gcn_cuda_dot(gcn_ctx *ctx, int64_t n, const float *a, const float *b,
 gcn_status gcn_cuda_nll(gcn_ctx *ctx, int64_t cols, const float *logp, const int32_t *labels,
                         const int32_t *rows, int64_t n_rows, float *out);
 gcn_status gcn_cuda_count_correct(gcn_ctx *ctx, int64_t cols, const float *scores,
-                                  const int32_t *labels, const int32_t *rows, int64_t n_rows,
-                                  int64_t *correct);
+                                 const int32_t *labels, const int32_t *rows, int64_t n_rows,
+                                 double *count);
+gcn_status gcn_cuda_cross_entropy(gcn_ctx *ctx, int64_t cols, const float *x, const int32_t *labels,
+                                 const int32_t *rows, int64_t n_rows, float *lse, float *out);
+gcn_status gcn_cuda_cross_entropy_backward(gcn_ctx *ctx, int64_t n, int64_t cols, const float *x,
+                                          const int32_t *labels, const int32_t *rows,
+                                          int64_t n_rows, const float *lse, const float *dy,
+                                          float *dx, bool acc);
 gcn_status gcn_cuda_sum_backward(gcn_ctx *ctx, int64_t n, const float *dy, float scale,
                                  float *dx, bool acc);
 gcn_status gcn_cuda_log_softmax(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
@@ -127,6 +136,15 @@ gcn_status gcn_cuda_log_softmax_backward(gcn_ctx *ctx, int64_t rows, int64_t col
 gcn_status gcn_cuda_nll_backward(gcn_ctx *ctx, int64_t n, int64_t cols, const int32_t *labels,
                                  const int32_t *rows, int64_t n_rows, const float *dy,
                                  float *dlogp, bool acc);
+
+/* ops_cuda_epilogue.cu */
+gcn_status gcn_cuda_epilogue_stats(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
+                                   const float *bias, bool training, float momentum, float eps,
+                                   float *running_mean, float *running_var, float *mean,
+                                   float *invstd);
+gcn_status gcn_cuda_epilogue_forward(gcn_ctx *ctx, const gcn_epilogue_args *a, float *out);
+gcn_status gcn_cuda_epilogue_backward(gcn_ctx *ctx, const gcn_epilogue_args *a,
+                                      const float *dout, const gcn_epilogue_grads *g);
 
 /* optim_cuda.cu */
 gcn_status gcn_cuda_sgd_step(gcn_ctx *ctx, int64_t n, float *param, const float *grad,

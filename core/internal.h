@@ -63,6 +63,33 @@ void gcn_log(gcn_ctx *ctx, gcn_log_level level, const char *fmt, ...)
 
 /* ---- backend table ---------------------------------------------------- */
 
+/* The fused epilogue's operands (gcn_apply_epilogue), per column c:
+ *     v = x + bias[c],  pre = gamma ? (v - mean[c]) (gamma[c] invstd[c]) + beta[c] : v,
+ *     y = act(pre),     out = p > 0 ? (kept ? y / (1 - p) : 0) : y
+ * with the mask of `dropout` (Philox words from key and offset).
+ * batch_stats: mean and invstd are the batch's, so backward also flows
+ * through them (training-mode batch norm). */
+typedef struct gcn_epilogue_args {
+    int64_t rows, cols;
+    const float *x;             /* [rows, cols] */
+    const float *bias;          /* [cols] or NULL */
+    const float *gamma, *beta;  /* [cols], or NULL: no batch norm */
+    const float *mean, *invstd; /* [cols], with gamma */
+    bool batch_stats;
+    gcn_activation act;
+    float alpha;
+    float p;
+    uint32_t key[2];
+    uint64_t offset;
+} gcn_epilogue_args;
+
+/* Where the epilogue's backward writes; NULL outputs are skipped, acc_*
+ * adds into the buffer.  dbias is the column sum of the new dx. */
+typedef struct gcn_epilogue_grads {
+    float *dx, *dbias, *dgamma, *dbeta;
+    bool acc_x, acc_bias, acc_gamma, acc_beta;
+} gcn_epilogue_grads;
+
 /* One entry per device.  Pointers are device pointers of that backend;
  * sizes are element counts and may be 0; matrices are row-major.  `acc` asks
  * a backward kernel to add into its output instead of overwriting it. */
@@ -141,12 +168,36 @@ typedef struct gcn_backend {
     gcn_status (*nll_backward)(gcn_ctx *ctx, int64_t n, int64_t cols, const int32_t *labels,
                                const int32_t *rows, int64_t n_rows, const float *dy,
                                float *dlogp, bool acc);
+    /* training: mean and invstd = 1 / sqrt(var + eps) of v = x + bias over
+     * the rows (the biased variance; rows >= 2), and the running statistics
+     * updated as batchnorm_train does.  !training: invstd from running_var
+     * only (x, bias and mean unused). */
+    gcn_status (*epilogue_stats)(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
+                                 const float *bias, bool training, float momentum, float eps,
+                                 float *running_mean, float *running_var, float *mean,
+                                 float *invstd);
+    gcn_status (*epilogue_forward)(gcn_ctx *ctx, const gcn_epilogue_args *a, float *out);
+    gcn_status (*epilogue_backward)(gcn_ctx *ctx, const gcn_epilogue_args *a, const float *dout,
+                                    const gcn_epilogue_grads *g);
     /* dst[i, 0:width] (+)= src[i, 0:width] for i < rows, with row strides */
     gcn_status (*copy_cols)(gcn_ctx *ctx, int64_t rows, int64_t width, const float *src,
                             int64_t src_ld, float *dst, int64_t dst_ld, bool acc);
+    /* count[0] = the listed rows whose first largest score is their label,
+     * written on the device without waiting (a device pointer). */
     gcn_status (*count_correct)(gcn_ctx *ctx, int64_t cols, const float *scores,
                                 const int32_t *labels, const int32_t *rows, int64_t n_rows,
-                                int64_t *correct);
+                                double *count);
+    /* Cross-entropy of the listed rows in one pass: lse[i] = log sum_j
+     * exp(x[r, j]) of the i-th listed row r and out[0] = -mean_i (x[r,
+     * labels[r]] - lse[i]); backward dx[r] (+)= dy[0] / n_rows (softmax(x[r])
+     * - onehot(labels[r])) for listed rows, zero elsewhere unless acc. */
+    gcn_status (*cross_entropy)(gcn_ctx *ctx, int64_t cols, const float *x,
+                                const int32_t *labels, const int32_t *rows, int64_t n_rows,
+                                float *lse, float *out);
+    gcn_status (*cross_entropy_backward)(gcn_ctx *ctx, int64_t n, int64_t cols, const float *x,
+                                         const int32_t *labels, const int32_t *rows,
+                                         int64_t n_rows, const float *lse, const float *dy,
+                                         float *dx, bool acc);
     /* Optimiser updates over one parameter of n elements (optim/). */
     gcn_status (*sgd_step)(gcn_ctx *ctx, int64_t n, float *param, const float *grad, float *buf,
                            float lr, float momentum, float dampening, float weight_decay,
@@ -279,6 +330,9 @@ struct gcn_ctx {
     int tape_len, tape_cap;
     gcn_memory_stats mem;
     void *cuda;             /* per-context CUDA state (core/cuda.h), NULL on the CPU */
+    double stamp[GCN_STAMPS]; /* gcn_ctx_stamp's host times on the CPU */
+    bool profiling;         /* between gcn_ctx_profile_begin and _end (core/prof.h) */
+    struct gcn_prof *prof;  /* the profiler's state, from the first begin on */
     char spmm_kernel[64];   /* kernels/spmm.c: "auto", "auto-deterministic" or a strategy */
     gcn_log_level log_level;
     gcn_log_fn log_fn;
@@ -293,6 +347,17 @@ void gcn_mem_release(gcn_ctx *ctx, void *p, size_t bytes);
 /* Reserves `words` Philox words on a stream; returns the first offset
  * (in units of 4-word counters) for the caller's draw. */
 uint64_t gcn_rng_reserve(gcn_ctx *ctx, gcn_rng_stream stream, uint64_t words);
+
+/* gcn_accuracy's count of correct listed rows into count, one double of
+ * the context's device memory (gcn_mem_alloc), written without waiting. */
+gcn_status gcn_count_correct(gcn_ctx *ctx, const gcn_tensor *scores, const gcn_index *labels,
+                             const gcn_index *rows, double *count);
+
+/* Frees t's values and keeps the tensor: for an intermediate that stays on
+ * the tape only as a gradient target (an op's input or output whose values
+ * no recorded backward reads, such as the input of an SpMM).  Ops given t
+ * afterwards fail with GCN_ERR_STATE. */
+void gcn_tensor_drop_values(gcn_tensor *t);
 
 /* Prologue of every op: ctx and out must be non-NULL; clears *out. */
 gcn_status gcn_op_begin(gcn_ctx *ctx, gcn_tensor **out);

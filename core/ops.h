@@ -34,6 +34,12 @@ gcn_status gcn_add_bias(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *bias, gcn_tenso
 /* out = alpha * x. */
 gcn_status gcn_scale(gcn_ctx *ctx, gcn_tensor *x, float alpha, gcn_tensor **out);
 
+typedef enum gcn_activation {
+    GCN_ACT_NONE = 0, /* identity */
+    GCN_ACT_RELU,
+    GCN_ACT_ELU
+} gcn_activation;
+
 /* out = max(x, 0). */
 gcn_status gcn_relu(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out);
 
@@ -60,6 +66,30 @@ gcn_status gcn_batchnorm(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *gamma, gcn_ten
                          gcn_tensor *running_mean, gcn_tensor *running_var, bool training,
                          float momentum, float eps, gcn_tensor **out);
 
+/* The tail of a network block as one op:
+ *     out = dropout_p(act(batchnorm(x + bias)))
+ * Every stage is optional: bias NULL adds nothing, gamma NULL skips the batch
+ * norm (then beta and the running statistics are unused and may be NULL),
+ * GCN_ACT_NONE is the identity, and dropout applies in training only.  The
+ * result equals gcn_add_bias, gcn_batchnorm, gcn_relu / gcn_elu and
+ * gcn_dropout in sequence up to float rounding (the dropout mask is the same
+ * for the same random state), in two passes over x forward and two
+ * backward; backward keeps only x and two [1, f] vectors and regenerates
+ * the dropout mask. */
+typedef struct gcn_epilogue {
+    gcn_tensor *bias;                       /* [1, f] or NULL */
+    gcn_tensor *gamma, *beta;               /* [1, f] batch-norm affine, or NULL */
+    gcn_tensor *running_mean, *running_var; /* [1, f], with gamma (gcn_batchnorm's rules) */
+    float momentum, eps;                    /* with gamma */
+    gcn_activation act;
+    float alpha;                            /* ELU's alpha (> 0) */
+    float dropout;                          /* p in [0, 1) */
+} gcn_epilogue;
+
+/* x [n, f] -> out [n, f]. */
+gcn_status gcn_apply_epilogue(gcn_ctx *ctx, gcn_tensor *x, const gcn_epilogue *e, bool training,
+                              gcn_tensor **out);
+
 /* Row-wise log_softmax: x [n, c] -> out [n, c]. */
 gcn_status gcn_log_softmax(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out);
 
@@ -69,6 +99,12 @@ gcn_status gcn_log_softmax(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out);
  * whose labels must be valid (>= 0). */
 gcn_status gcn_nll_loss(gcn_ctx *ctx, gcn_tensor *logp, const gcn_index *labels,
                         const gcn_index *rows, gcn_tensor **out);
+
+/* Cross-entropy of the listed rows in one op: gcn_nll_loss(gcn_log_softmax(
+ * logits)) without the [n, c] log-probabilities, and its backward in one
+ * pass over the listed rows (the others get zero gradient). */
+gcn_status gcn_cross_entropy(gcn_ctx *ctx, gcn_tensor *logits, const gcn_index *labels,
+                             const gcn_index *rows, gcn_tensor **out);
 
 /* Columns side by side: parts[i] [n, f_i] -> out [n, sum f_i]. */
 gcn_status gcn_concat_cols(gcn_ctx *ctx, gcn_tensor *const *parts, int n_parts,

@@ -305,8 +305,13 @@ const gcn_backend gcn_backend_cpu = {
     .log_softmax_backward = gcn_cpu_log_softmax_backward,
     .nll = gcn_cpu_nll,
     .nll_backward = gcn_cpu_nll_backward,
+    .epilogue_stats = gcn_cpu_epilogue_stats,
+    .epilogue_forward = gcn_cpu_epilogue_forward,
+    .epilogue_backward = gcn_cpu_epilogue_backward,
     .copy_cols = cpu_copy_cols,
     .count_correct = gcn_cpu_count_correct,
+    .cross_entropy = gcn_cpu_cross_entropy,
+    .cross_entropy_backward = gcn_cpu_cross_entropy_backward,
     .sgd_step = gcn_cpu_sgd_step,
     .adam_step = gcn_cpu_adam_step,
 };

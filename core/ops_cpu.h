@@ -1,4 +1,4 @@
-/* CPU backend functions defined in ops_cpu_nn.c and gathered into the
+/* CPU backend functions defined in ops_cpu_nn.c, ops_cpu_epilogue.c and gathered into the
  * gcn_backend_cpu table in ops_cpu.c.  Semantics: see gcn_backend. */
 #ifndef GCN_OPS_CPU_H
 #define GCN_OPS_CPU_H
@@ -32,7 +32,20 @@ gcn_status gcn_cpu_nll_backward(gcn_ctx *ctx, int64_t n, int64_t cols, const int
                                 float *dlogp, bool acc);
 gcn_status gcn_cpu_count_correct(gcn_ctx *ctx, int64_t cols, const float *scores,
                                  const int32_t *labels, const int32_t *rows, int64_t n_rows,
-                                 int64_t *correct);
+                                 double *count);
+gcn_status gcn_cpu_cross_entropy(gcn_ctx *ctx, int64_t cols, const float *x, const int32_t *labels,
+                                 const int32_t *rows, int64_t n_rows, float *lse, float *out);
+gcn_status gcn_cpu_cross_entropy_backward(gcn_ctx *ctx, int64_t n, int64_t cols, const float *x,
+                                          const int32_t *labels, const int32_t *rows,
+                                          int64_t n_rows, const float *lse, const float *dy,
+                                          float *dx, bool acc);
+gcn_status gcn_cpu_epilogue_stats(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
+                                  const float *bias, bool training, float momentum, float eps,
+                                  float *running_mean, float *running_var, float *mean,
+                                  float *invstd);
+gcn_status gcn_cpu_epilogue_forward(gcn_ctx *ctx, const gcn_epilogue_args *a, float *out);
+gcn_status gcn_cpu_epilogue_backward(gcn_ctx *ctx, const gcn_epilogue_args *a, const float *dout,
+                                     const gcn_epilogue_grads *g);
 gcn_status gcn_cpu_sgd_step(gcn_ctx *ctx, int64_t n, float *param, const float *grad, float *buf,
                             float lr, float momentum, float dampening, float weight_decay,
                             bool nesterov, bool first_step);

@@ -171,7 +171,7 @@ gcn_status gcn_cpu_nll_backward(gcn_ctx *ctx, int64_t n, int64_t cols, const int
 
 gcn_status gcn_cpu_count_correct(gcn_ctx *ctx, int64_t cols, const float *scores,
                                  const int32_t *labels, const int32_t *rows, int64_t n_rows,
-                                 int64_t *correct)
+                                 double *count)
 {
     (void)ctx;
     int64_t hits = 0;
@@ -183,7 +183,59 @@ gcn_status gcn_cpu_count_correct(gcn_ctx *ctx, int64_t cols, const float *scores
                 best = j;
         hits += best == labels[rows[i]];
     }
-    *correct = hits;
+    *count = (double)hits;
+    return GCN_OK;
+}
+
+/* log sum_j exp(x[j]) in double, shifted by the largest value. */
+static double log_sum_exp(const float *x, int64_t cols)
+{
+    float mx = x[0];
+    for (int64_t j = 1; j < cols; j++)
+        mx = x[j] > mx ? x[j] : mx;
+    double s = 0.0;
+    for (int64_t j = 0; j < cols; j++)
+        s += exp((double)x[j] - mx);
+    return mx + log(s);
+}
+
+gcn_status gcn_cpu_cross_entropy(gcn_ctx *ctx, int64_t cols, const float *x, const int32_t *labels,
+                                 const int32_t *rows, int64_t n_rows, float *lse, float *out)
+{
+    double s = 0.0;
+    for (int64_t i = 0; i < n_rows; i++) {
+        int32_t r = rows[i], c = labels[r];
+        if (c < 0 || c >= cols)
+            return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG,
+                             "cross_entropy: row %d is listed but its label %d is not a class", r,
+                             c);
+        const float *xr = x + (int64_t)r * cols;
+        double l = log_sum_exp(xr, cols);
+        lse[i] = (float)l;
+        s += xr[c] - l;
+    }
+    out[0] = (float)(-s / (double)n_rows);
+    return GCN_OK;
+}
+
+gcn_status gcn_cpu_cross_entropy_backward(gcn_ctx *ctx, int64_t n, int64_t cols, const float *x,
+                                          const int32_t *labels, const int32_t *rows,
+                                          int64_t n_rows, const float *lse, const float *dy,
+                                          float *dx, bool acc)
+{
+    (void)ctx;
+    if (!acc)
+        for (int64_t i = 0; i < n * cols; i++)
+            dx[i] = 0.0f;
+    float g = dy[0] / (float)n_rows;
+    for (int64_t i = 0; i < n_rows; i++) {
+        int64_t base = (int64_t)rows[i] * cols;
+        int32_t c = labels[rows[i]];
+        for (int64_t j = 0; j < cols; j++) {
+            float p = (float)exp((double)x[base + j] - lse[i]);
+            dx[base + j] += g * (j == c ? p - 1.0f : p);
+        }
+    }
     return GCN_OK;
 }
 

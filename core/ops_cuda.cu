@@ -4,6 +4,7 @@
 
 #include "cuda_impl.h"
 #include "philox.h"
+#include "prof.h"
 
 /* Arithmetic mirrors core/ops_cpu.c expression by expression, with explicit
  * _rn intrinsics where the compiler would otherwise fuse a multiply-add, so
@@ -23,32 +24,35 @@ static void cuda_release(gcn_ctx *ctx, void *p, size_t bytes)
     gcn_pool_release(ctx, ((gcn_cuda_state *)ctx->cuda)->pool, p, bytes);
 }
 
-/* Host buffers may be reused as soon as these return, so both directions
+/* Transfers, copies and fills are GCN_PROF_OTHER work when profiling.  Host
+ * buffers may be reused as soon as a transfer returns, so both directions
  * wait for the copy. */
-static gcn_status cuda_upload(gcn_ctx *ctx, void *dst, const void *host, size_t bytes)
+static gcn_status cuda_memcpy(gcn_ctx *ctx, void *dst, const void *src, size_t bytes,
+                              cudaMemcpyKind kind)
 {
     gcn_cuda_state *cs;
     GCN_TRY(gcn_cuda_begin(ctx, &cs));
-    GCN_CUDA(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, cs->stream));
-    GCN_CUDA(cudaStreamSynchronize(cs->stream));
-    return GCN_OK;
+    gcn_prof_category prev = gcn_prof_enter(ctx, GCN_PROF_OTHER);
+    gcn_status st = GCN_CUDA_ST(cudaMemcpyAsync(dst, src, bytes, kind, cs->stream));
+    if (st == GCN_OK && kind != cudaMemcpyDeviceToDevice)
+        st = GCN_CUDA_ST(cudaStreamSynchronize(cs->stream));
+    gcn_prof_leave(ctx, prev);
+    return st;
+}
+
+static gcn_status cuda_upload(gcn_ctx *ctx, void *dst, const void *host, size_t bytes)
+{
+    return cuda_memcpy(ctx, dst, host, bytes, cudaMemcpyHostToDevice);
 }
 
 static gcn_status cuda_download(gcn_ctx *ctx, void *host, const void *src, size_t bytes)
 {
-    gcn_cuda_state *cs;
-    GCN_TRY(gcn_cuda_begin(ctx, &cs));
-    GCN_CUDA(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, cs->stream));
-    GCN_CUDA(cudaStreamSynchronize(cs->stream));
-    return GCN_OK;
+    return cuda_memcpy(ctx, host, src, bytes, cudaMemcpyDeviceToHost);
 }
 
 static gcn_status cuda_copy(gcn_ctx *ctx, void *dst, const void *src, size_t bytes)
 {
-    gcn_cuda_state *cs;
-    GCN_TRY(gcn_cuda_begin(ctx, &cs));
-    GCN_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cs->stream));
-    return GCN_OK;
+    return cuda_memcpy(ctx, dst, src, bytes, cudaMemcpyDeviceToDevice);
 }
 
 static gcn_status cuda_sync(gcn_ctx *ctx)
@@ -78,13 +82,16 @@ static gcn_status cuda_fill(gcn_ctx *ctx, float *x, int64_t n, float value)
         return GCN_OK;
     uint32_t bits;
     memcpy(&bits, &value, sizeof bits);
+    gcn_prof_category prev = gcn_prof_enter(ctx, GCN_PROF_OTHER);
+    gcn_status st;
     if (bits == 0) { /* +0.0f: all-zero bytes */
-        GCN_CUDA(cudaMemsetAsync(x, 0, (size_t)n * sizeof *x, cs->stream));
-        return GCN_OK;
+        st = GCN_CUDA_ST(cudaMemsetAsync(x, 0, (size_t)n * sizeof *x, cs->stream));
+    } else {
+        fill_kernel<<<gcn_blocks(n, GCN_THREADS), GCN_THREADS, 0, cs->stream>>>(n, x, value);
+        st = GCN_LAUNCHED_ST("fill_kernel");
     }
-    fill_kernel<<<gcn_blocks(n, GCN_THREADS), GCN_THREADS, 0, cs->stream>>>(n, x, value);
-    GCN_LAUNCHED("fill_kernel");
-    return GCN_OK;
+    gcn_prof_leave(ctx, prev);
+    return st;
 }
 
 /* y = alpha x + (beta == 0 ? 0 : beta y) */
@@ -342,11 +349,13 @@ static gcn_status cuda_gemm(gcn_ctx *ctx, bool trans_a, bool trans_b, int64_t m,
     cublasHandle_t h;
     GCN_TRY(gcn_cuda_cublas(ctx, &h));
     cublasComputeType_t compute = ctx->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-    GCN_CUBLAS(cublasGemmEx_64(h, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                               trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, CUDA_R_32F,
-                               ldb, a, CUDA_R_32F, lda, &beta, c, CUDA_R_32F, ldc, compute,
-                               CUBLAS_GEMM_DEFAULT));
-    return GCN_OK;
+    gcn_prof_category prev = gcn_prof_enter(ctx, GCN_PROF_GEMM);
+    gcn_status st = GCN_CUBLAS_ST(
+        cublasGemmEx_64(h, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                        n, m, k, &alpha, b, CUDA_R_32F, ldb, a, CUDA_R_32F, lda, &beta, c,
+                        CUDA_R_32F, ldc, compute, CUBLAS_GEMM_DEFAULT));
+    gcn_prof_leave(ctx, prev);
+    return st;
 }
 
 const gcn_backend gcn_backend_cuda = {
@@ -380,8 +389,13 @@ const gcn_backend gcn_backend_cuda = {
     .log_softmax_backward = gcn_cuda_log_softmax_backward,
     .nll = gcn_cuda_nll,
     .nll_backward = gcn_cuda_nll_backward,
+    .epilogue_stats = gcn_cuda_epilogue_stats,
+    .epilogue_forward = gcn_cuda_epilogue_forward,
+    .epilogue_backward = gcn_cuda_epilogue_backward,
     .copy_cols = cuda_copy_cols,
     .count_correct = gcn_cuda_count_correct,
+    .cross_entropy = gcn_cuda_cross_entropy,
+    .cross_entropy_backward = gcn_cuda_cross_entropy_backward,
     .sgd_step = gcn_cuda_sgd_step,
     .adam_step = gcn_cuda_adam_step,
 };

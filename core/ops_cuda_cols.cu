@@ -1,6 +1,6 @@
 /* Per-column reductions on the GPU: col_sum and batch normalisation (train,
  * eval, and both backwards). */
-#include "cuda_impl.h"
+#include "cuda_cols.cuh"
 
 /* Sums accumulate in double like the CPU reference, in a fixed order
  * (per-chunk partials, then a second pass), so results are deterministic and
@@ -51,23 +51,6 @@ __global__ void col_partial_kernel(int64_t rows, int64_t cols, int64_t chunk_row
     }
 }
 
-/* One thread per column (grid-stride): adds the chunk partials in chunk
- * order and hands the totals to fin(c, totals). */
-template <int N, class Fin>
-__global__ void col_finish_kernel(int64_t cols, int64_t n_chunks, const double *partial, Fin fin)
-{
-    for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < cols;
-         c += (int64_t)gridDim.x * blockDim.x) {
-        double tot[N];
-        for (int k = 0; k < N; k++)
-            tot[k] = 0.0;
-        for (int64_t b = 0; b < n_chunks; b++)
-            for (int k = 0; k < N; k++)
-                tot[k] += partial[(b * cols + c) * N + k];
-        fin(c, tot);
-    }
-}
-
 /* fin(c, sum over rows r of f(r, c)) for every column c. */
 template <int N, class F, class Fin>
 static gcn_status col_reduce(gcn_ctx *ctx, gcn_cuda_state *cs, int64_t rows, int64_t cols, F f,
@@ -90,7 +73,7 @@ static gcn_status col_reduce(gcn_ctx *ctx, gcn_cuda_state *cs, int64_t rows, int
         st = GCN_LAUNCHED_ST("col_partial_kernel");
     }
     if (st == GCN_OK) {
-        col_finish_kernel<N><<<gcn_blocks(cols, GCN_THREADS), GCN_THREADS, 0, cs->stream>>>(
+        col_finish_kernel<N><<<col_finish_blocks(cols), GCN_THREADS, 0, cs->stream>>>(
             cols, n_chunks, partial, fin);
         st = GCN_LAUNCHED_ST("col_finish_kernel");
     }

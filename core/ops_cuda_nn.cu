@@ -1,5 +1,6 @@
-/* Scalar reductions (sum, dot, NLL loss, accuracy count), row-wise log_softmax
- * and the backward passes of sum and NLL on the GPU. */
+/* Scalar reductions (sum, dot, NLL loss, accuracy count), row-wise log_softmax,
+ * the fused cross-entropy and the backward passes of sum, NLL and
+ * cross-entropy on the GPU. */
 #include "cuda_impl.h"
 
 /* Sums accumulate in double in a fixed order (block partials, then one
@@ -197,25 +198,16 @@ struct store_double {
 
 gcn_status gcn_cuda_count_correct(gcn_ctx *ctx, int64_t cols, const float *scores,
                                   const int32_t *labels, const int32_t *rows, int64_t n_rows,
-                                  int64_t *correct)
+                                  double *count)
 {
     gcn_cuda_state *cs;
     GCN_TRY(gcn_cuda_begin(ctx, &cs));
-    *correct = 0;
-    if (n_rows <= 0 || cols <= 0)
+    if (cols <= 0) {
+        GCN_CUDA(cudaMemsetAsync(count, 0, sizeof *count, cs->stream));
         return GCN_OK;
-    double *count = NULL, host = 0.0;
-    GCN_TRY(gcn_mem_alloc(ctx, (void **)&count, sizeof *count));
-    gcn_status st;
-    GCN_CHECK(reduce_sum(ctx, cs, n_rows, correct_term{scores, labels, rows, cols},
-                         store_double{count}));
-    GCN_CHECK(GCN_CUDA_ST(
-        cudaMemcpyAsync(&host, count, sizeof host, cudaMemcpyDeviceToHost, cs->stream)));
-    GCN_CHECK(GCN_CUDA_ST(cudaStreamSynchronize(cs->stream)));
-    *correct = (int64_t)host;
-cleanup:
-    gcn_mem_release(ctx, count, sizeof *count);
-    return st;
+    }
+    return reduce_sum(ctx, cs, n_rows, correct_term{scores, labels, rows, cols},
+                      store_double{count});
 }
 
 /* One thread per listed row i (grid-stride) adds g at (r, labels[r]).  Rows
@@ -338,5 +330,100 @@ gcn_status gcn_cuda_log_softmax_backward(gcn_ctx *ctx, int64_t rows, int64_t col
     log_softmax_backward_kernel<<<warp_blocks(rows), GCN_THREADS, 0, cs->stream>>>(rows, cols, y,
                                                                                   dy, dx, acc);
     GCN_LAUNCHED("log_softmax_backward_kernel");
+    return GCN_OK;
+}
+
+/* ---- cross-entropy ------------------------------------------------------------------- */
+
+/* One warp per listed row i (grid-stride); lane l takes columns l, l + 32, ...
+ * lse[i] as log_softmax_kernel computes it, terms[i] = x[r, label] - lse
+ * (NaN when the label is not a class). */
+__global__ void cross_entropy_rows_kernel(int64_t cols, const float *x, const int32_t *labels,
+                                          const int32_t *rows, int64_t n_rows, float *lse,
+                                          double *terms)
+{
+    int lane = threadIdx.x % WARP;
+    int64_t warps = (int64_t)gridDim.x * (blockDim.x / WARP);
+    for (int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / WARP; i < n_rows;
+         i += warps) {
+        int32_t r = rows[i], c = labels[r];
+        const float *xr = x + (int64_t)r * cols;
+        float mx = xr[0];
+        for (int64_t j = lane; j < cols; j += WARP)
+            mx = xr[j] > mx ? xr[j] : mx;
+        mx = warp_max(mx);
+        double s = 0.0;
+        for (int64_t j = lane; j < cols; j += WARP)
+            s += exp(__dsub_rn(xr[j], mx));
+        double l = __dadd_rn(mx, log(warp_sum(s)));
+        if (lane == 0) {
+            lse[i] = (float)l;
+            terms[i] = c >= 0 && c < cols ? __dsub_rn(xr[c], l) : nan("");
+        }
+    }
+}
+
+struct double_value {
+    const double *v;
+    __device__ double operator()(int64_t i) const { return v[i]; }
+};
+
+gcn_status gcn_cuda_cross_entropy(gcn_ctx *ctx, int64_t cols, const float *x,
+                                  const int32_t *labels, const int32_t *rows, int64_t n_rows,
+                                  float *lse, float *out)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    double *terms = NULL;
+    size_t bytes = (size_t)n_rows * sizeof *terms;
+    GCN_TRY(gcn_mem_alloc(ctx, (void **)&terms, bytes));
+    gcn_status st = GCN_OK;
+    if (n_rows > 0 && cols > 0) {
+        cross_entropy_rows_kernel<<<warp_blocks(n_rows), GCN_THREADS, 0, cs->stream>>>(
+            cols, x, labels, rows, n_rows, lse, terms);
+        st = GCN_LAUNCHED_ST("cross_entropy_rows_kernel");
+    }
+    if (st == GCN_OK)
+        st = reduce_sum(ctx, cs, n_rows, double_value{terms}, nll_out{out, n_rows});
+    gcn_mem_release(ctx, terms, bytes);
+    return st;
+}
+
+/* One warp per listed row i (grid-stride); lane l takes columns l, l + 32, ...
+ * and adds dy / n (softmax - onehot) atomically: a row listed twice adds the
+ * same values twice, which no order of the additions can change. */
+__global__ void cross_entropy_backward_kernel(int64_t cols, const float *x,
+                                              const int32_t *labels, const int32_t *rows,
+                                              int64_t n_rows, const float *lse, const float *dy,
+                                              float *dx)
+{
+    int lane = threadIdx.x % WARP;
+    int64_t warps = (int64_t)gridDim.x * (blockDim.x / WARP);
+    float g = dy[0] / (float)n_rows;
+    for (int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / WARP; i < n_rows;
+         i += warps) {
+        int64_t base = (int64_t)rows[i] * cols;
+        int32_t c = labels[rows[i]];
+        for (int64_t j = lane; j < cols; j += WARP) {
+            float p = (float)exp(__dsub_rn(x[base + j], lse[i]));
+            atomicAdd(&dx[base + j], __fmul_rn(g, j == c ? __fsub_rn(p, 1.0f) : p));
+        }
+    }
+}
+
+gcn_status gcn_cuda_cross_entropy_backward(gcn_ctx *ctx, int64_t n, int64_t cols, const float *x,
+                                           const int32_t *labels, const int32_t *rows,
+                                           int64_t n_rows, const float *lse, const float *dy,
+                                           float *dx, bool acc)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    if (!acc && n * cols > 0)
+        GCN_CUDA(cudaMemsetAsync(dx, 0, (size_t)(n * cols) * sizeof *dx, cs->stream));
+    if (n_rows <= 0 || cols <= 0)
+        return GCN_OK;
+    cross_entropy_backward_kernel<<<warp_blocks(n_rows), GCN_THREADS, 0, cs->stream>>>(
+        cols, x, labels, rows, n_rows, lse, dy, dx);
+    GCN_LAUNCHED("cross_entropy_backward_kernel");
     return GCN_OK;
 }

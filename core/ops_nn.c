@@ -181,6 +181,60 @@ cleanup:
     return st;
 }
 
+static gcn_status cross_entropy_backward(gcn_ctx *ctx, gcn_node *nd)
+{
+    gcn_tensor *x = nd->in[0];
+    float *buf;
+    bool acc;
+    GCN_TRY(gcn_grad_slot(ctx, x, &buf, &acc));
+    const gcn_index *labels = nd->index[0], *rows = nd->index[1];
+    return ctx->be->cross_entropy_backward(ctx, x->rows, x->cols, x->data, labels->data,
+                                           rows->data, rows->n, nd->saved[0]->data,
+                                           nd->out->grad->data, buf, acc);
+}
+
+gcn_status gcn_cross_entropy(gcn_ctx *ctx, gcn_tensor *logits, const gcn_index *labels,
+                             const gcn_index *rows, gcn_tensor **out)
+{
+    GCN_TRY(gcn_op_begin(ctx, out));
+    GCN_TRY(check_labels(ctx, logits, labels, rows, "cross_entropy"));
+    if (rows->n == 0)
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "cross_entropy: the row list is empty");
+    if (logits->cols < 1)
+        return GCN_ERROR(ctx, GCN_ERR_SHAPE, "cross_entropy: the scores have no columns");
+    gcn_tensor *y = NULL, *lse = NULL;
+    gcn_node *nd;
+    gcn_status st;
+    GCN_CHECK(gcn_tensor_create(ctx, &y, 1, 1));
+    GCN_CHECK(gcn_tensor_create(ctx, &lse, rows->n, 1));
+    GCN_CHECK(ctx->be->cross_entropy(ctx, logits->cols, logits->data, labels->data, rows->data,
+                                     rows->n, lse->data, y->data));
+    GCN_CHECK(gcn_tape_record(ctx, "cross_entropy", cross_entropy_backward, &logits, 1, y, &nd));
+    if (nd) {
+        nd->saved[0] = lse;
+        lse = NULL;
+        nd->index[0] = gcn_index_retain((gcn_index *)labels);
+        nd->index[1] = gcn_index_retain((gcn_index *)rows);
+    }
+    *out = y;
+    y = NULL;
+cleanup:
+    gcn_tensor_free(&lse);
+    gcn_tensor_free(&y);
+    return st;
+}
+
+gcn_status gcn_count_correct(gcn_ctx *ctx, const gcn_tensor *scores, const gcn_index *labels,
+                             const gcn_index *rows, double *count)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, count);
+    GCN_TRY(check_labels(ctx, scores, labels, rows, "accuracy"));
+    return ctx->be->count_correct(ctx, scores->cols, scores->data, labels->data, rows->data,
+                                  rows->n, count);
+}
+
 gcn_status gcn_accuracy(gcn_ctx *ctx, const gcn_tensor *scores, const gcn_index *labels,
                         const gcn_index *rows, double *acc)
 {
@@ -191,11 +245,14 @@ gcn_status gcn_accuracy(gcn_ctx *ctx, const gcn_tensor *scores, const gcn_index 
     GCN_TRY(check_labels(ctx, scores, labels, rows, "accuracy"));
     if (rows->n == 0)
         return GCN_OK;
-    int64_t correct = 0;
-    GCN_TRY(ctx->be->count_correct(ctx, scores->cols, scores->data, labels->data, rows->data,
-                                   rows->n, &correct));
-    *acc = (double)correct / (double)rows->n;
-    return GCN_OK;
+    double *count = NULL, host = 0.0;
+    GCN_TRY(gcn_mem_alloc(ctx, (void **)&count, sizeof *count));
+    gcn_status st = gcn_count_correct(ctx, scores, labels, rows, count);
+    if (st == GCN_OK)
+        st = ctx->be->download(ctx, &host, count, sizeof host);
+    gcn_mem_release(ctx, count, sizeof *count);
+    *acc = host / (double)rows->n;
+    return st;
 }
 
 /* ---- concatenation and reductions ----------------------------------------- */

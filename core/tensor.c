@@ -128,6 +128,14 @@ void gcn_tensor_free(gcn_tensor **pt)
     free(t);
 }
 
+void gcn_tensor_drop_values(gcn_tensor *t)
+{
+    if (!t || !t->data)
+        return;
+    gcn_mem_release(t->ctx, t->data, tensor_bytes(t->rows, t->cols));
+    t->data = NULL;
+}
+
 int64_t gcn_tensor_rows(const gcn_tensor *t) { return t ? t->rows : 0; }
 int64_t gcn_tensor_cols(const gcn_tensor *t) { return t ? t->cols : 0; }
 int64_t gcn_tensor_numel(const gcn_tensor *t) { return t ? t->rows * t->cols : 0; }
@@ -174,6 +182,8 @@ gcn_status gcn_check_tensor(gcn_ctx *ctx, const gcn_tensor *t, const char *what)
         return GCN_ERROR(ctx, GCN_ERR_DEVICE, "%s lives on %s, not on this context's %s", what,
                          t->ctx == ctx ? gcn_device_name(t->device) : "another context",
                          gcn_device_name(ctx->device));
+    if (!t->data && t->rows * t->cols > 0)
+        return GCN_ERROR(ctx, GCN_ERR_STATE, "%s had its values dropped after use", what);
     return GCN_OK;
 }
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "../core/internal.h"
+#include "../core/prof.h"
 #include "spmm_auto.h"
 #include "spmm_impls.h"
 
@@ -106,13 +107,18 @@ gcn_status gcn_spmm_run(gcn_ctx *ctx, const gcn_spmm_impl *impl, const gcn_csr *
     return impl->run(ctx, plan, a, x, y, feat, accumulate);
 }
 
-/* Runs the context's choice: a forced kernel, or a call site. */
+/* Runs the context's choice: a forced kernel, or a call site (whose
+ * selector, plans and profiling runs count as SpMM time when profiling). */
 static gcn_status spmm_apply(gcn_ctx *ctx, const gcn_csr *a, const float *x, float *y, int feat,
                              bool accumulate)
 {
-    if (gcn_spmm_uses_sites(ctx->spmm_kernel))
-        return gcn_spmm_site_apply(ctx, a, x, y, feat, accumulate);
-    return gcn_spmm_run(ctx, gcn_spmm_find(ctx->spmm_kernel), a, x, y, feat, accumulate);
+    gcn_prof_category prev = gcn_prof_enter(ctx, GCN_PROF_SPMM);
+    gcn_status st = gcn_spmm_uses_sites(ctx->spmm_kernel)
+                        ? gcn_spmm_site_apply(ctx, a, x, y, feat, accumulate)
+                        : gcn_spmm_run(ctx, gcn_spmm_find(ctx->spmm_kernel), a, x, y, feat,
+                                       accumulate);
+    gcn_prof_leave(ctx, prev);
+    return st;
 }
 
 static gcn_status spmm_backward(gcn_ctx *ctx, gcn_node *nd)

@@ -42,28 +42,38 @@ static gcn_status aggregate_input(gcn_ctx *ctx, gcn_gcn_conv *conv, const gcn_cs
     return GCN_OK;
 }
 
-gcn_status gcn_gcn_conv_forward(gcn_ctx *ctx, gcn_gcn_conv *conv, const gcn_csr *adj,
-                                gcn_tensor *x, gcn_tensor **y)
+gcn_status gcn_gcn_conv_forward_nobias(gcn_ctx *ctx, gcn_gcn_conv *conv, const gcn_csr *adj,
+                                       gcn_tensor *x, gcn_tensor **y)
 {
     GCN_TRY(gcn_op_begin(ctx, y));
     GCN_ARG(ctx, conv && adj);
     gcn_status st;
-    gcn_tensor *t1 = NULL, *t2 = NULL;
+    gcn_tensor *t = NULL;
     if (gcn_gcn_conv_aggregates_first(conv)) {
-        GCN_CHECK(aggregate_input(ctx, conv, adj, x, &t1));
-        GCN_CHECK(gcn_linear_forward(ctx, &conv->lin, t1, y));
+        GCN_CHECK(aggregate_input(ctx, conv, adj, x, &t));
+        GCN_CHECK(gcn_matmul(ctx, t, conv->lin.weight, false, false, y));
     } else {
-        GCN_CHECK(gcn_matmul(ctx, x, conv->lin.weight, false, false, &t1));
-        if (!conv->lin.bias) {
-            GCN_CHECK(gcn_spmm(ctx, adj, t1, y));
-        } else {
-            GCN_CHECK(gcn_spmm(ctx, adj, t1, &t2));
-            GCN_CHECK(gcn_add_bias(ctx, t2, conv->lin.bias, y));
-        }
+        GCN_CHECK(gcn_matmul(ctx, x, conv->lin.weight, false, false, &t));
+        GCN_CHECK(gcn_spmm(ctx, adj, t, y));
+        /* backward reads neither the matmul's output nor the SpMM's input */
+        gcn_tensor_drop_values(t);
     }
 cleanup:
-    gcn_tensor_free(&t1);
-    gcn_tensor_free(&t2);
+    gcn_tensor_free(&t);
+    return st;
+}
+
+gcn_status gcn_gcn_conv_forward(gcn_ctx *ctx, gcn_gcn_conv *conv, const gcn_csr *adj,
+                                gcn_tensor *x, gcn_tensor **y)
+{
+    GCN_TRY(gcn_op_begin(ctx, y));
+    GCN_ARG(ctx, conv);
+    gcn_tensor *t = NULL;
+    GCN_TRY(gcn_gcn_conv_forward_nobias(ctx, conv, adj, x, conv->lin.bias ? &t : y));
+    if (!conv->lin.bias)
+        return GCN_OK;
+    gcn_status st = gcn_add_bias(ctx, t, conv->lin.bias, y);
+    gcn_tensor_free(&t);
     return st;
 }
 

@@ -1,5 +1,5 @@
 /* GINConv: y = MLP((1 + eps) x + sum of neighbour rows), MLP = Linear ->
- * BatchNorm1d -> ReLU -> Linear. */
+ * BatchNorm1d -> ReLU -> Linear, the middle three as one epilogue. */
 #include "../core/internal.h"
 #include "../kernels/spmm.h"
 #include "layers.h"
@@ -44,22 +44,51 @@ cleanup:
     return st;
 }
 
+/* r = ReLU(BatchNorm(h W1 + b1)) of h = combine(x): the MLP's hidden layer,
+ * its bias, norm and activation in one epilogue. */
+static gcn_status hidden(gcn_ctx *ctx, const gcn_gin_conv *conv, const gcn_csr *adj,
+                         gcn_tensor *x, bool training, gcn_tensor **r)
+{
+    gcn_status st;
+    gcn_tensor *h = NULL, *z = NULL;
+    gcn_epilogue e = {.bias = conv->lin1.bias,
+                      .gamma = conv->bn.gamma,
+                      .beta = conv->bn.beta,
+                      .running_mean = conv->bn.running_mean,
+                      .running_var = conv->bn.running_var,
+                      .momentum = conv->bn.momentum,
+                      .eps = conv->bn.eps,
+                      .act = GCN_ACT_RELU};
+    GCN_CHECK(combine(ctx, conv, adj, x, &h));
+    GCN_CHECK(gcn_matmul(ctx, h, conv->lin1.weight, false, false, &z));
+    GCN_CHECK(gcn_apply_epilogue(ctx, z, &e, training, r));
+cleanup:
+    gcn_tensor_free(&h);
+    gcn_tensor_free(&z);
+    return st;
+}
+
+gcn_status gcn_gin_conv_forward_nobias(gcn_ctx *ctx, const gcn_gin_conv *conv,
+                                       const gcn_csr *adj, gcn_tensor *x, bool training,
+                                       gcn_tensor **y)
+{
+    GCN_TRY(gcn_op_begin(ctx, y));
+    GCN_ARG(ctx, conv && adj);
+    gcn_tensor *r = NULL;
+    GCN_TRY(hidden(ctx, conv, adj, x, training, &r));
+    gcn_status st = gcn_matmul(ctx, r, conv->lin2.weight, false, false, y);
+    gcn_tensor_free(&r);
+    return st;
+}
+
 gcn_status gcn_gin_conv_forward(gcn_ctx *ctx, const gcn_gin_conv *conv, const gcn_csr *adj,
                                 gcn_tensor *x, bool training, gcn_tensor **y)
 {
     GCN_TRY(gcn_op_begin(ctx, y));
     GCN_ARG(ctx, conv && adj);
-    gcn_status st;
-    gcn_tensor *h = NULL, *z = NULL, *n = NULL, *r = NULL;
-    GCN_CHECK(combine(ctx, conv, adj, x, &h));
-    GCN_CHECK(gcn_linear_forward(ctx, &conv->lin1, h, &z));
-    GCN_CHECK(gcn_batchnorm1d_forward(ctx, &conv->bn, z, training, &n));
-    GCN_CHECK(gcn_relu(ctx, n, &r));
-    GCN_CHECK(gcn_linear_forward(ctx, &conv->lin2, r, y));
-cleanup:
-    gcn_tensor_free(&h);
-    gcn_tensor_free(&z);
-    gcn_tensor_free(&n);
+    gcn_tensor *r = NULL;
+    GCN_TRY(hidden(ctx, conv, adj, x, training, &r));
+    gcn_status st = gcn_linear_forward(ctx, &conv->lin2, r, y);
     gcn_tensor_free(&r);
     return st;
 }

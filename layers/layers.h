@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "../core/csr.h"
+#include "../core/ops.h"
 #include "../core/tensor.h"
 
 #ifdef __cplusplus
@@ -41,13 +42,7 @@ gcn_status gcn_batchnorm1d_forward(gcn_ctx *ctx, const gcn_batchnorm1d *bn, gcn_
                                    bool training, gcn_tensor **y);
 void gcn_batchnorm1d_release(gcn_batchnorm1d *bn);
 
-typedef enum gcn_activation {
-    GCN_ACT_NONE = 0, /* identity */
-    GCN_ACT_RELU,
-    GCN_ACT_ELU       /* alpha 1 */
-} gcn_activation;
-
-/* y = act(x); the identity hands back a new reference to x itself. */
+/* y = act(x) (ELU with alpha 1); the identity hands back a new reference to x itself. */
 gcn_status gcn_activate(gcn_ctx *ctx, gcn_activation act, gcn_tensor *x, gcn_tensor **y);
 
 typedef enum gcn_conv_order {
@@ -77,6 +72,10 @@ gcn_status gcn_gcn_conv_init(gcn_ctx *ctx, gcn_gcn_conv *conv, int64_t in, int64
 bool gcn_gcn_conv_aggregates_first(const gcn_gcn_conv *conv);
 gcn_status gcn_gcn_conv_forward(gcn_ctx *ctx, gcn_gcn_conv *conv, const gcn_csr *adj,
                                 gcn_tensor *x, gcn_tensor **y);
+/* y = A x W without the bias, for a caller that adds conv->lin.bias in the
+ * op that follows (gcn_apply_epilogue), saving a pass over y. */
+gcn_status gcn_gcn_conv_forward_nobias(gcn_ctx *ctx, gcn_gcn_conv *conv, const gcn_csr *adj,
+                                       gcn_tensor *x, gcn_tensor **y);
 void gcn_gcn_conv_release(gcn_gcn_conv *conv);
 
 /* GINConv (Xu et al.): y = MLP((1 + eps) x + sum_{j in N(i)} x_j) with adj
@@ -95,6 +94,11 @@ gcn_status gcn_gin_conv_init(gcn_ctx *ctx, gcn_gin_conv *conv, int64_t in, int64
                              int64_t out, float eps, bool train_eps);
 gcn_status gcn_gin_conv_forward(gcn_ctx *ctx, const gcn_gin_conv *conv, const gcn_csr *adj,
                                 gcn_tensor *x, bool training, gcn_tensor **y);
+/* The same without the MLP's last bias (conv->lin2.bias), for the caller to
+ * add in the op that follows. */
+gcn_status gcn_gin_conv_forward_nobias(gcn_ctx *ctx, const gcn_gin_conv *conv,
+                                       const gcn_csr *adj, gcn_tensor *x, bool training,
+                                       gcn_tensor **y);
 void gcn_gin_conv_release(gcn_gin_conv *conv);
 
 /* Appends the layer's trainable tensors to params (room for

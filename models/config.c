@@ -297,10 +297,9 @@ static gcn_status parse_dataset(parser *p, const cJSON *obj, gcn_model_config *c
 static gcn_status parse_device(parser *p, const cJSON *v, char *out, size_t size)
 {
     GCN_TRY(get_string(p, v, "device", out, size));
-    int idx, end = 0;
-    if (!strcmp(out, "auto") || !strcmp(out, "cpu") || !strcmp(out, "cuda"))
-        return GCN_OK;
-    if (sscanf(out, "cuda:%d%n", &idx, &end) == 1 && out[end] == '\0' && idx >= 0)
+    gcn_device device;
+    int idx;
+    if (gcn_device_parse(out, &device, &idx) == GCN_OK)
         return GCN_OK;
     return fail(p, "device", "expected \"auto\", \"cpu\", \"cuda\" or \"cuda:N\"");
 }

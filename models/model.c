@@ -88,36 +88,54 @@ static bool uses(const gcn_model *m, gcn_layer_type t)
 bool gcn_model_uses_gcn_adj(const gcn_model *m) { return uses(m, GCN_LAYER_GCN); }
 bool gcn_model_uses_raw_adj(const gcn_model *m) { return uses(m, GCN_LAYER_GIN); }
 
-/* One block: dropout, layer, norm, activation.  Consumes nothing; *y is new. */
-static gcn_status block_forward(gcn_ctx *ctx, block *b, const gcn_csr *adj_gcn,
+/* The layer of a block without its bias, and the bias left for the epilogue. */
+static gcn_status layer_forward(gcn_ctx *ctx, block *b, const gcn_csr *adj_gcn,
                                 const gcn_csr *adj_raw, gcn_tensor *x, bool training,
-                                gcn_tensor **y)
+                                gcn_tensor **z, gcn_tensor **bias)
 {
     if ((b->cfg.type == GCN_LAYER_GCN && !adj_gcn) || (b->cfg.type == GCN_LAYER_GIN && !adj_raw))
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "model: a %s layer needs its adjacency matrix",
                          b->cfg.type == GCN_LAYER_GCN ? "gcn" : "gin");
-    gcn_status st;
-    gcn_tensor *d = NULL, *z = NULL, *n = NULL;
-    if (training && b->cfg.dropout > 0.0f)
-        GCN_CHECK(gcn_dropout(ctx, x, b->cfg.dropout, true, &d));
-    else /* the input itself, so GCNConv's cache recognises it */
-        d = gcn_tensor_retain(x);
-    if (b->cfg.type == GCN_LAYER_GCN) {
-        GCN_CHECK(gcn_gcn_conv_forward(ctx, &b->gcn, adj_gcn, d, &z));
-    } else if (b->cfg.type == GCN_LAYER_GIN) {
-        GCN_CHECK(gcn_gin_conv_forward(ctx, &b->gin, adj_raw, d, training, &z));
-    } else {
-        GCN_CHECK(gcn_linear_forward(ctx, &b->lin, d, &z));
+    switch (b->cfg.type) {
+    case GCN_LAYER_GCN:
+        *bias = b->gcn.lin.bias;
+        return gcn_gcn_conv_forward_nobias(ctx, &b->gcn, adj_gcn, x, z);
+    case GCN_LAYER_GIN:
+        *bias = b->gin.lin2.bias;
+        return gcn_gin_conv_forward_nobias(ctx, &b->gin, adj_raw, x, training, z);
+    case GCN_LAYER_LINEAR:
+        *bias = b->lin.bias;
+        return gcn_matmul(ctx, x, b->lin.weight, false, false, z);
     }
-    if (b->cfg.batchnorm)
-        GCN_CHECK(gcn_batchnorm1d_forward(ctx, &b->bn, z, training, &n));
+    return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "model: unknown layer type %d", (int)b->cfg.type);
+}
+
+/* One block: the layer, then in one epilogue its bias, norm and activation
+ * and the dropout on the next block's input (next_dropout, 0 for none).
+ * Consumes nothing; *y is new. */
+static gcn_status block_forward(gcn_ctx *ctx, block *b, const gcn_csr *adj_gcn,
+                                const gcn_csr *adj_raw, gcn_tensor *x, bool training,
+                                float next_dropout, gcn_tensor **y)
+{
+    gcn_status st;
+    gcn_tensor *z = NULL, *bias = NULL;
+    GCN_CHECK(layer_forward(ctx, b, adj_gcn, adj_raw, x, training, &z, &bias));
+    gcn_epilogue e = {.bias = bias, .act = b->cfg.activation, .alpha = 1.0f,
+                      .dropout = training ? next_dropout : 0.0f};
+    if (b->cfg.batchnorm) {
+        e.gamma = b->bn.gamma;
+        e.beta = b->bn.beta;
+        e.running_mean = b->bn.running_mean;
+        e.running_var = b->bn.running_var;
+        e.momentum = b->bn.momentum;
+        e.eps = b->bn.eps;
+    }
+    if (!e.bias && !e.gamma && e.act == GCN_ACT_NONE && e.dropout == 0.0f)
+        *y = gcn_tensor_retain(z);
     else
-        n = gcn_tensor_retain(z);
-    GCN_CHECK(gcn_activate(ctx, b->cfg.activation, n, y));
+        GCN_CHECK(gcn_apply_epilogue(ctx, z, &e, training, y));
 cleanup:
-    gcn_tensor_free(&d);
     gcn_tensor_free(&z);
-    gcn_tensor_free(&n);
     return st;
 }
 
@@ -131,10 +149,17 @@ gcn_status gcn_model_forward(gcn_ctx *ctx, gcn_model *m, const gcn_csr *adj_gcn,
     if (x->cols != m->in_feat)
         return GCN_ERROR(ctx, GCN_ERR_SHAPE, "model: built for %lld input features, got %lld",
                          (long long)m->in_feat, (long long)x->cols);
-    gcn_tensor *h = gcn_tensor_retain(x);
+    gcn_tensor *h = NULL;
+    float first = m->blocks[0].cfg.dropout;
+    if (training && first > 0.0f)
+        GCN_TRY(gcn_dropout(ctx, x, first, true, &h));
+    else /* the input itself, so GCNConv's cache recognises it */
+        h = gcn_tensor_retain(x);
     for (int i = 0; i < m->n_blocks; i++) {
         gcn_tensor *next = NULL;
-        gcn_status st = block_forward(ctx, &m->blocks[i], adj_gcn, adj_raw, h, training, &next);
+        float p = i + 1 < m->n_blocks ? m->blocks[i + 1].cfg.dropout : 0.0f;
+        gcn_status st = block_forward(ctx, &m->blocks[i], adj_gcn, adj_raw, h, training, p,
+                                      &next);
         gcn_tensor_free(&h);
         if (st != GCN_OK)
             return st;

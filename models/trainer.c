@@ -1,5 +1,6 @@
 /* The training loop: one epoch is forward, loss on the training rows,
- * backward, optimiser step, then an evaluation forward without the tape. */
+ * backward, optimiser step, then an evaluation forward without the tape,
+ * with one wait for the device at its end. */
 #include <math.h>
 #include <stdlib.h>
 #include <time.h>
@@ -14,6 +15,13 @@ static double now_ms(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
+
+/* What an epoch reads back, in one download: the correct rows of each
+ * split, then the training loss. */
+typedef struct epoch_readout {
+    double correct[3];
+    float loss;
+} epoch_readout;
 
 static gcn_status check_dataset(gcn_ctx *ctx, const gcn_dataset *ds)
 {
@@ -77,13 +85,20 @@ gcn_status gcn_trainer_create(gcn_ctx *ctx, gcn_trainer **out, const gcn_model_c
     if (!tr)
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "trainer: out of host memory");
     tr->cfg = *cfg;
+    size_t mark = ctx->mem.in_use;
     GCN_CHECK(gcn_model_create(ctx, &tr->model, cfg, ds->n_features, ds->n_classes));
+    tr->mem.params = ctx->mem.in_use - mark;
+    mark = ctx->mem.in_use;
     GCN_CHECK(make_optimisers(ctx, tr));
+    tr->mem.optimizer = ctx->mem.in_use - mark;
+    mark = ctx->mem.in_use;
     GCN_CHECK(gcn_dataset_upload(ctx, ds, &tr->dev));
     if (gcn_model_uses_gcn_adj(tr->model))
         GCN_CHECK(gcn_dataset_adjacency(ctx, ds, GCN_ADJ_GCN, &tr->adj_gcn));
     if (gcn_model_uses_raw_adj(tr->model))
         GCN_CHECK(gcn_dataset_adjacency(ctx, ds, GCN_ADJ_RAW, &tr->adj_raw));
+    tr->mem.data = ctx->mem.in_use - mark;
+    tr->mem.grads = (size_t)gcn_model_param_count(tr->model) * sizeof(float);
     *out = tr;
     return GCN_OK;
 cleanup:
@@ -91,54 +106,48 @@ cleanup:
     return st;
 }
 
-static gcn_status train_step(gcn_ctx *ctx, gcn_trainer *tr, float *loss_value)
+/* One training step; the loss stays on the device, for the epoch's one read. */
+static gcn_status train_step(gcn_ctx *ctx, gcn_trainer *tr, gcn_tensor **loss)
 {
     gcn_status st;
-    gcn_tensor *logits = NULL, *logp = NULL, *loss = NULL;
+    gcn_tensor *logits = NULL;
     for (int i = 0; i < tr->n_opt; i++)
         GCN_CHECK(gcn_optim_zero_grad(ctx, tr->opt[i]));
     GCN_CHECK(gcn_model_forward(ctx, tr->model, tr->adj_gcn, tr->adj_raw, tr->dev.features, true,
                                 &logits));
-    GCN_CHECK(gcn_log_softmax(ctx, logits, &logp));
-    GCN_CHECK(gcn_nll_loss(ctx, logp, tr->dev.labels, tr->dev.train, &loss));
-    GCN_CHECK(gcn_tensor_to_host(ctx, loss, loss_value));
-    if (!isfinite(*loss_value)) {
-        st = GCN_ERROR(ctx, GCN_ERR_NUMERIC, "non-finite training loss (%g) at epoch %d",
-                       (double)*loss_value, tr->epoch + 1);
-        goto cleanup;
-    }
-    GCN_CHECK(gcn_backward(ctx, loss));
+    GCN_CHECK(gcn_cross_entropy(ctx, logits, tr->dev.labels, tr->dev.train, loss));
+    GCN_CHECK(gcn_backward(ctx, *loss));
     for (int i = 0; i < tr->n_opt; i++)
         GCN_CHECK(gcn_optim_step(ctx, tr->opt[i]));
 cleanup:
     gcn_tape_clear(ctx);
     gcn_tensor_free(&logits);
-    gcn_tensor_free(&logp);
-    gcn_tensor_free(&loss);
     return st;
 }
 
-static gcn_status split_accuracy(gcn_ctx *ctx, const gcn_tensor *logits, const gcn_index *labels,
-                                 const gcn_index *rows, double *acc)
-{
-    *acc = 0.0;
-    return rows ? gcn_accuracy(ctx, logits, labels, rows, acc) : GCN_OK;
-}
-
-static gcn_status evaluate(gcn_ctx *ctx, gcn_trainer *tr, gcn_epoch_stats *s)
+/* Queues the evaluation forward (no tape) and the correct-row counts of the
+ * three splits into the device readout. */
+static gcn_status evaluate(gcn_ctx *ctx, gcn_trainer *tr, epoch_readout *dev)
 {
     gcn_status st = GCN_OK;
     gcn_tensor *logits = NULL;
+    const gcn_index *split[3] = {tr->dev.train, tr->dev.valid, tr->dev.test};
     bool prev = gcn_set_grad_enabled(ctx, false);
     GCN_CHECK(gcn_model_forward(ctx, tr->model, tr->adj_gcn, tr->adj_raw, tr->dev.features,
                                 false, &logits));
-    GCN_CHECK(split_accuracy(ctx, logits, tr->dev.labels, tr->dev.train, &s->train_acc));
-    GCN_CHECK(split_accuracy(ctx, logits, tr->dev.labels, tr->dev.valid, &s->valid_acc));
-    GCN_CHECK(split_accuracy(ctx, logits, tr->dev.labels, tr->dev.test, &s->test_acc));
+    for (int i = 0; i < 3; i++)
+        if (split[i])
+            GCN_CHECK(gcn_count_correct(ctx, logits, tr->dev.labels, split[i],
+                                        &dev->correct[i]));
 cleanup:
     gcn_set_grad_enabled(ctx, prev);
     gcn_tensor_free(&logits);
     return st;
+}
+
+static double fraction(double correct, const gcn_index *rows)
+{
+    return rows && rows->n > 0 ? correct / (double)rows->n : 0.0;
 }
 
 gcn_status gcn_trainer_epoch(gcn_ctx *ctx, gcn_trainer *tr, gcn_epoch_stats *stats)
@@ -147,19 +156,37 @@ gcn_status gcn_trainer_epoch(gcn_ctx *ctx, gcn_trainer *tr, gcn_epoch_stats *sta
         return GCN_ERR_INVALID_ARG;
     GCN_ARG(ctx, tr && stats);
     *stats = (gcn_epoch_stats){.epoch = tr->epoch + 1};
-    double t0 = now_ms();
-    GCN_TRY(train_step(ctx, tr, &stats->loss));
-    GCN_TRY(gcn_ctx_sync(ctx));
-    double t1 = now_ms();
-    GCN_TRY(evaluate(ctx, tr, stats));
-    GCN_TRY(gcn_ctx_sync(ctx));
-    stats->train_ms = t1 - t0;
-    stats->eval_ms = now_ms() - t1;
+    gcn_status st;
+    gcn_tensor *loss = NULL;
+    epoch_readout *dev = NULL, host = {{0}, 0.0f};
+    double t0 = now_ms(), t1;
+    GCN_TRY(gcn_mem_alloc(ctx, (void **)&dev, sizeof *dev));
+    GCN_CHECK(gcn_ctx_stamp(ctx, 0));
+    GCN_CHECK(train_step(ctx, tr, &loss));
+    GCN_CHECK(gcn_ctx_stamp(ctx, 1));
+    GCN_CHECK(evaluate(ctx, tr, dev));
+    GCN_CHECK(ctx->be->copy(ctx, &dev->loss, loss->data, sizeof host.loss));
+    GCN_CHECK(ctx->be->download(ctx, &host, dev, sizeof host));
+    t1 = now_ms();
+    stats->loss = host.loss;
+    if (!isfinite(stats->loss)) {
+        st = GCN_ERROR(ctx, GCN_ERR_NUMERIC, "non-finite training loss (%g) at epoch %d",
+                       (double)stats->loss, tr->epoch + 1);
+        goto cleanup;
+    }
+    GCN_CHECK(gcn_ctx_stamp_ms(ctx, 0, 1, &stats->train_ms));
+    stats->eval_ms = t1 - t0 - stats->train_ms;
+    stats->train_acc = fraction(host.correct[0], tr->dev.train);
+    stats->valid_acc = fraction(host.correct[1], tr->dev.valid);
+    stats->test_acc = fraction(host.correct[2], tr->dev.test);
     tr->epoch++;
     if (tr->best.epoch == 0 || stats->valid_acc > tr->best.valid_acc)
         tr->best = (gcn_train_best){tr->epoch, stats->train_acc, stats->valid_acc,
                                     stats->test_acc};
-    return GCN_OK;
+cleanup:
+    gcn_tensor_free(&loss);
+    gcn_mem_release(ctx, dev, sizeof *dev);
+    return st;
 }
 
 void gcn_trainer_best(const gcn_trainer *tr, gcn_train_best *best)
@@ -176,6 +203,26 @@ int gcn_trainer_epochs_done(const gcn_trainer *tr)
 const gcn_model *gcn_trainer_model(const gcn_trainer *tr)
 {
     return tr ? tr->model : NULL;
+}
+
+bool gcn_trainer_spmm_locked(const gcn_trainer *tr)
+{
+    enum { MAX_SITES = 16 };
+    gcn_spmm_site_info info[MAX_SITES];
+    const gcn_csr *mats[2] = {tr ? tr->adj_gcn : NULL, tr ? tr->adj_raw : NULL};
+    for (int m = 0; m < 2; m++) {
+        int n = mats[m] ? gcn_spmm_sites(mats[m], info, MAX_SITES) : 0;
+        for (int i = 0; i < n && i < MAX_SITES; i++)
+            if (!info[i].locked && info[i].calls > 1) /* a one-off product never locks */
+                return false;
+    }
+    return true;
+}
+
+void gcn_trainer_memory(const gcn_trainer *tr, gcn_train_memory *mem)
+{
+    if (tr && mem)
+        *mem = tr->mem;
 }
 
 const gcn_csr *gcn_trainer_adjacency(const gcn_trainer *tr, gcn_adjacency kind)

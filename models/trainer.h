@@ -42,6 +42,25 @@ void gcn_trainer_best(const gcn_trainer *tr, gcn_train_best *best);
 int gcn_trainer_epochs_done(const gcn_trainer *tr);
 const gcn_model *gcn_trainer_model(const gcn_trainer *tr);
 
+/* Whether every SpMM call site of the trainer's matrices has locked its
+ * kernel (the selector's profiling is over); a site called once, which never
+ * profiles, counts as locked. */
+bool gcn_trainer_spmm_locked(const gcn_trainer *tr);
+
+/* Device memory the trainer holds from its creation on, in bytes: data,
+ * params and optimizer are the growth of the context's in_use over each
+ * part of gcn_trainer_create; grads is what a training step leaves held. */
+typedef struct gcn_train_memory {
+    size_t data;      /* features, labels, split lists, adjacency matrices (and
+                       * the transpose of one that is not symmetric) */
+    size_t params;    /* the model: parameters and batch-norm running statistics */
+    size_t optimizer; /* optimiser state: SGD's momentum, Adam's m and v */
+    size_t grads;     /* one gradient per trainable parameter, held from a step's
+                       * backward to the next step's zero_grad */
+} gcn_train_memory;
+
+void gcn_trainer_memory(const gcn_trainer *tr, gcn_train_memory *mem);
+
 /* The adjacency matrix of that kind on the device, or NULL when no layer
  * multiplies it (for the selector's report and plan files). */
 const gcn_csr *gcn_trainer_adjacency(const gcn_trainer *tr, gcn_adjacency kind);

@@ -15,6 +15,7 @@ struct gcn_trainer {
     gcn_dataset_device dev;
     int epoch;
     gcn_train_best best;
+    gcn_train_memory mem; /* measured in gcn_trainer_create */
 };
 
 #endif

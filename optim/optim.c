@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "../core/internal.h"
+#include "../core/prof.h"
 #include "optim.h"
 
 struct gcn_optim {
@@ -88,22 +89,26 @@ gcn_status gcn_optim_step(gcn_ctx *ctx, gcn_optim *opt)
         return GCN_ERR_INVALID_ARG;
     GCN_ARG(ctx, opt && opt->ctx == ctx);
     const gcn_optim_opts *o = &opt->opts;
-    for (int i = 0; i < opt->n_params; i++) {
+    gcn_status st = GCN_OK;
+    gcn_prof_category prev = gcn_prof_enter(ctx, GCN_PROF_OPTIMIZER);
+    for (int i = 0; i < opt->n_params && st == GCN_OK; i++) {
         gcn_tensor *p = opt->params[i];
         if (!p->grad)
             continue;
         int64_t n = p->rows * p->cols, t = ++opt->param_steps[i];
         float *s0 = opt->state[0][i] ? opt->state[0][i]->data : NULL;
         if (o->kind == GCN_OPTIM_SGD)
-            GCN_TRY(ctx->be->sgd_step(ctx, n, p->data, p->grad->data, s0, o->lr, o->momentum,
-                                      o->dampening, o->weight_decay, o->nesterov, t == 1));
+            st = ctx->be->sgd_step(ctx, n, p->data, p->grad->data, s0, o->lr, o->momentum,
+                                   o->dampening, o->weight_decay, o->nesterov, t == 1);
         else
-            GCN_TRY(ctx->be->adam_step(ctx, n, p->data, p->grad->data, s0,
-                                       opt->state[1][i]->data, o->lr, o->beta1, o->beta2, o->eps,
-                                       o->weight_decay, o->kind == GCN_OPTIM_ADAMW, t));
+            st = ctx->be->adam_step(ctx, n, p->data, p->grad->data, s0, opt->state[1][i]->data,
+                                    o->lr, o->beta1, o->beta2, o->eps, o->weight_decay,
+                                    o->kind == GCN_OPTIM_ADAMW, t);
     }
-    opt->steps++;
-    return GCN_OK;
+    gcn_prof_leave(ctx, prev);
+    if (st == GCN_OK)
+        opt->steps++;
+    return st;
 }
 
 gcn_status gcn_optim_zero_grad(gcn_ctx *ctx, gcn_optim *opt)

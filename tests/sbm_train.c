@@ -167,3 +167,18 @@ void sbm_train(gcn_device device, bool tf32, uint64_t seed, run_result *res)
     cr_assert_eq(ms.in_use, 0, "%zu bytes leaked through the context", ms.in_use);
     gcn_ctx_free(&ctx);
 }
+
+gcn_trainer *sbm_trainer(gcn_ctx *ctx, int32_t n_nodes, int32_t n_features, const char *json,
+                         gcn_dataset **ds)
+{
+    gcn_sbm_opts so = gcn_sbm_default_opts();
+    so.n_nodes = n_nodes;
+    so.n_features = n_features;
+    cr_assert_eq(gcn_dataset_sbm(ctx, ds, &so), GCN_OK, "%s", gcn_last_error(ctx));
+    gcn_model_config cfg;
+    char err[256];
+    cr_assert_eq(gcn_model_config_parse(&cfg, json, "test", err, sizeof err), GCN_OK, "%s", err);
+    gcn_trainer *tr = NULL;
+    cr_assert_eq(gcn_trainer_create(ctx, &tr, &cfg, *ds), GCN_OK, "%s", gcn_last_error(ctx));
+    return tr;
+}

@@ -1,5 +1,6 @@
 /* A two-layer GCN trained end to end on a generated stochastic block model:
- * the fixture test_train.c and test_gpu_train.c share. */
+ * the fixture test_train.c and test_gpu_train.c share; and a trainer of any
+ * configuration on the library's SBM (test_prof.c, test_gpu_prof.c). */
 #ifndef GCN_TESTS_SBM_TRAIN_H
 #define GCN_TESTS_SBM_TRAIN_H
 
@@ -21,5 +22,12 @@ typedef struct run_result {
  * CPU, after the first step) and at the end.  Asserts (Criterion) on any failure, and that the
  * context holds no memory once everything is freed. */
 void sbm_train(gcn_device device, bool tf32, uint64_t seed, run_result *res);
+
+/* A trainer of the model configuration `json` (as in models/) on a
+ * gcn_dataset_sbm graph of n_nodes nodes with n_features features, drawn
+ * from ctx's streams; *ds receives the dataset.  The caller frees both; the
+ * test fails on any error. */
+gcn_trainer *sbm_trainer(gcn_ctx *ctx, int32_t n_nodes, int32_t n_features, const char *json,
+                         gcn_dataset **ds);
 
 #endif

@@ -3,70 +3,20 @@
  * command line, and the accuracy of the Kipf & Welling recipe on Cora and
  * CiteSeer. */
 #include <criterion/criterion.h>
-#include <fcntl.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "helpers.h"
+#include "tool_run.h"
 
-extern char **environ;
-
-typedef struct result {
-    int code;
-    char out[1 << 16], err[1 << 12];
-} result;
-
-static void slurp(const char *path, char *buf, size_t size)
+static void gcntrain(tool_result *r, const char *const *args)
 {
-    FILE *f = fopen(path, "rb");
-    size_t n = f ? fread(buf, 1, size - 1, f) : 0;
-    buf[n] = '\0';
-    if (f)
-        fclose(f);
+    tool_run(r, "gcntrain", args);
 }
 
-/* Runs build/gcntrain (GCN_TOOLS names the folder) with the given arguments. */
-static void gcntrain(result *r, const char *const *args)
-{
-    const char *dir = getenv("GCN_TOOLS") ? getenv("GCN_TOOLS") : "build";
-    char exe[512], out[] = "/tmp/gcn-cli-out-XXXXXX", err[] = "/tmp/gcn-cli-err-XXXXXX";
-    snprintf(exe, sizeof exe, "%s/gcntrain", dir);
-    close(mkstemp(out));
-    close(mkstemp(err));
-    char *argv[32] = {exe};
-    int n = 1;
-    for (; args[n - 1]; n++)
-        argv[n] = (char *)args[n - 1];
-    argv[n] = NULL;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_TRUNC, 0);
-    posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_TRUNC, 0);
-    pid_t pid;
-    cr_assert_eq(posix_spawn(&pid, exe, &fa, NULL, argv, environ), 0, "cannot run %s", exe);
-    int status;
-    waitpid(pid, &status, 0);
-    posix_spawn_file_actions_destroy(&fa);
-    cr_assert(WIFEXITED(status), "gcntrain crashed (signal %d)", WTERMSIG(status));
-    r->code = WEXITSTATUS(status);
-    slurp(out, r->out, sizeof r->out);
-    slurp(err, r->err, sizeof r->err);
-    unlink(out);
-    unlink(err);
-}
-
-static bool exists(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
-static result r;
+static tool_result r;
 
 Test(cli, usage_errors_exit_1)
 {
@@ -111,7 +61,7 @@ Test(cli, bad_input_exits_2_with_one_line)
 
 Test(cli, arxiv_without_features_names_the_file_and_option)
 {
-    if (!exists("../shared/data/ogbn_arxiv/raw/edge.csv.gz"))
+    if (!tool_exists("../shared/data/ogbn_arxiv/raw/edge.csv.gz"))
         cr_skip_test("../shared/data/ogbn_arxiv absent");
     gcntrain(&r, (const char *[]){"models/gcn.json", "--dataset", "ogbn-arxiv", "--root",
                                   "../shared/data", "--device", "cpu", NULL});
@@ -131,7 +81,7 @@ Test(cli, missing_gpu_is_a_runtime_failure)
 static int count_lines(const char *path, const char *needle)
 {
     char buf[1 << 16];
-    slurp(path, buf, sizeof buf);
+    tool_slurp(path, buf, sizeof buf);
     int n = 0;
     for (char *p = buf; (p = strstr(p, needle)); p++)
         n++;
@@ -154,7 +104,7 @@ Test(cli, short_run_writes_log_and_checkpoint_and_resumes, .timeout = 120)
     cr_assert(strstr(r.out, "test accuracy"), "%s", r.out);
     cr_assert_eq(count_lines(log, "\"epoch\":"), 8);
     cr_assert_eq(count_lines(log, "\"summary\":true"), 1);
-    cr_assert(exists(ck));
+    cr_assert(tool_exists(ck));
     /* resume run 1 from epoch 4 (the checkpoint holds run 2's state: seed + 1) */
     gcntrain(&r, (const char *[]){"models/gcn-cora.json", "--epochs", "7", "--runs", "1",
                                   "--seed", "1", "--device", "cpu", "--resume", ck, "--log", log2, NULL});
@@ -163,8 +113,8 @@ Test(cli, short_run_writes_log_and_checkpoint_and_resumes, .timeout = 120)
                                   "--seed", "1", "--device", "cpu", "--log", log3, NULL});
     cr_assert_eq(r.code, 0, "%s", r.err);
     char a[1 << 14], b[1 << 14];
-    slurp(log2, a, sizeof a);
-    slurp(log3, b, sizeof b);
+    tool_slurp(log2, a, sizeof a);
+    tool_slurp(log3, b, sizeof b);
     for (int e = 5; e <= 7; e++) {
         char key[32];
         snprintf(key, sizeof key, "\"epoch\":%d,", e);
@@ -186,10 +136,10 @@ Test(cli, short_run_writes_log_and_checkpoint_and_resumes, .timeout = 120)
                                   "--resume", ck, "--log", bad_log, NULL});
     cr_assert_eq(r.code, 2, "%s", r.err);
     cr_assert(strstr(r.err, "different model architecture"), "%s", r.err);
-    cr_assert_not(exists(bad_log));
+    cr_assert_not(tool_exists(bad_log));
     char tmp[128];
     snprintf(tmp, sizeof tmp, "%s.tmp", bad_log);
-    cr_assert_not(exists(tmp));
+    cr_assert_not(tool_exists(tmp));
     unlink(log);
     unlink(log2);
     unlink(log3);
@@ -213,7 +163,7 @@ Test(cli, reorder_and_spmm_plan, .timeout = 120)
     gcntrain(&r, base);
     cr_assert_eq(r.code, 0, "%s", r.err);
     cr_assert(strstr(r.out, "reordered by metis"), "%s", r.out);
-    cr_assert(exists(plan), "no plan file written");
+    cr_assert(tool_exists(plan), "no plan file written");
     gcntrain(&r, base);
     cr_assert_eq(r.code, 0, "%s", r.err);
     base[11] = "--dataset";
@@ -295,7 +245,7 @@ static double planetoid_accuracy(const char *name)
 {
     char path[128];
     snprintf(path, sizeof path, "../shared/data/planetoid/%s/edges.txt", name);
-    if (!exists(path))
+    if (!tool_exists(path))
         return -1.0;
     gcntrain(&r, (const char *[]){"models/gcn-cora.json", "--dataset", name, "--root",
                                   "../shared/data", "--device", "cpu", "--quiet", NULL});

@@ -1,5 +1,6 @@
 /* The CUDA backend against the CPU reference for the network ops: batch
- * norm, log_softmax, NLL loss, the accuracy count and their backwards, and a
+ * norm, log_softmax, NLL loss, cross-entropy, the accuracy count and their
+ * backwards, and a
  * chain of public ops whose every gradient is compared. */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -179,6 +180,36 @@ static void make_labels(uint64_t *s, int64_t r, int64_t c, int32_t *labels, int3
     free(u);
 }
 
+/* The fused cross-entropy on both backends: loss, lse and the gradient
+ * with and without accumulation. */
+static void check_cross_entropy(gpu_pair *p, int64_t r, int64_t c, const dual *x,
+                                const int32_t *labels, const int32_t *rows, const int32_t *dl,
+                                const int32_t *drows, int64_t nr, uint64_t *s)
+{
+    dual loss = nan_dual(p->gpu, 1), lse = nan_dual(p->gpu, nr);
+    dual dy = random_dual(p->gpu, s, 1, 0.5f, 2);
+    cr_assert_eq(p->cpu->be->cross_entropy(p->cpu, c, x->h, labels, rows, nr, lse.h, loss.h),
+                 GCN_OK, "%s", gcn_last_error(p->cpu));
+    cr_assert_eq(p->gpu->be->cross_entropy(p->gpu, c, x->d, dl, drows, nr, lse.d, loss.d), GCN_OK,
+                 "%s", gcn_last_error(p->gpu));
+    dual_check(p->gpu, &loss, TOL, "cross_entropy");
+    dual_check(p->gpu, &lse, TOL, "cross_entropy lse");
+    for (int acc = 0; acc < 2; acc++) {
+        dual dx = acc ? random_dual(p->gpu, s, r * c, -1, 1) : nan_dual(p->gpu, r * c);
+        cr_assert_eq(p->cpu->be->cross_entropy_backward(p->cpu, r, c, x->h, labels, rows, nr,
+                                                        lse.h, dy.h, dx.h, acc),
+                     GCN_OK);
+        cr_assert_eq(p->gpu->be->cross_entropy_backward(p->gpu, r, c, x->d, dl, drows, nr, lse.d,
+                                                        dy.d, dx.d, acc),
+                     GCN_OK, "%s", gcn_last_error(p->gpu));
+        dual_check(p->gpu, &dx, TOL, acc ? "cross_entropy dx acc" : "cross_entropy dx");
+        dual_free(p->gpu, &dx);
+    }
+    dual_free(p->gpu, &loss);
+    dual_free(p->gpu, &lse);
+    dual_free(p->gpu, &dy);
+}
+
 Test(gpu_nn, nll_and_accuracy)
 {
     GPU_REQUIRED();
@@ -210,12 +241,15 @@ Test(gpu_nn, nll_and_accuracy)
             dual_check(p.gpu, &dlp, 0.0, acc ? "nll_backward acc" : "nll_backward");
             dual_free(p.gpu, &dlp);
         }
-        int64_t want = -1, got = -2;
+        double want = -1, got = -2, *dcount = gpu_alloc(p.gpu, sizeof got);
         cr_assert_eq(p.cpu->be->count_correct(p.cpu, c, logp.h, labels, rows, nr, &want), GCN_OK);
-        cr_assert_eq(p.gpu->be->count_correct(p.gpu, c, logp.d, dl, drows, nr, &got), GCN_OK,
+        cr_assert_eq(p.gpu->be->count_correct(p.gpu, c, logp.d, dl, drows, nr, dcount), GCN_OK,
                      "%s", gcn_last_error(p.gpu));
-        cr_assert_eq(got, want, "count_correct [%lld, %lld]: GPU %lld, CPU %lld", (long long)r,
-                     (long long)c, (long long)got, (long long)want);
+        gpu_download(p.gpu, &got, dcount, sizeof got);
+        gpu_release(p.gpu, dcount, sizeof got);
+        cr_assert_eq(got, want, "count_correct [%lld, %lld]: GPU %g, CPU %g", (long long)r,
+                     (long long)c, got, want);
+        check_cross_entropy(&p, r, c, &logp, labels, rows, dl, drows, nr, &s);
         dual_free(p.gpu, &logp);
         dual_free(p.gpu, &out);
         dual_free(p.gpu, &dy);

@@ -371,6 +371,41 @@ Test(grad, log_softmax_nll)
     gcn_ctx_free(&ctx);
 }
 
+/* The fused op over a row list that names row 3 twice (it counts twice). */
+static const int32_t ce_rows[5] = {0, 3, 4, 1, 3};
+
+static gcn_status lib_cross_entropy(gcn_ctx *ctx, gcn_tensor **in, void *user, gcn_tensor **loss)
+{
+    (void)user;
+    gcn_index *labels = test_index(ctx, nll_labels, 6), *rows = test_index(ctx, ce_rows, 5);
+    gcn_status st = gcn_cross_entropy(ctx, in[0], labels, rows, loss);
+    gcn_index_free(&labels);
+    gcn_index_free(&rows);
+    return st;
+}
+
+static double ref_cross_entropy(double **in, void *user)
+{
+    (void)user;
+    double s = 0.0;
+    for (int k = 0; k < 5; k++) {
+        const double *x = in[0] + ce_rows[k] * 5;
+        double lse = 0.0;
+        for (int j = 0; j < 5; j++)
+            lse += exp(x[j]);
+        s += x[nll_labels[ce_rows[k]]] - log(lse);
+    }
+    return -s / 5.0;
+}
+
+Test(grad, cross_entropy)
+{
+    gcn_ctx *ctx = test_cpu_ctx(1);
+    test_input in[1] = {{6, 5, -3, 3}};
+    test_gradcheck(ctx, in, 1, lib_cross_entropy, ref_cross_entropy, NULL, TOL);
+    gcn_ctx_free(&ctx);
+}
+
 static double ref_log_softmax(double **in, void *user)
 {
     unary_case *c = user;

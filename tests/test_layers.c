@@ -294,3 +294,34 @@ Test(layers, trained_eps_receives_gradient)
     gcn_csr_free(&a);
     gcn_ctx_free(&ctx);
 }
+
+/* Transform first, the product x W is needed only until the SpMM has read
+ * it: after the forward the layer holds nothing but its output, and the
+ * backward still reaches W and x. */
+Test(layers, gcn_conv_transform_first_keeps_only_its_output)
+{
+    gcn_ctx *ctx = test_cpu_ctx(2);
+    gcn_csr *a = path3_normalised(ctx);
+    uint64_t s = 5;
+    gcn_gcn_conv conv;
+    cr_assert_eq(gcn_gcn_conv_init(ctx, &conv, 6, 4, false), GCN_OK);
+    conv.order = GCN_ORDER_TRANSFORM_FIRST;
+    gcn_tensor *x = test_random_tensor(ctx, &s, 3, 6), *y = NULL, *loss = NULL;
+    cr_assert_eq(gcn_tensor_set_requires_grad(x, true), GCN_OK);
+    gcn_memory_stats before, after;
+    gcn_ctx_memory_stats(ctx, &before);
+    cr_assert_eq(gcn_gcn_conv_forward_nobias(ctx, &conv, a, x, &y), GCN_OK, "%s",
+                 gcn_last_error(ctx));
+    gcn_ctx_memory_stats(ctx, &after);
+    cr_assert_eq(after.in_use - before.in_use, 3 * 4 * sizeof(float), "only y is new");
+    cr_assert_eq(gcn_sum(ctx, y, &loss), GCN_OK);
+    cr_assert_eq(gcn_backward(ctx, loss), GCN_OK, "%s", gcn_last_error(ctx));
+    cr_assert_not_null(gcn_tensor_grad(conv.lin.weight));
+    cr_assert_not_null(gcn_tensor_grad(x));
+    gcn_tensor_free(&y);
+    gcn_tensor_free(&loss);
+    gcn_tensor_free(&x);
+    gcn_gcn_conv_release(&conv);
+    gcn_csr_free(&a);
+    gcn_ctx_free(&ctx);
+}

@@ -99,8 +99,9 @@ Test(models, config_rejects_types_ranges_and_repeats)
 
 Test(models, shipped_configs_load)
 {
-    const char *files[] = {"models/gcn.json", "models/gcn-cora.json", "models/gin.json"};
-    for (int i = 0; i < 3; i++) {
+    const char *files[] = {"models/gcn.json", "models/gcn-cora.json", "models/gin.json",
+                           "models/gcn-products.json"};
+    for (int i = 0; i < 4; i++) {
         gcn_model_config cfg;
         char err[512] = "";
         cr_assert_eq(gcn_model_config_load(&cfg, files[i], err, sizeof err), GCN_OK, "%s", err);
@@ -167,6 +168,21 @@ Test(models, shipped_configs_follow_their_recipes)
     cr_assert_float_eq(c.optim.lr, 0.01f, 1e-9);
     cr_assert_eq(c.epochs, 200);
     cr_assert(c.normalize_features);
+    /* OGB's full-batch products GCN: arxiv's recipe without batch norm,
+     * 300 epochs, in the graph's own order */
+    cr_assert_eq(gcn_model_config_load(&c, "models/gcn-products.json", err, sizeof err), GCN_OK,
+                 "%s", err);
+    cr_assert_eq(c.n_layers, 3);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(c.layers[i].type, GCN_LAYER_GCN);
+        cr_assert_eq(c.layers[i].out, i < 2 ? 256 : 0);
+        cr_assert_not(c.layers[i].batchnorm);
+        cr_assert_eq(c.layers[i].activation, i < 2 ? GCN_ACT_RELU : GCN_ACT_NONE);
+        cr_assert_float_eq(c.layers[i].dropout, i ? 0.5f : 0.0f, 1e-9);
+    }
+    cr_assert_eq(c.epochs, 300);
+    cr_assert_float_eq(c.optim.lr, 0.01f, 1e-9);
+    cr_assert_str_eq(c.reorder, "none");
 }
 
 static gcn_dataset *small_sbm(gcn_ctx *ctx)

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/internal.h"
 #include "helpers.h"
 
 Test(tensor, round_trip_copy_fill_clone)
@@ -245,4 +246,24 @@ Test(tensor, status_strings_and_devices)
         cr_assert_eq(gcn_ctx_create(&ctx, &o), GCN_ERR_DEVICE);
         cr_assert_null(ctx);
     }
+}
+
+/* A tensor whose values were dropped keeps its shape and grad slot but is
+ * refused as an operand, with a message. */
+Test(tensor, dropped_values_are_refused)
+{
+    gcn_ctx *ctx = test_cpu_ctx(1);
+    uint64_t s = 1;
+    gcn_tensor *t = test_random_tensor(ctx, &s, 2, 3), *y = NULL;
+    gcn_memory_stats before, after;
+    gcn_ctx_memory_stats(ctx, &before);
+    gcn_tensor_drop_values(t);
+    gcn_tensor_drop_values(t);
+    gcn_ctx_memory_stats(ctx, &after);
+    cr_assert_eq(before.in_use - after.in_use, 6 * sizeof(float));
+    cr_assert_eq(gcn_tensor_rows(t), 2);
+    cr_assert_eq(gcn_relu(ctx, t, &y), GCN_ERR_STATE);
+    cr_assert_not_null(strstr(gcn_last_error(ctx), "dropped"), "%s", gcn_last_error(ctx));
+    gcn_tensor_free(&t);
+    gcn_ctx_free(&ctx);
 }

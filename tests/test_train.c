@@ -22,3 +22,39 @@ Test(train, gcn_on_sbm_reaches_90_percent_and_is_bit_reproducible, .timeout = 12
     free(first);
     free(second);
 }
+
+/* gcn_trainer_memory: each figure is what its part of the trainer holds,
+ * and an epoch adds the gradients to what the context holds, nothing else
+ * (on the CPU no SpMM plan holds memory, and the first layer, behind
+ * dropout, caches nothing). */
+Test(train, memory_figures_are_what_each_part_holds, .timeout = 60)
+{
+    gcn_ctx *ctx = test_cpu_ctx(3);
+    gcn_dataset *ds = NULL;
+    const char *json = "{\"layers\": [{\"type\": \"gcn\", \"out\": 16, \"dropout\": 0.5},"
+                       " {\"type\": \"gcn\", \"out\": \"classes\", \"dropout\": 0.5}],"
+                       " \"optimizer\": {\"type\": \"adam\", \"lr\": 0.01}}";
+    gcn_trainer *tr = sbm_trainer(ctx, 500, 64, json, &ds);
+    gcn_train_memory m;
+    gcn_trainer_memory(tr, &m);
+    size_t params = (size_t)gcn_model_param_count(gcn_trainer_model(tr)) * sizeof(float);
+    cr_assert_eq(m.params, params);
+    cr_assert_eq(m.grads, params);
+    cr_assert_eq(m.optimizer, 2 * params, "Adam's m and v");
+    const gcn_csr *a = gcn_trainer_adjacency(tr, GCN_ADJ_GCN);
+    size_t n = (size_t)ds->n_nodes, split = (size_t)(ds->n_train + ds->n_valid + ds->n_test);
+    size_t data = (n * (size_t)ds->n_features + n + split) * 4 +
+                  (n + 1 + 2 * (size_t)a->nnz) * 4; /* features, labels, split, CSR */
+    cr_assert_eq(m.data, data);
+    gcn_memory_stats before, after;
+    gcn_ctx_memory_stats(ctx, &before);
+    cr_assert_geq(before.in_use, m.data + m.params + m.optimizer);
+    gcn_epoch_stats es;
+    cr_assert_eq(gcn_trainer_epoch(ctx, tr, &es), GCN_OK, "%s", gcn_last_error(ctx));
+    gcn_ctx_memory_stats(ctx, &after);
+    cr_assert_eq(after.in_use, before.in_use + m.grads);
+    cr_assert_gt(after.peak, after.in_use);
+    gcn_trainer_free(&tr);
+    gcn_dataset_free(&ds);
+    gcn_ctx_free(&ctx);
+}

@@ -129,25 +129,14 @@ static int apply_args(const args *a, gcn_model_config *cfg)
     if (a->epochs > 0) cfg->epochs = (int)a->epochs;
     if (a->runs > 0) cfg->runs = (int)a->runs;
     if (a->seed >= 0) cfg->seed = (uint64_t)a->seed;
-    const char *fields[4][2] = {{a->device, cfg->device}, {a->spmm, cfg->spmm},
-                                {a->features, cfg->features}, {a->reorder, cfg->reorder}};
-    size_t sizes[4] = {sizeof cfg->device, sizeof cfg->spmm, sizeof cfg->features,
-                       sizeof cfg->reorder};
-    for (int i = 0; i < 4; i++)
-        if (fields[i][0]) {
-            if (strlen(fields[i][0]) >= sizes[i]) {
-                fprintf(stderr, "gcntrain: option value '%s' is too long\n", fields[i][0]);
-                return EXIT_USAGE;
-            }
-            strcpy((char *)fields[i][1], fields[i][0]);
-        }
-    if (a->root) {
-        if (strlen(a->root) >= sizeof cfg->root) {
-            fprintf(stderr, "gcntrain: --root is too long\n");
+    const char *keys[5] = {"device", "spmm", "features", "reorder", "root"};
+    const char *values[5] = {a->device, a->spmm, a->features, a->reorder, a->root};
+    char err[512];
+    for (int i = 0; i < 5; i++)
+        if (values[i] && gcn_model_config_set(cfg, keys[i], values[i], err, sizeof err) != GCN_OK) {
+            fprintf(stderr, "gcntrain: --%s\n", err);
             return EXIT_USAGE;
         }
-        strcpy(cfg->root, a->root);
-    }
     return 0;
 }
 
@@ -181,7 +170,6 @@ typedef struct session {
     char log_tmp[4096];
     double t_load, t_prep, t_train, t_eval;
     double *best_test;
-    char reorder[64];   /* the reordering spec after resolving "auto" */
     bool spmm_reported; /* the selector's table has been printed this run */
     char *choices;      /* the first run's locked choices, as a plan file in memory */
     size_t choices_len;
@@ -196,18 +184,10 @@ static int fail(session *s, gcn_status st, const char *what)
 static int open_context(session *s)
 {
     gcn_ctx_opts o = gcn_ctx_default_opts();
-    int idx = 0;
-    if (!strcmp(s->cfg.device, "cpu"))
-        o.device = GCN_DEVICE_CPU;
-    else if (!strcmp(s->cfg.device, "cuda") || sscanf(s->cfg.device, "cuda:%d", &idx) == 1)
-        o.device = GCN_DEVICE_CUDA;
-    else if (strcmp(s->cfg.device, "auto") != 0) {
+    if (gcn_model_config_ctx_opts(&s->cfg, &o) != GCN_OK) {
         fprintf(stderr, "gcntrain: --device: expected cpu, cuda, cuda:N or auto\n");
         return EXIT_USAGE;
     }
-    o.device_index = idx;
-    o.seed = s->cfg.seed;
-    o.tf32 = s->cfg.tf32;
     o.log_level = s->a.quiet ? GCN_LOG_WARN : GCN_LOG_INFO;
     o.log_fn = log_to_stderr;
     gcn_status st = gcn_ctx_create(&s->ctx, &o);
@@ -215,23 +195,15 @@ static int open_context(session *s)
         fprintf(stderr, "gcntrain: cannot use device %s: %s\n", s->cfg.device, gcn_status_str(st));
         return exit_code_for(st) == EXIT_INPUT ? EXIT_INPUT : EXIT_RUNTIME;
     }
-    bool gpu = gcn_ctx_device(s->ctx) == GCN_DEVICE_CUDA;
-    snprintf(s->reorder, sizeof s->reorder, "%s",
-             strcmp(s->cfg.reorder, "auto") ? s->cfg.reorder : gpu ? "metis" : "none");
     st = gcn_spmm_set_kernel(s->ctx, s->cfg.spmm);
     return st == GCN_OK ? 0 : fail(s, st, "spmm");
 }
 
 static int load_dataset(session *s)
 {
-    gcn_dataset_opts o = gcn_dataset_default_opts();
-    o.root = s->cfg.root;
-    o.features = s->cfg.features;
-    o.normalize_features = s->cfg.normalize_features;
-    o.reorder = strcmp(s->reorder, "none") ? s->reorder : NULL;
-    gcn_rng_seed(s->ctx, s->cfg.data_seed);
     double t0 = now_s();
-    gcn_status st = gcn_dataset_load(s->ctx, &s->ds, s->a.dataset ? s->a.dataset : "synthetic", &o);
+    const char *spec = s->a.dataset ? s->a.dataset : "synthetic";
+    gcn_status st = gcn_model_config_load_dataset(s->ctx, &s->cfg, spec, &s->ds);
     s->t_load = now_s() - t0;
     if (st == GCN_OK && s->a.export_dir)
         st = gcn_dataset_export_npy(s->ctx, s->ds, s->a.export_dir);
@@ -308,13 +280,11 @@ static bool report_spmm(session *s, int run, const gcn_trainer *tr)
     const gcn_csr *mats[2];
     const char *tags[2];
     gcn_spmm_site_info info[2][MAX_SITES];
+    if (!gcn_trainer_spmm_locked(tr))
+        return false;
     int n_mats = trainer_mats(tr, mats, tags), n[2] = {0, 0};
-    for (int m = 0; m < n_mats; m++) {
+    for (int m = 0; m < n_mats; m++)
         n[m] = gcn_spmm_sites(mats[m], info[m], MAX_SITES);
-        for (int i = 0; i < n[m] && i < MAX_SITES; i++)
-            if (!info[m][i].locked && info[m][i].calls > 1) /* a one-off product never locks */
-                return false;
-    }
     bool choice = false;
     for (int m = 0; m < n_mats; m++)
         for (int i = 0; i < n[m] && i < MAX_SITES; i++)

@@ -1,4 +1,4 @@
-/* gcnbench: what its subcommands (spmm.c, matmul.c) share: the entry points
+/* gcnbench: what its subcommands (spmm.c, matmul.c, select.c, train.c) share: the entry points
  * main.c dispatches to, and the helpers in main.c for arguments, timing
  * statistics, random operands, the GPU context and JSON-lines output. */
 #ifndef GCNBENCH_BENCH_H
@@ -17,6 +17,7 @@
 int gcnbench_spmm(int argc, char **argv);
 int gcnbench_matmul(int argc, char **argv);
 int gcnbench_select(int argc, char **argv);
+int gcnbench_train(int argc, char **argv);
 
 /* The options every subcommand takes: --reps N (timed runs), --warmup N,
  * --flush (L2 flushed before each run), --out FILE.jsonl, --tag TEXT and

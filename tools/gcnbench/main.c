@@ -1,6 +1,6 @@
-/* gcnbench: kernel benchmarks (`gcnbench spmm`, `gcnbench matmul`; see
- * docs/perf.md).  The dispatch to the subcommands and the helpers they
- * share (bench.h). */
+/* gcnbench: kernel and training benchmarks (`gcnbench spmm`, `gcnbench
+ * matmul`, `gcnbench select`, `gcnbench train`; see docs/perf.md).  The
+ * dispatch to the subcommands and the helpers they share (bench.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,7 +235,9 @@ int main(int argc, char **argv)
         return gcnbench_matmul(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "select"))
         return gcnbench_select(argc - 1, argv + 1);
-    fprintf(stderr, "usage: gcnbench spmm|matmul|select [OPTIONS]   (gcnbench spmm --help, "
-                    "gcnbench matmul --help, gcnbench select --help)\n");
+    if (argc >= 2 && !strcmp(argv[1], "train"))
+        return gcnbench_train(argc - 1, argv + 1);
+    fprintf(stderr, "usage: gcnbench spmm|matmul|select|train [OPTIONS]   (gcnbench spmm --help, "
+                    "gcnbench matmul --help, gcnbench select --help, gcnbench train --help)\n");
     return 2;
 }

@@ -1,0 +1,80 @@
+/* The fused epilogue's per-element arithmetic (gcn_epilogue_args), shared by
+ * the CPU and CUDA backends so both round the same way: the device uses
+ * round-to-nearest intrinsics where the host compiler never contracts. */
+#ifndef GCN_EPILOGUE_MATH_H
+#define GCN_EPILOGUE_MATH_H
+
+#include <math.h>
+
+#include "ops.h"
+#include "philox.h"
+#include "rng.h"
+
+#ifdef __CUDA_ARCH__
+#define GCN_EPI_ADD(a, b) __fadd_rn((a), (b))
+#define GCN_EPI_SUB(a, b) __fsub_rn((a), (b))
+#define GCN_EPI_MUL(a, b) __fmul_rn((a), (b))
+#else
+#define GCN_EPI_ADD(a, b) ((a) + (b))
+#define GCN_EPI_SUB(a, b) ((a) - (b))
+#define GCN_EPI_MUL(a, b) ((a) * (b))
+#endif
+
+/* One column's constants: pre = norm ? (x + bias - mean) scale + beta : x + bias. */
+typedef struct gcn_epi_col {
+    float bias, mean, scale, beta;
+    bool norm;
+} gcn_epi_col;
+
+GCN_HD gcn_epi_col gcn_epi_column(const float *bias, const float *gamma, const float *beta,
+                                  const float *mean, const float *invstd, int64_t c)
+{
+    gcn_epi_col k = {bias ? bias[c] : 0.0f, 0.0f, 1.0f, 0.0f, gamma != NULL};
+    if (gamma) {
+        k.mean = mean[c];
+        k.scale = GCN_EPI_MUL(gamma[c], invstd[c]);
+        k.beta = beta[c];
+    }
+    return k;
+}
+
+GCN_HD float gcn_epi_pre(float x, gcn_epi_col k)
+{
+    float v = GCN_EPI_ADD(x, k.bias);
+    return k.norm ? GCN_EPI_ADD(GCN_EPI_MUL(GCN_EPI_SUB(v, k.mean), k.scale), k.beta) : v;
+}
+
+GCN_HD float gcn_epi_act(float pre, gcn_activation act, float alpha)
+{
+    if (act == GCN_ACT_RELU)
+        return pre > 0.0f ? pre : 0.0f;
+    if (act == GCN_ACT_ELU)
+        return pre > 0.0f ? pre : GCN_EPI_MUL(alpha, expm1f(pre));
+    return pre;
+}
+
+/* The gradient at pre of act, given g at its output y = act(pre). */
+GCN_HD float gcn_epi_act_grad(float g, float pre, float y, gcn_activation act, float alpha)
+{
+    if (act == GCN_ACT_RELU)
+        return pre > 0.0f ? g : 0.0f;
+    if (act == GCN_ACT_ELU)
+        return pre > 0.0f ? g : GCN_EPI_MUL(g, GCN_EPI_ADD(y, alpha));
+    return g;
+}
+
+/* Whether dropout keeps the element with Philox word w. */
+GCN_HD bool gcn_epi_kept(uint32_t w, float p)
+{
+    return gcn_philox_uniform(w) >= p;
+}
+
+/* The four mask words of elements 4 g .. 4 g + 3 (gcn_backend.dropout). */
+GCN_HD void gcn_epi_words(const uint32_t key[2], uint64_t offset, uint64_t g, uint32_t w[4])
+{
+    uint64_t ctr = offset + g;
+    uint32_t counter[4] = {(uint32_t)ctr, (uint32_t)(ctr >> 32), GCN_RNG_DROPOUT, 0u};
+    gcn_philox4x32_10(counter, key, w);
+}
+
+#endif

@@ -1,0 +1,407 @@
+/* The fused epilogue on the GPU (gcn_epilogue_args): batch statistics in one
+ * pass, the forward in one pass, and the backward in two (gradient sums,
+ * then dx).  Element arithmetic is epilogue_math.h's, as on the CPU; sums
+ * are taken in double in a fixed order, so results are deterministic. */
+#include "cuda_cols.cuh"
+#include "epilogue_math.h"
+
+#define TILE 32        /* threadIdx.x */
+#define LANES 8        /* threadIdx.y: rows a block takes at once */
+#define MAX_CHUNKS 1024
+#define MIN_CHUNK_ROWS 32
+
+/* Work mapping of every kernel here: block (bx, by) covers columns
+ * [bx * 32 V, (bx + 1) * 32 V) and the rows of chunk by; thread (tx, ty)
+ * takes columns c0 .. c0 + V - 1, c0 = (bx * 32 + tx) V, of rows
+ * chunk_start + ty, + 8, ...  A warp reads 32 V adjacent floats of one row.
+ * V = 4 (float4 accesses, one Philox draw per four elements) when the
+ * width is a multiple of four and the arrays are 16-byte aligned, else 1.
+ * f(r, c0, acc) handles the thread's V elements of row r and adds its N
+ * per-column terms into acc; with `partial` the eight row lanes are added in
+ * order and partial[(by * cols + c) * N + k] receives the block's sums. */
+template <int V, int N, class F>
+__global__ void tile_kernel(int64_t rows, int64_t cols, int64_t chunk_rows, F f, double *partial)
+{
+    __shared__ double sh[N][LANES][TILE * V];
+    int64_t c0 = ((int64_t)blockIdx.x * TILE + threadIdx.x) * V;
+    int64_t r0 = (int64_t)blockIdx.y * chunk_rows;
+    int64_t r1 = r0 + chunk_rows < rows ? r0 + chunk_rows : rows;
+    double acc[N][V];
+    for (int k = 0; k < N; k++)
+        for (int v = 0; v < V; v++)
+            acc[k][v] = 0.0;
+    if (c0 < cols)
+        for (int64_t r = r0 + threadIdx.y; r < r1; r += LANES)
+            f(r, c0, acc);
+    if (!partial)
+        return;
+    for (int k = 0; k < N; k++)
+        for (int v = 0; v < V; v++)
+            sh[k][threadIdx.y][threadIdx.x * V + v] = acc[k][v];
+    __syncthreads();
+    if (threadIdx.y != 0)
+        return;
+    for (int v = 0; v < V; v++) {
+        int64_t c = c0 + v;
+        if (c >= cols)
+            break;
+        for (int k = 0; k < N; k++) {
+            double s = 0.0;
+            for (int l = 0; l < LANES; l++)
+                s += sh[k][l][threadIdx.x * V + v];
+            partial[((int64_t)blockIdx.y * cols + c) * N + k] = s;
+        }
+    }
+}
+
+/* The grid of tile_kernel over [rows, cols]. */
+struct tiling {
+    int64_t chunk_rows, n_chunks;
+    dim3 grid;
+};
+
+static tiling tile_grid(int64_t rows, int64_t cols, int vec)
+{
+    tiling t;
+    t.chunk_rows = (rows + MAX_CHUNKS - 1) / MAX_CHUNKS;
+    if (t.chunk_rows < MIN_CHUNK_ROWS)
+        t.chunk_rows = MIN_CHUNK_ROWS;
+    t.n_chunks = rows > 0 ? (rows + t.chunk_rows - 1) / t.chunk_rows : 0;
+    t.grid = dim3((unsigned)((cols + TILE * vec - 1) / (TILE * vec)), (unsigned)t.n_chunks);
+    return t;
+}
+
+/* Launches tile_kernel<V, N> over a's shape (V chosen by the caller). */
+template <int V, int N, class F>
+static gcn_status launch_tiles(gcn_ctx *ctx, cudaStream_t stream, const tiling &t, int64_t rows,
+                               int64_t cols, F f, double *partial, const char *name)
+{
+    if (t.n_chunks == 0 || cols == 0)
+        return GCN_OK;
+    tile_kernel<V, N><<<t.grid, dim3(TILE, LANES), 0, stream>>>(rows, cols, t.chunk_rows, f,
+                                                                  partial);
+    return gcn_cuda_launched(ctx, name, __FILE__, __LINE__);
+}
+
+__device__ static void load(const float *p, int64_t i, float *v, int n)
+{
+    if (n == 4) {
+        float4 q = *reinterpret_cast<const float4 *>(p + i);
+        v[0] = q.x;
+        v[1] = q.y;
+        v[2] = q.z;
+        v[3] = q.w;
+    } else {
+        v[0] = p[i];
+    }
+}
+
+__device__ static void store(float *p, int64_t i, const float *v, int n)
+{
+    if (n == 4)
+        *reinterpret_cast<float4 *>(p + i) = make_float4(v[0], v[1], v[2], v[3]);
+    else
+        p[i] = v[0];
+}
+
+/* Dropout factors of V elements from flat index i: 1 without dropout, else
+ * 1 / (1 - p) or 0 by the mask (V = 4: i is a multiple of four). */
+template <int V>
+__device__ static void drop_factors(const gcn_epilogue_args &a, float scale, int64_t i, float *f)
+{
+    if (a.p == 0.0f) {
+        for (int v = 0; v < V; v++)
+            f[v] = 1.0f;
+        return;
+    }
+    uint32_t w[4];
+    gcn_epi_words(a.key, a.offset, (uint64_t)i / 4, w);
+    for (int v = 0; v < V; v++)
+        f[v] = gcn_epi_kept(w[(i + v) % 4], a.p) ? scale : 0.0f;
+}
+
+/* ---- statistics ---------------------------------------------------------- */
+
+/* (v - K, (v - K)^2) with K the column's first value: a shift that keeps
+ * the one-pass variance free of cancellation. */
+template <int V>
+struct stats_terms {
+    const float *x, *bias;
+    int64_t cols;
+    __device__ void operator()(int64_t r, int64_t c0, double (*acc)[V]) const
+    {
+        float xv[V], k0[V];
+        load(x, r * cols + c0, xv, V);
+        load(x, c0, k0, V);
+        for (int v = 0; v < V; v++) {
+            float b = bias ? bias[c0 + v] : 0.0f;
+            double d = (double)(xv[v] + b) - (double)(k0[v] + b);
+            acc[0][v] += d;
+            acc[1][v] += d * d;
+        }
+    }
+};
+
+/* (1 - m) r + m s in double, as the CPU updates running statistics. */
+__device__ static float running_update(float r, float momentum, double s)
+{
+    return (float)((1.0 - (double)momentum) * (double)r + (double)momentum * s);
+}
+
+struct stats_out {
+    const float *x, *bias;
+    int64_t rows;
+    float momentum, eps;
+    float *running_mean, *running_var, *mean, *invstd;
+    __device__ void operator()(int64_t c, const double *t) const
+    {
+        double n = (double)rows, k = (double)(x[c] + (bias ? bias[c] : 0.0f));
+        double d = t[0] / n, var = t[1] / n - d * d;
+        var = var > 0.0 ? var : 0.0;
+        double m = k + d;
+        mean[c] = (float)m;
+        invstd[c] = (float)(1.0 / sqrt(var + (double)eps));
+        running_mean[c] = running_update(running_mean[c], momentum, m);
+        running_var[c] = running_update(running_var[c], momentum, var * n / (n - 1.0));
+    }
+};
+
+/* One thread per column (grid-stride). */
+__global__ void eval_invstd_kernel(int64_t cols, const float *var, float eps, float *invstd)
+{
+    for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < cols;
+         c += (int64_t)gridDim.x * blockDim.x)
+        invstd[c] = (float)(1.0 / sqrt((double)var[c] + eps));
+}
+
+static bool aligned(const void *p)
+{
+    return p == NULL || (uintptr_t)p % 16 == 0;
+}
+
+gcn_status gcn_cuda_epilogue_stats(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
+                                   const float *bias, bool training, float momentum, float eps,
+                                   float *running_mean, float *running_var, float *mean,
+                                   float *invstd)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    if (cols <= 0)
+        return GCN_OK;
+    if (!training) {
+        eval_invstd_kernel<<<gcn_blocks(cols, GCN_THREADS), GCN_THREADS, 0, cs->stream>>>(
+            cols, running_var, eps, invstd);
+        GCN_LAUNCHED("eval_invstd_kernel");
+        return GCN_OK;
+    }
+    bool vec = cols % 4 == 0 && aligned(x);
+    tiling t = tile_grid(rows, cols, vec ? 4 : 1);
+    size_t bytes = (size_t)(t.n_chunks * cols * 2) * sizeof(double);
+    double *partial = NULL;
+    GCN_TRY(gcn_mem_alloc(ctx, (void **)&partial, bytes));
+    gcn_status st = vec ? launch_tiles<4, 2>(ctx, cs->stream, t, rows, cols,
+                                             stats_terms<4>{x, bias, cols}, partial, "stats_4")
+                        : launch_tiles<1, 2>(ctx, cs->stream, t, rows, cols,
+                                             stats_terms<1>{x, bias, cols}, partial, "stats_1");
+    if (st == GCN_OK) {
+        col_finish_kernel<2><<<col_finish_blocks(cols), GCN_THREADS, 0, cs->stream>>>(
+            cols, t.n_chunks, partial,
+            stats_out{x, bias, rows, momentum, eps, running_mean, running_var, mean, invstd});
+        st = GCN_LAUNCHED_ST("col_finish_kernel");
+    }
+    gcn_mem_release(ctx, partial, bytes);
+    return st;
+}
+
+/* ---- forward ------------------------------------------------------------- */
+
+template <int V>
+struct forward_elems {
+    gcn_epilogue_args a;
+    float scale;
+    float *out;
+    __device__ void operator()(int64_t r, int64_t c0, double (*)[V]) const
+    {
+        int64_t i = r * a.cols + c0;
+        float xv[V], f[V], y[V];
+        load(a.x, i, xv, V);
+        drop_factors<V>(a, scale, i, f);
+        for (int v = 0; v < V; v++) {
+            gcn_epi_col k = gcn_epi_column(a.bias, a.gamma, a.beta, a.mean, a.invstd, c0 + v);
+            float act = gcn_epi_act(gcn_epi_pre(xv[v], k), a.act, a.alpha);
+            y[v] = a.p == 0.0f ? act : f[v] != 0.0f ? __fmul_rn(act, f[v]) : 0.0f;
+        }
+        store(out, i, y, V);
+    }
+};
+
+static bool vectorised(const gcn_epilogue_args *a, const void *p, const void *q)
+{
+    return a->cols % 4 == 0 && aligned(a->x) && aligned(p) && aligned(q);
+}
+
+gcn_status gcn_cuda_epilogue_forward(gcn_ctx *ctx, const gcn_epilogue_args *a, float *out)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    float scale = a->p > 0.0f ? 1.0f / (1.0f - a->p) : 1.0f;
+    if (vectorised(a, out, NULL))
+        return launch_tiles<4, 1>(ctx, cs->stream, tile_grid(a->rows, a->cols, 4), a->rows,
+                                  a->cols, forward_elems<4>{*a, scale, out}, NULL, "forward_4");
+    return launch_tiles<1, 1>(ctx, cs->stream, tile_grid(a->rows, a->cols, 1), a->rows, a->cols,
+                              forward_elems<1>{*a, scale, out}, NULL, "forward_1");
+}
+
+/* ---- backward ------------------------------------------------------------ */
+
+/* The gradient at pre of V elements from flat index i, and their xhat
+ * ((v - mean) invstd, in double; 0 without batch norm). */
+template <int V>
+__device__ static void pre_grads(const gcn_epilogue_args &a, float scale, const float *dout,
+                                 int64_t i, int64_t c0, float *g, double *xhat)
+{
+    float xv[V], dv[V], f[V];
+    load(a.x, i, xv, V);
+    load(dout, i, dv, V);
+    drop_factors<V>(a, scale, i, f);
+    for (int v = 0; v < V; v++) {
+        gcn_epi_col k = gcn_epi_column(a.bias, a.gamma, a.beta, a.mean, a.invstd, c0 + v);
+        float pre = gcn_epi_pre(xv[v], k);
+        float gy = a.p == 0.0f ? dv[v] : f[v] != 0.0f ? __fmul_rn(dv[v], f[v]) : 0.0f;
+        g[v] = gcn_epi_act_grad(gy, pre, gcn_epi_act(pre, a.act, a.alpha), a.act, a.alpha);
+        xhat[v] = k.norm ? ((double)__fadd_rn(xv[v], k.bias) - (double)k.mean) *
+                               (double)a.invstd[c0 + v]
+                         : 0.0;
+    }
+}
+
+/* (g, g xhat) per column. */
+template <int V>
+struct grad_terms {
+    gcn_epilogue_args a;
+    float scale;
+    const float *dout;
+    __device__ void operator()(int64_t r, int64_t c0, double (*acc)[V]) const
+    {
+        float g[V];
+        double xhat[V];
+        pre_grads<V>(a, scale, dout, r * a.cols + c0, c0, g, xhat);
+        for (int v = 0; v < V; v++) {
+            acc[0][v] += g[v];
+            acc[1][v] += (double)g[v] * xhat[v];
+        }
+    }
+};
+
+/* sums[c] = sum g, sums[cols + c] = sum g xhat; dgamma and dbeta from them. */
+struct grad_out {
+    double *sums;
+    int64_t cols;
+    gcn_epilogue_grads g;
+    __device__ void operator()(int64_t c, const double *t) const
+    {
+        sums[c] = t[0];
+        sums[cols + c] = t[1];
+        if (g.dgamma)
+            g.dgamma[c] = (float)t[1] + (g.acc_gamma ? g.dgamma[c] : 0.0f);
+        if (g.dbeta)
+            g.dbeta[c] = (float)t[0] + (g.acc_beta ? g.dbeta[c] : 0.0f);
+    }
+};
+
+/* dx per element (written when dx is set), and its column sum for dbias:
+ * training batch norm gamma invstd / n (n g - sum g - xhat sum(g xhat)),
+ * eval batch norm g gamma invstd, else g. */
+template <int V>
+struct dx_elems {
+    gcn_epilogue_args a;
+    float scale;
+    const float *dout;
+    const double *sums;
+    float *dx;
+    bool acc;
+    __device__ void operator()(int64_t r, int64_t c0, double (*acc_sum)[V]) const
+    {
+        int64_t i = r * a.cols + c0;
+        float g[V], out[V], old[V];
+        double xhat[V];
+        pre_grads<V>(a, scale, dout, i, c0, g, xhat);
+        if (dx && acc)
+            load(dx, i, old, V);
+        for (int v = 0; v < V; v++) {
+            int64_t c = c0 + v;
+            double d = g[v];
+            if (a.gamma && a.batch_stats) {
+                double n = (double)a.rows, invstd = a.invstd[c];
+                d = a.gamma[c] * invstd / n * (n * g[v] - sums[c] - xhat[v] * sums[a.cols + c]);
+            } else if (a.gamma) {
+                d = (double)g[v] * (double)__fmul_rn(a.gamma[c], a.invstd[c]);
+            }
+            out[v] = (float)d;
+            acc_sum[0][v] += out[v];
+            if (acc)
+                out[v] += old[v];
+        }
+        if (dx)
+            store(dx, i, out, V);
+    }
+};
+
+struct dbias_out {
+    gcn_epilogue_grads g;
+    __device__ void operator()(int64_t c, const double *t) const
+    {
+        g.dbias[c] = (float)t[0] + (g.acc_bias ? g.dbias[c] : 0.0f);
+    }
+};
+
+template <int V>
+static gcn_status backward_passes(gcn_ctx *ctx, gcn_cuda_state *cs, const gcn_epilogue_args *a,
+                                  const float *dout, const gcn_epilogue_grads *g, double *sums,
+                                  double *partial)
+{
+    float scale = a->p > 0.0f ? 1.0f / (1.0f - a->p) : 1.0f;
+    tiling t = tile_grid(a->rows, a->cols, V);
+    unsigned col_blocks = col_finish_blocks(a->cols);
+    if (a->gamma) {
+        GCN_TRY((launch_tiles<V, 2>(ctx, cs->stream, t, a->rows, a->cols,
+                                    grad_terms<V>{*a, scale, dout}, partial, "grad_terms")));
+        col_finish_kernel<2><<<col_blocks, GCN_THREADS, 0, cs->stream>>>(
+            a->cols, t.n_chunks, partial, grad_out{sums, a->cols, *g});
+        GCN_LAUNCHED("col_finish_kernel");
+    }
+    if (!g->dx && !g->dbias)
+        return GCN_OK;
+    GCN_TRY((launch_tiles<V, 1>(ctx, cs->stream, t, a->rows, a->cols,
+                                dx_elems<V>{*a, scale, dout, sums, g->dx, g->acc_x},
+                                g->dbias ? partial : NULL, "dx_elems")));
+    if (g->dbias) {
+        col_finish_kernel<1><<<col_blocks, GCN_THREADS, 0, cs->stream>>>(a->cols, t.n_chunks,
+                                                                         partial, dbias_out{*g});
+        GCN_LAUNCHED("col_finish_kernel");
+    }
+    return GCN_OK;
+}
+
+gcn_status gcn_cuda_epilogue_backward(gcn_ctx *ctx, const gcn_epilogue_args *a,
+                                      const float *dout, const gcn_epilogue_grads *g)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    if (a->cols <= 0)
+        return GCN_OK;
+    bool vec = vectorised(a, dout, g->dx);
+    tiling t = tile_grid(a->rows, a->cols, vec ? 4 : 1);
+    size_t sum_bytes = (size_t)(2 * a->cols) * sizeof(double);
+    size_t part_bytes = (size_t)(t.n_chunks * a->cols * 2) * sizeof(double);
+    double *sums = NULL, *partial = NULL;
+    gcn_status st;
+    GCN_CHECK(gcn_mem_alloc(ctx, (void **)&sums, sum_bytes));
+    GCN_CHECK(gcn_mem_alloc(ctx, (void **)&partial, part_bytes));
+    st = vec ? backward_passes<4>(ctx, cs, a, dout, g, sums, partial)
+             : backward_passes<1>(ctx, cs, a, dout, g, sums, partial);
+cleanup:
+    gcn_mem_release(ctx, partial, part_bytes);
+    gcn_mem_release(ctx, sums, sum_bytes);
+    return st;
+}

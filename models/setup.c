@@ -1,0 +1,91 @@
+/* A configuration put to use: command-line values over its keys, the
+ * context options and the dataset it describes (setup.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "../core/rng.h"
+#include "setup.h"
+
+/* value into a field of size bytes; false when it does not fit. */
+static bool copy_value(char *field, size_t size, const char *value)
+{
+    if (!*value || strlen(value) >= size)
+        return false;
+    strcpy(field, value);
+    return true;
+}
+
+gcn_status gcn_model_config_set(gcn_model_config *cfg, const char *key, const char *value,
+                                char *err, size_t err_size)
+{
+    char expected[96] = "";
+    gcn_device device;
+    int index;
+    if (!cfg || !key || !value) {
+        snprintf(expected, sizeof expected, "a configuration, a key and a value");
+    } else if (!strcmp(key, "device")) {
+        if (gcn_device_parse(value, &device, &index) != GCN_OK ||
+            !copy_value(cfg->device, sizeof cfg->device, value))
+            snprintf(expected, sizeof expected, "auto, cpu, cuda or cuda:N");
+    } else if (!strcmp(key, "precision")) {
+        if (strcmp(value, "fp32") && strcmp(value, "tf32"))
+            snprintf(expected, sizeof expected, "fp32 or tf32");
+        else
+            cfg->tf32 = value[0] == 't';
+    } else {
+        struct { const char *key; char *field; size_t size; } strings[] = {
+            {"spmm", cfg->spmm, sizeof cfg->spmm},
+            {"reorder", cfg->reorder, sizeof cfg->reorder},
+            {"root", cfg->root, sizeof cfg->root},
+            {"features", cfg->features, sizeof cfg->features},
+        };
+        size_t i = 0, n = sizeof strings / sizeof *strings;
+        while (i < n && strcmp(key, strings[i].key))
+            i++;
+        if (i == n)
+            snprintf(expected, sizeof expected, "a key: device, precision, spmm, reorder, "
+                                                "root or features");
+        else if (!copy_value(strings[i].field, strings[i].size, value))
+            snprintf(expected, sizeof expected, "a value of 1 to %zu characters",
+                     strings[i].size - 1);
+    }
+    if (!expected[0])
+        return GCN_OK;
+    if (err && err_size)
+        snprintf(err, err_size, "%s '%s': expected %s", key ? key : "(null)",
+                 value ? value : "(null)", expected);
+    return GCN_ERR_INVALID_ARG;
+}
+
+gcn_status gcn_model_config_ctx_opts(const gcn_model_config *cfg, gcn_ctx_opts *opts)
+{
+    if (!cfg || !opts)
+        return GCN_ERR_INVALID_ARG;
+    gcn_device device;
+    int index;
+    gcn_status st = gcn_device_parse(cfg->device, &device, &index);
+    if (st != GCN_OK)
+        return st;
+    opts->device = device;
+    opts->device_index = index;
+    opts->seed = cfg->seed;
+    opts->tf32 = cfg->tf32;
+    return GCN_OK;
+}
+
+gcn_status gcn_model_config_load_dataset(gcn_ctx *ctx, const gcn_model_config *cfg,
+                                         const char *spec, gcn_dataset **ds)
+{
+    if (!ctx || !cfg || !spec || !ds)
+        return GCN_ERR_INVALID_ARG;
+    gcn_dataset_opts o = gcn_dataset_default_opts();
+    o.root = cfg->root;
+    o.features = cfg->features;
+    o.normalize_features = cfg->normalize_features;
+    if (!strcmp(cfg->reorder, "auto"))
+        o.reorder = gcn_ctx_device(ctx) == GCN_DEVICE_CUDA ? "metis" : NULL;
+    else
+        o.reorder = strcmp(cfg->reorder, "none") ? cfg->reorder : NULL;
+    gcn_rng_seed(ctx, cfg->data_seed);
+    return gcn_dataset_load(ctx, ds, spec, &o);
+}

@@ -1,0 +1,39 @@
+/* A configuration put to use, as the tools do it: command-line values over
+ * its keys, the context options it asks for, and the dataset it describes. */
+#ifndef GCN_MODEL_SETUP_H
+#define GCN_MODEL_SETUP_H
+
+#include <stddef.h>
+
+#include "../core/ctx.h"
+#include "../datasets/dataset.h"
+#include "config.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Sets one key from a command-line value: "device" (auto, cpu, cuda or
+ * cuda:N), "precision" (fp32 or tf32), "spmm", "reorder", "root" or
+ * "features" (the strings the loaders check when they use them).  On a bad
+ * key or value returns GCN_ERR_INVALID_ARG and writes one line naming both
+ * into err. */
+gcn_status gcn_model_config_set(gcn_model_config *cfg, const char *key, const char *value,
+                                char *err, size_t err_size);
+
+/* The context options of the configuration: its device, seed and precision
+ * over *opts (the other fields stay as they are).  GCN_ERR_INVALID_ARG for a
+ * device string gcn_device_parse refuses. */
+gcn_status gcn_model_config_ctx_opts(const gcn_model_config *cfg, gcn_ctx_opts *opts);
+
+/* Loads the dataset spec (gcn_dataset_load) as the configuration says: its
+ * root, substitute features and feature normalisation, its reordering ("auto"
+ * is METIS on a CUDA context and none on the CPU), with the context's random
+ * streams seeded from its data seed.  Caller frees. */
+gcn_status gcn_model_config_load_dataset(gcn_ctx *ctx, const gcn_model_config *cfg,
+                                         const char *spec, gcn_dataset **ds);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,442 @@
+/* gcnbench train: epoch times of a model configuration on datasets after
+ * warm-up, an epoch's device time by category of work and the memory by
+ * purpose; one JSON line per dataset (the definitions: the help text). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+enum { EXIT_RUNTIME = 1, EXIT_INPUT = 2, MAX_EPOCHS = 1000000, N_SETS = 6 };
+
+/* Warm-up epochs beyond --warmup while the selector is still profiling. */
+enum { MAX_EXTRA_WARMUP = 1000 };
+
+static const char help[] =
+    "usage: gcnbench train CONFIG --dataset SPEC [--dataset SPEC ...] [--root DIR]\n"
+    "                      [--features SPEC] [--epochs N] [--warmup N] [--precision fp32|tf32]\n"
+    "                      [--seed S] [--spmm NAME] [--reorder SPEC] [--device cuda|cpu]\n"
+    "                      [--out FILE.jsonl] [--no-breakdown]\n"
+    "  Trains the model of CONFIG (models/*.json) on each dataset as gcntrain does: W\n"
+    "  warm-up epochs (--warmup, default 10; more while the SpMM selector is still\n"
+    "  profiling, up to 1000: \"warmup\" says how many ran), then N timed epochs\n"
+    "  (--epochs, default 200), and writes one JSON line per dataset on stdout,\n"
+    "  appended to --out FILE once every dataset has run.  --root, --features,\n"
+    "  --precision, --spmm, --reorder, --device and --seed override the configuration.\n"
+    "  Times are medians over the timed epochs: epoch_ms = train_ms + eval_ms, each\n"
+    "  device-synchronised; epoch_ms_min their minimum.\n"
+    "  gpu_ms: device time of an epoch by category, from CUDA events at each change\n"
+    "  of category (null on the CPU and with --no-breakdown, whose timings carry no\n"
+    "  events): gemm (cuBLAS matmuls), spmm (sparse aggregation, with the selector's\n"
+    "  runs and plans), optimizer (parameter updates), other (host<->device\n"
+    "  transfers, device copies and fills), elementwise (everything else, and the\n"
+    "  device's idle time); gpu_span_ms is the epoch from its first event to its\n"
+    "  last, which the categories sum to.\n"
+    "  Memory, in MiB of the context's allocations: peak_mib the high-water mark of\n"
+    "  the whole run, data included; steady_mib what is held at the end of the last\n"
+    "  epoch; memory_mib: data (features, labels, split, adjacency matrices),\n"
+    "  params (parameters, batch-norm statistics), grads (one per parameter, held\n"
+    "  between steps), optimizer (momentum, Adam's m and v), workspace (the rest of\n"
+    "  steady: SpMM plans, selector state, cached products) and activations (the\n"
+    "  timed epochs' peak minus steady: what a step allocates and frees).\n"
+    "  test_acc is the test accuracy at the best-validation epoch.\n"
+    "  Exit status: 2 for bad options, configuration or dataset, 1 for failures while\n"
+    "  training.\n";
+
+typedef struct train_opts {
+    const char *config, *out;
+    const char *datasets[GCNBENCH_MAX_LIST];
+    int n_datasets;
+    const char *set[N_SETS]; /* values for set_keys, NULL where not given */
+    long epochs, warmup;
+    long long seed; /* -1: the configuration's */
+    bool breakdown;
+} train_opts;
+
+/* One dataset's measurements: per timed epoch, its times and device time by
+ * category; then the memory figures. */
+typedef struct measured {
+    float *train_ms, *eval_ms, *epoch_ms, *cat_ms[GCN_PROF_N_CATEGORIES], *span_ms;
+    size_t peak, peak_timed, steady;
+    gcn_train_memory mem;
+    gcn_train_best best;
+    int64_t n_nodes, nnz;
+    int warmup; /* warm-up epochs run */
+    char dataset[64];
+} measured;
+
+typedef struct train_bench {
+    train_opts o;
+    gcn_model_config cfg;
+    char name[64];
+    gcn_ctx *ctx;
+    char device[128];
+    char *lines; /* the JSON lines so far, for --out */
+    size_t lines_len;
+    FILE *lines_f;
+} train_bench;
+
+/* One line on stderr; the exit status of bad input. */
+static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int bad(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "gcnbench train: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, " (gcnbench train --help)\n");
+    va_end(ap);
+    return EXIT_INPUT;
+}
+
+/* An integer in [lo, 1000000] (epoch counts). */
+static bool parse_count(const char *s, long lo, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > MAX_EPOCHS)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* The options that set a configuration key of the same name. */
+static const char *const set_keys[N_SETS] = {"root", "features", "precision", "spmm", "reorder",
+                                             "device"};
+
+/* The value v of option --name; 0 or an exit status. */
+static int take_value(train_opts *o, const char *name, const char *v)
+{
+    for (int k = 0; k < N_SETS; k++)
+        if (!strcmp(name, set_keys[k])) {
+            o->set[k] = v;
+            return 0;
+        }
+    if (!strcmp(name, "dataset")) {
+        if (o->n_datasets == GCNBENCH_MAX_LIST)
+            return bad("more than %d datasets", GCNBENCH_MAX_LIST);
+        o->datasets[o->n_datasets++] = v;
+    } else if (!strcmp(name, "out")) {
+        o->out = v;
+    } else if (!strcmp(name, "seed")) {
+        char *end;
+        errno = 0;
+        o->seed = strtoll(v, &end, 10);
+        if (errno || end == v || *end || o->seed < 0)
+            return bad("--seed '%s': expected an integer >= 0", v);
+    } else if (!strcmp(name, "epochs")) {
+        if (!parse_count(v, 1, &o->epochs))
+            return bad("--epochs '%s': expected an integer in [1, %d]", v, MAX_EPOCHS);
+    } else if (!parse_count(v, 0, &o->warmup)) {
+        return bad("--warmup '%s': expected an integer in [0, %d]", v, MAX_EPOCHS);
+    }
+    return 0;
+}
+
+static bool takes_value(const char *a)
+{
+    static const char *const names[] = {"--root", "--features", "--precision", "--spmm",
+                                        "--reorder", "--device", "--dataset", "--out",
+                                        "--seed", "--epochs", "--warmup"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strcmp(a, names[i]))
+            return true;
+    return false;
+}
+
+/* Returns 0 to go on, -1 when --help answered, or an exit status. */
+static int parse_args(int argc, char **argv, train_opts *o)
+{
+    *o = (train_opts){.epochs = 200, .warmup = 10, .seed = -1, .breakdown = true};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int rc = 0;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(help, stdout);
+            return -1;
+        }
+        if (!strcmp(a, "--no-breakdown"))
+            o->breakdown = false;
+        else if (a[0] != '-' && !o->config)
+            o->config = a;
+        else if (a[0] != '-')
+            rc = bad("unexpected argument '%s'", a);
+        else if (!takes_value(a))
+            rc = bad("unknown option '%s'", a);
+        else if (i + 1 >= argc)
+            rc = bad("%s needs a value", a);
+        else
+            rc = take_value(o, a + 2, argv[++i]);
+        if (rc)
+            return rc;
+    }
+    if (!o->config)
+        return bad("missing CONFIG");
+    if (o->n_datasets == 0)
+        return bad("missing --dataset SPEC");
+    return 0;
+}
+
+/* The configuration with the command line over it, and its context. */
+static int open_bench(train_bench *b)
+{
+    char err[512];
+    if (gcn_model_config_load(&b->cfg, b->o.config, err, sizeof err) != GCN_OK) {
+        fprintf(stderr, "gcnbench train: %s\n", err);
+        return EXIT_INPUT;
+    }
+    for (int k = 0; k < N_SETS; k++)
+        if (b->o.set[k] &&
+            gcn_model_config_set(&b->cfg, set_keys[k], b->o.set[k], err, sizeof err) != GCN_OK) {
+            fprintf(stderr, "gcnbench train: --%s\n", err);
+            return EXIT_INPUT;
+        }
+    if (b->o.seed >= 0)
+        b->cfg.seed = (uint64_t)b->o.seed;
+    const char *base = strrchr(b->o.config, '/') ? strrchr(b->o.config, '/') + 1 : b->o.config;
+    snprintf(b->name, sizeof b->name, "%.*s", (int)strcspn(base, "."), base);
+    if (b->cfg.name[0])
+        snprintf(b->name, sizeof b->name, "%s", b->cfg.name);
+    gcn_ctx_opts co = gcn_ctx_default_opts();
+    co.log_fn = gcnbench_log;
+    gcn_status st = gcn_model_config_ctx_opts(&b->cfg, &co);
+    if (st == GCN_OK)
+        st = gcn_ctx_create(&b->ctx, &co);
+    if (st != GCN_OK) {
+        fprintf(stderr, "gcnbench train: cannot use device %s: %s\n", b->cfg.device,
+                gcn_status_str(st));
+        return EXIT_RUNTIME;
+    }
+    if ((st = gcn_spmm_set_kernel(b->ctx, b->cfg.spmm)) != GCN_OK) {
+        fprintf(stderr, "gcnbench train: --spmm: %s\n", gcn_last_error(b->ctx));
+        return EXIT_INPUT;
+    }
+    int sms;
+    size_t l2;
+    if (gcn_ctx_device(b->ctx) != GCN_DEVICE_CUDA ||
+        gcn_spmm_device_info(b->ctx, b->device, sizeof b->device, &sms, &l2) != GCN_OK)
+        snprintf(b->device, sizeof b->device, "%s", gcn_device_name(gcn_ctx_device(b->ctx)));
+    if (!(b->lines_f = open_memstream(&b->lines, &b->lines_len))) {
+        fprintf(stderr, "gcnbench train: out of host memory\n");
+        return EXIT_RUNTIME;
+    }
+    return 0;
+}
+
+static void free_measured(measured *m)
+{
+    free(m->train_ms);
+    free(m->eval_ms);
+    free(m->epoch_ms);
+    free(m->span_ms);
+    for (int c = 0; c < GCN_PROF_N_CATEGORIES; c++)
+        free(m->cat_ms[c]);
+}
+
+static bool alloc_measured(measured *m, int n)
+{
+    bool ok = (m->train_ms = calloc((size_t)n, sizeof(float))) &&
+              (m->eval_ms = calloc((size_t)n, sizeof(float))) &&
+              (m->epoch_ms = calloc((size_t)n, sizeof(float))) &&
+              (m->span_ms = calloc((size_t)n, sizeof(float)));
+    for (int c = 0; ok && c < GCN_PROF_N_CATEGORIES; c++)
+        ok = (m->cat_ms[c] = calloc((size_t)n, sizeof(float))) != NULL;
+    return ok;
+}
+
+/* One epoch; the timed ones are profiled when b->o.breakdown asks for it on a
+ * GPU, and fill slot e of m. */
+static gcn_status epoch(train_bench *b, gcn_trainer *tr, measured *m, int e)
+{
+    bool profile = e >= 0 && b->o.breakdown && gcn_ctx_device(b->ctx) == GCN_DEVICE_CUDA;
+    gcn_epoch_stats es;
+    gcn_prof_times t;
+    gcn_status st = profile ? gcn_ctx_profile_begin(b->ctx) : GCN_OK;
+    if (st != GCN_OK)
+        return st;
+    st = gcn_trainer_epoch(b->ctx, tr, &es);
+    if (profile) {
+        gcn_status pst = gcn_ctx_profile_end(b->ctx, &t);
+        st = st != GCN_OK ? st : pst;
+    }
+    if (st != GCN_OK || e < 0)
+        return st;
+    m->train_ms[e] = (float)es.train_ms;
+    m->eval_ms[e] = (float)es.eval_ms;
+    m->epoch_ms[e] = (float)(es.train_ms + es.eval_ms);
+    for (int c = 0; profile && c < GCN_PROF_N_CATEGORIES; c++)
+        m->cat_ms[c][e] = (float)t.ms[c];
+    m->span_ms[e] = profile ? (float)t.span_ms : 0.0f;
+    return GCN_OK;
+}
+
+/* Trains on the dataset: warm-up, then the timed epochs, then the memory
+ * figures.  Returns an exit status after saying why on failure. */
+static int run_dataset(train_bench *b, const char *spec, measured *m)
+{
+    gcn_dataset *ds = NULL;
+    gcn_trainer *tr = NULL;
+    gcn_memory_stats ms;
+    int rc = 0;
+    gcn_ctx_reset_peak(b->ctx);
+    gcn_status st = gcn_model_config_load_dataset(b->ctx, &b->cfg, spec, &ds);
+    if (st == GCN_OK) {
+        gcn_rng_seed(b->ctx, b->cfg.seed);
+        st = gcn_trainer_create(b->ctx, &tr, &b->cfg, ds);
+    }
+    if (st != GCN_OK) {
+        fprintf(stderr, "gcnbench train: %s: %s\n", spec, gcn_last_error(b->ctx));
+        rc = st == GCN_ERR_NOMEM || st == GCN_ERR_CUDA ? EXIT_RUNTIME : EXIT_INPUT;
+        goto done;
+    }
+    snprintf(m->dataset, sizeof m->dataset, "%s", ds->name);
+    const gcn_csr *adj = gcn_trainer_adjacency(tr, GCN_ADJ_GCN);
+    adj = adj ? adj : gcn_trainer_adjacency(tr, GCN_ADJ_RAW);
+    m->n_nodes = ds->n_nodes;
+    m->nnz = adj ? adj->nnz : 0;
+    for (m->warmup = 0; st == GCN_OK && (m->warmup < b->o.warmup ||
+                                         (!gcn_trainer_spmm_locked(tr) &&
+                                          m->warmup < b->o.warmup + MAX_EXTRA_WARMUP));
+         m->warmup++)
+        st = epoch(b, tr, m, -1);
+    gcn_ctx_memory_stats(b->ctx, &ms);
+    m->peak = ms.peak;
+    gcn_ctx_reset_peak(b->ctx);
+    for (int e = 0; e < b->o.epochs && st == GCN_OK; e++)
+        st = epoch(b, tr, m, e);
+    if (st != GCN_OK) {
+        fprintf(stderr, "gcnbench train: %s: %s\n", spec, gcn_last_error(b->ctx));
+        rc = EXIT_RUNTIME;
+        goto done;
+    }
+    gcn_ctx_memory_stats(b->ctx, &ms);
+    m->peak_timed = ms.peak;
+    m->peak = ms.peak > m->peak ? ms.peak : m->peak;
+    m->steady = ms.in_use;
+    gcn_trainer_memory(tr, &m->mem);
+    gcn_trainer_best(tr, &m->best);
+done:
+    gcn_trainer_free(&tr);
+    gcn_dataset_free(&ds);
+    return rc;
+}
+
+static double mib(double bytes)
+{
+    return bytes / (1024.0 * 1024.0);
+}
+
+static double median_of(float *v, int n)
+{
+    double med, min;
+    gcnbench_stats(v, n, &med, &min);
+    return med;
+}
+
+static void write_line(const train_bench *b, measured *m, FILE *f)
+{
+    int n = (int)b->o.epochs;
+    double med_train = median_of(m->train_ms, n), med_eval = median_of(m->eval_ms, n), med, min;
+    gcnbench_stats(m->epoch_ms, n, &med, &min);
+    fprintf(f, "{\"bench\":\"train\",\"framework\":\"gcn\",");
+    gcnbench_json_str(f, "config", b->name);
+    fputc(',', f);
+    gcnbench_json_str(f, "dataset", m->dataset);
+    fputc(',', f);
+    gcnbench_json_str(f, "device", b->device);
+    fprintf(f, ",\"precision\":\"%s\",\"adjacency\":\"csr\",",
+            gcn_ctx_tf32(b->ctx) ? "tf32" : "fp32");
+    gcnbench_json_str(f, "spmm", b->cfg.spmm);
+    fprintf(f, ",\"epochs\":%d,\"warmup\":%d,\"n_nodes\":%lld,\"nnz\":%lld", n, m->warmup,
+            (long long)m->n_nodes, (long long)m->nnz);
+    gcnbench_json_num(f, "epoch_ms", med);
+    gcnbench_json_num(f, "train_ms", med_train);
+    gcnbench_json_num(f, "eval_ms", med_eval);
+    gcnbench_json_num(f, "epoch_ms_min", min);
+    gcnbench_json_num(f, "peak_mib", mib((double)m->peak));
+    gcnbench_json_num(f, "steady_mib", mib((double)m->steady));
+    const gcn_train_memory *t = &m->mem;
+    double held = (double)t->data + (double)t->params + (double)t->grads + (double)t->optimizer;
+    fprintf(f, ",\"memory_mib\":{\"data\":%.6g", mib((double)t->data));
+    gcnbench_json_num(f, "params", mib((double)t->params));
+    gcnbench_json_num(f, "grads", mib((double)t->grads));
+    gcnbench_json_num(f, "optimizer", mib((double)t->optimizer));
+    gcnbench_json_num(f, "activations", mib((double)(m->peak_timed - m->steady)));
+    gcnbench_json_num(f, "workspace", mib((double)m->steady > held ? (double)m->steady - held : 0));
+    fputc('}', f);
+    if (b->o.breakdown && gcn_ctx_device(b->ctx) == GCN_DEVICE_CUDA) {
+        for (int c = 0; c < GCN_PROF_N_CATEGORIES; c++)
+            fprintf(f, "%s\"%s\":%.6g", c ? "," : ",\"gpu_ms\":{", gcn_prof_category_name(c),
+                    median_of(m->cat_ms[c], n));
+        fputc('}', f);
+        gcnbench_json_num(f, "gpu_span_ms", median_of(m->span_ms, n));
+    } else {
+        fputs(",\"gpu_ms\":null,\"gpu_span_ms\":null", f);
+    }
+    gcnbench_json_num(f, "test_acc", m->best.test_acc);
+    fputs("}\n", f);
+}
+
+/* Every dataset; each line is kept for --out and goes to stdout as soon as
+ * its dataset is done. */
+static int run(train_bench *b)
+{
+    for (int i = 0; i < b->o.n_datasets; i++) {
+        measured m = {0};
+        int rc = alloc_measured(&m, (int)b->o.epochs) ? 0 : EXIT_RUNTIME;
+        if (rc)
+            fprintf(stderr, "gcnbench train: out of host memory for %ld epochs\n", b->o.epochs);
+        else
+            rc = run_dataset(b, b->o.datasets[i], &m);
+        size_t start = b->lines_len;
+        if (rc == 0) {
+            write_line(b, &m, b->lines_f);
+            if (fflush(b->lines_f) != 0) {
+                fprintf(stderr, "gcnbench train: out of host memory\n");
+                rc = EXIT_RUNTIME;
+            }
+        }
+        if (rc == 0) {
+            fwrite(b->lines + start, 1, b->lines_len - start, stdout);
+            fflush(stdout);
+        }
+        free_measured(&m);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* Appends the lines to --out once every dataset has run. */
+static int write_out(train_bench *b)
+{
+    if (!b->o.out)
+        return 0;
+    FILE *f = fopen(b->o.out, "a");
+    bool ok = f && fwrite(b->lines, 1, b->lines_len, f) == b->lines_len;
+    if (f && fclose(f) != 0)
+        ok = false;
+    if (!ok) {
+        fprintf(stderr, "gcnbench train: %s: cannot write: %s\n", b->o.out, strerror(errno));
+        return EXIT_RUNTIME;
+    }
+    return 0;
+}
+
+int gcnbench_train(int argc, char **argv)
+{
+    train_bench b = {0};
+    int rc = parse_args(argc, argv, &b.o);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    if ((rc = open_bench(&b)) == 0 && (rc = run(&b)) == 0)
+        rc = write_out(&b);
+    if (b.lines_f)
+        fclose(b.lines_f);
+    free(b.lines);
+    gcn_ctx_free(&b.ctx);
+    return rc;
+}
