@@ -101,6 +101,18 @@ gcn_status gcn_grad_slot(gcn_ctx *ctx, gcn_tensor *t, float **buf, bool *acc)
     return GCN_OK;
 }
 
+gcn_status gcn_grad_slot_reuse(gcn_ctx *ctx, gcn_tensor *t, gcn_tensor *donor, float **buf,
+                               bool *acc)
+{
+    if (t->grad || !donor || donor->refs != 1 || donor->rows != t->rows ||
+        donor->cols != t->cols)
+        return gcn_grad_slot(ctx, t, buf, acc);
+    t->grad = gcn_tensor_retain(donor);
+    *buf = t->grad->data;
+    *acc = false;
+    return GCN_OK;
+}
+
 gcn_status gcn_backward(gcn_ctx *ctx, gcn_tensor *loss)
 {
     if (!ctx)

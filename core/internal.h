@@ -315,6 +315,14 @@ bool gcn_tape_wants(const gcn_ctx *ctx, gcn_tensor *const *in, int n_in);
  * (*acc = false: overwrite) or returns the existing one (*acc = true). */
 gcn_status gcn_grad_slot(gcn_ctx *ctx, gcn_tensor *t, float **buf, bool *acc);
 
+/* gcn_grad_slot for an element-wise backward that may write in place: when
+ * t has no gradient yet and donor (the op's output gradient, about to be
+ * released) has t's shape and no other holder, t's gradient becomes donor
+ * itself, so the op overwrites its input with its result and the step's
+ * peak holds one buffer fewer. */
+gcn_status gcn_grad_slot_reuse(gcn_ctx *ctx, gcn_tensor *t, gcn_tensor *donor, float **buf,
+                               bool *acc);
+
 /* ---- context internals ----------------------------------------------- */
 
 struct gcn_ctx {

@@ -84,7 +84,9 @@ static gcn_status epilogue_backward(gcn_ctx *ctx, gcn_node *nd)
     int flags = (int)nd->param[0], k = 1;
     gcn_epilogue_args a = node_args(ctx, nd);
     gcn_epilogue_grads g = {0};
-    GCN_TRY(slot(ctx, nd->in[0], &g.dx, &g.acc_x));
+    /* both backends read dout[i] before they write dx[i]: dx may be dout */
+    if (nd->in[0]->requires_grad)
+        GCN_TRY(gcn_grad_slot_reuse(ctx, nd->in[0], nd->out->grad, &g.dx, &g.acc_x));
     if (flags & HAS_BIAS)
         GCN_TRY(slot(ctx, nd->in[k++], &g.dbias, &g.acc_bias));
     if (flags & HAS_NORM) {

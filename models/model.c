@@ -139,6 +139,22 @@ cleanup:
     return st;
 }
 
+/* Whether the block's backward reads its input's values: not when the
+ * input only goes through an SpMM (GIN with a fixed eps, GCN aggregating
+ * first), whose backward needs the matrix alone. */
+static bool reads_input(block *b)
+{
+    switch (b->cfg.type) {
+    case GCN_LAYER_GIN:
+        return b->gin.train_eps;
+    case GCN_LAYER_GCN:
+        return !gcn_gcn_conv_aggregates_first(&b->gcn);
+    case GCN_LAYER_LINEAR:
+        return true;
+    }
+    return true;
+}
+
 gcn_status gcn_model_forward(gcn_ctx *ctx, gcn_model *m, const gcn_csr *adj_gcn,
                              const gcn_csr *adj_raw, gcn_tensor *x, bool training,
                              gcn_tensor **logits)
@@ -160,6 +176,8 @@ gcn_status gcn_model_forward(gcn_ctx *ctx, gcn_model *m, const gcn_csr *adj_gcn,
         float p = i + 1 < m->n_blocks ? m->blocks[i + 1].cfg.dropout : 0.0f;
         gcn_status st = block_forward(ctx, &m->blocks[i], adj_gcn, adj_raw, h, training, p,
                                       &next);
+        if (st == GCN_OK && i > 0 && !reads_input(&m->blocks[i]))
+            gcn_tensor_drop_values(h); /* the previous block's output, now read */
         gcn_tensor_free(&h);
         if (st != GCN_OK)
             return st;

@@ -423,3 +423,25 @@ Test(models, reordered_forward_matches)
     gcn_dataset_free(&b);
     gcn_ctx_free(&ctx);
 }
+
+/* A GIN stack drops each block's output once the next block's SpMM has read
+ * it (its backward needs the matrix only): training still runs and learns,
+ * and no backward reads a dropped tensor (the backends would fault). */
+Test(models, gin_blocks_train_after_dropping_their_inputs)
+{
+    gcn_model_config cfg = parse_ok(
+        "{\"layers\": [{\"type\": \"gin\", \"out\": 16, \"norm\": \"batch\", \"activation\": "
+        "\"relu\"}, {\"type\": \"gin\", \"out\": 16, \"norm\": \"batch\", \"activation\": "
+        "\"relu\", \"dropout\": 0.3}, {\"type\": \"gin\", \"out\": \"classes\", \"dropout\": 0.3}],"
+        " \"optimizer\": {\"type\": \"adam\", \"lr\": 0.01}}");
+    gcn_ctx *ctx = test_cpu_ctx(4);
+    gcn_dataset *ds = small_sbm(ctx);
+    gcn_trainer *tr = NULL;
+    cr_assert_eq(gcn_trainer_create(ctx, &tr, &cfg, ds), GCN_OK, "%s", gcn_last_error(ctx));
+    float loss[8];
+    run_epochs(tr, ctx, 8, loss);
+    cr_assert_lt(loss[7], loss[0], "loss %g -> %g", (double)loss[0], (double)loss[7]);
+    gcn_trainer_free(&tr);
+    gcn_dataset_free(&ds);
+    gcn_ctx_free(&ctx);
+}
