@@ -101,6 +101,13 @@ gcn_status gcn_grad_slot(gcn_ctx *ctx, gcn_tensor *t, float **buf, bool *acc)
     return GCN_OK;
 }
 
+gcn_status gcn_grad_slot_opt(gcn_ctx *ctx, gcn_tensor *t, float **buf, bool *acc)
+{
+    *buf = NULL;
+    *acc = false;
+    return t->requires_grad ? gcn_grad_slot(ctx, t, buf, acc) : GCN_OK;
+}
+
 gcn_status gcn_grad_slot_reuse(gcn_ctx *ctx, gcn_tensor *t, gcn_tensor *donor, float **buf,
                                bool *acc)
 {

@@ -315,6 +315,9 @@ bool gcn_tape_wants(const gcn_ctx *ctx, gcn_tensor *const *in, int n_in);
  * (*acc = false: overwrite) or returns the existing one (*acc = true). */
 gcn_status gcn_grad_slot(gcn_ctx *ctx, gcn_tensor *t, float **buf, bool *acc);
 
+/* gcn_grad_slot when t requires a gradient; else *buf = NULL. */
+gcn_status gcn_grad_slot_opt(gcn_ctx *ctx, gcn_tensor *t, float **buf, bool *acc);
+
 /* gcn_grad_slot for an element-wise backward that may write in place: when
  * t has no gradient yet and donor (the op's output gradient, about to be
  * released) has t's shape and no other holder, t's gradient becomes donor
@@ -373,6 +376,9 @@ gcn_status gcn_op_begin(gcn_ctx *ctx, gcn_tensor **out);
 /* Shape and device checks that set a descriptive error. */
 gcn_status gcn_check_tensor(gcn_ctx *ctx, const gcn_tensor *t, const char *what);
 gcn_status gcn_check_index(gcn_ctx *ctx, const gcn_index *t, const char *what);
+/* gcn_check_tensor, then shape [1, cols]: "op: what is [r, c], expected [1, cols]". */
+gcn_status gcn_check_row_vector(gcn_ctx *ctx, const gcn_tensor *v, const char *op,
+                                const char *what, int64_t cols);
 
 #ifdef __cplusplus
 }

@@ -103,18 +103,24 @@ gcn_status gcn_cpu_batchnorm_eval_backward(gcn_ctx *ctx, int64_t rows, int64_t c
     return GCN_OK;
 }
 
+/* log sum_j exp(x[j]) in double, shifted by the largest value. */
+static double log_sum_exp(const float *x, int64_t cols)
+{
+    float mx = x[0];
+    for (int64_t j = 1; j < cols; j++)
+        mx = x[j] > mx ? x[j] : mx;
+    double s = 0.0;
+    for (int64_t j = 0; j < cols; j++)
+        s += exp((double)x[j] - mx);
+    return mx + log(s);
+}
+
 gcn_status gcn_cpu_log_softmax(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x, float *y)
 {
     (void)ctx;
     for (int64_t i = 0; i < rows; i++) {
         const float *xi = x + i * cols;
-        float mx = xi[0];
-        for (int64_t j = 1; j < cols; j++)
-            mx = xi[j] > mx ? xi[j] : mx;
-        double s = 0.0;
-        for (int64_t j = 0; j < cols; j++)
-            s += exp((double)xi[j] - mx);
-        double lse = mx + log(s);
+        double lse = log_sum_exp(xi, cols);
         for (int64_t j = 0; j < cols; j++)
             y[i * cols + j] = (float)(xi[j] - lse);
     }
@@ -185,18 +191,6 @@ gcn_status gcn_cpu_count_correct(gcn_ctx *ctx, int64_t cols, const float *scores
     }
     *count = (double)hits;
     return GCN_OK;
-}
-
-/* log sum_j exp(x[j]) in double, shifted by the largest value. */
-static double log_sum_exp(const float *x, int64_t cols)
-{
-    float mx = x[0];
-    for (int64_t j = 1; j < cols; j++)
-        mx = x[j] > mx ? x[j] : mx;
-    double s = 0.0;
-    for (int64_t j = 0; j < cols; j++)
-        s += exp((double)x[j] - mx);
-    return mx + log(s);
 }
 
 gcn_status gcn_cpu_cross_entropy(gcn_ctx *ctx, int64_t cols, const float *x, const int32_t *labels,

@@ -261,6 +261,20 @@ __device__ static float warp_max(float v)
     return v;
 }
 
+/* log sum_j exp(xr[j]) of one row in double, shifted by its largest value;
+ * lane l takes columns l, l + 32, ... and every lane gets the result. */
+__device__ static double warp_log_sum_exp(const float *xr, int64_t cols, int lane)
+{
+    float mx = xr[0];
+    for (int64_t j = lane; j < cols; j += WARP)
+        mx = xr[j] > mx ? xr[j] : mx;
+    mx = warp_max(mx);
+    double s = 0.0;
+    for (int64_t j = lane; j < cols; j += WARP)
+        s += exp(__dsub_rn(xr[j], mx));
+    return __dadd_rn(mx, log(warp_sum(s)));
+}
+
 /* One warp per row (grid-stride over rows); lane l takes columns l, l + 32, ... */
 __global__ void log_softmax_kernel(int64_t rows, int64_t cols, const float *x, float *y)
 {
@@ -269,14 +283,7 @@ __global__ void log_softmax_kernel(int64_t rows, int64_t cols, const float *x, f
     for (int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / WARP; r < rows;
          r += warps) {
         const float *xr = x + r * cols;
-        float mx = xr[0];
-        for (int64_t j = lane; j < cols; j += WARP)
-            mx = xr[j] > mx ? xr[j] : mx;
-        mx = warp_max(mx);
-        double s = 0.0;
-        for (int64_t j = lane; j < cols; j += WARP)
-            s += exp(__dsub_rn(xr[j], mx));
-        double lse = __dadd_rn(mx, log(warp_sum(s)));
+        double lse = warp_log_sum_exp(xr, cols, lane);
         for (int64_t j = lane; j < cols; j += WARP)
             y[r * cols + j] = (float)__dsub_rn(xr[j], lse);
     }
@@ -348,14 +355,7 @@ __global__ void cross_entropy_rows_kernel(int64_t cols, const float *x, const in
          i += warps) {
         int32_t r = rows[i], c = labels[r];
         const float *xr = x + (int64_t)r * cols;
-        float mx = xr[0];
-        for (int64_t j = lane; j < cols; j += WARP)
-            mx = xr[j] > mx ? xr[j] : mx;
-        mx = warp_max(mx);
-        double s = 0.0;
-        for (int64_t j = lane; j < cols; j += WARP)
-            s += exp(__dsub_rn(xr[j], mx));
-        double l = __dadd_rn(mx, log(warp_sum(s)));
+        double l = warp_log_sum_exp(xr, cols, lane);
         if (lane == 0) {
             lse[i] = (float)l;
             terms[i] = c >= 0 && c < cols ? __dsub_rn(xr[c], l) : nan("");

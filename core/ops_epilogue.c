@@ -5,26 +5,17 @@
 /* param[0] holds which stages the node has, as bits. */
 enum { HAS_BIAS = 1, HAS_NORM = 2, BATCH_STATS = 4 };
 
-static gcn_status check_vec(gcn_ctx *ctx, const gcn_tensor *v, const char *what, int64_t f)
-{
-    GCN_TRY(gcn_check_tensor(ctx, v, what));
-    if (v->rows != 1 || v->cols != f)
-        return GCN_ERROR(ctx, GCN_ERR_SHAPE, "epilogue: %s is [%lld, %lld], expected [1, %lld]",
-                         what, (long long)v->rows, (long long)v->cols, (long long)f);
-    return GCN_OK;
-}
-
 static gcn_status check_spec(gcn_ctx *ctx, const gcn_tensor *x, const gcn_epilogue *e,
                              bool training)
 {
     GCN_TRY(gcn_check_tensor(ctx, x, "epilogue input"));
     if (e->bias)
-        GCN_TRY(check_vec(ctx, e->bias, "bias", x->cols));
+        GCN_TRY(gcn_check_row_vector(ctx, e->bias, "epilogue", "bias", x->cols));
     if (e->gamma) {
-        GCN_TRY(check_vec(ctx, e->gamma, "gamma", x->cols));
-        GCN_TRY(check_vec(ctx, e->beta, "beta", x->cols));
-        GCN_TRY(check_vec(ctx, e->running_mean, "running_mean", x->cols));
-        GCN_TRY(check_vec(ctx, e->running_var, "running_var", x->cols));
+        const gcn_tensor *v[4] = {e->gamma, e->beta, e->running_mean, e->running_var};
+        const char *names[4] = {"gamma", "beta", "running_mean", "running_var"};
+        for (int i = 0; i < 4; i++)
+            GCN_TRY(gcn_check_row_vector(ctx, v[i], "epilogue", names[i], x->cols));
         if (!(e->eps > 0.0f) || !(e->momentum >= 0.0f && e->momentum <= 1.0f))
             return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG,
                              "epilogue: batch norm eps = %g must be > 0 and momentum = %g in "
@@ -71,14 +62,6 @@ static gcn_epilogue_args node_args(gcn_ctx *ctx, const gcn_node *nd)
     return a;
 }
 
-/* The grad buffer of t when it requires one. */
-static gcn_status slot(gcn_ctx *ctx, gcn_tensor *t, float **buf, bool *acc)
-{
-    *buf = NULL;
-    *acc = false;
-    return t->requires_grad ? gcn_grad_slot(ctx, t, buf, acc) : GCN_OK;
-}
-
 static gcn_status epilogue_backward(gcn_ctx *ctx, gcn_node *nd)
 {
     int flags = (int)nd->param[0], k = 1;
@@ -88,10 +71,10 @@ static gcn_status epilogue_backward(gcn_ctx *ctx, gcn_node *nd)
     if (nd->in[0]->requires_grad)
         GCN_TRY(gcn_grad_slot_reuse(ctx, nd->in[0], nd->out->grad, &g.dx, &g.acc_x));
     if (flags & HAS_BIAS)
-        GCN_TRY(slot(ctx, nd->in[k++], &g.dbias, &g.acc_bias));
+        GCN_TRY(gcn_grad_slot_opt(ctx, nd->in[k++], &g.dbias, &g.acc_bias));
     if (flags & HAS_NORM) {
-        GCN_TRY(slot(ctx, nd->in[k], &g.dgamma, &g.acc_gamma));
-        GCN_TRY(slot(ctx, nd->in[k + 1], &g.dbeta, &g.acc_beta));
+        GCN_TRY(gcn_grad_slot_opt(ctx, nd->in[k], &g.dgamma, &g.acc_gamma));
+        GCN_TRY(gcn_grad_slot_opt(ctx, nd->in[k + 1], &g.dbeta, &g.acc_beta));
     }
     return ctx->be->epilogue_backward(ctx, &a, nd->out->grad->data, &g);
 }

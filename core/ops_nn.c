@@ -4,14 +4,6 @@
 
 #define NUMEL(t) ((t)->rows * (t)->cols)
 
-/* Returns the grad buffer of t when it requires one, else NULL. */
-static gcn_status opt_slot(gcn_ctx *ctx, gcn_tensor *t, float **buf, bool *acc)
-{
-    *buf = NULL;
-    *acc = false;
-    return t->requires_grad ? gcn_grad_slot(ctx, t, buf, acc) : GCN_OK;
-}
-
 /* ---- batch norm ---------------------------------------------------------- */
 
 /* in = {x, gamma, beta}; saved = {mean, invstd} in training, {running_mean,
@@ -21,9 +13,9 @@ static gcn_status batchnorm_backward(gcn_ctx *ctx, gcn_node *nd)
     gcn_tensor *x = nd->in[0], *gamma = nd->in[1], *beta = nd->in[2];
     float *dx, *dg, *db;
     bool ax, ag, ab;
-    GCN_TRY(opt_slot(ctx, x, &dx, &ax));
-    GCN_TRY(opt_slot(ctx, gamma, &dg, &ag));
-    GCN_TRY(opt_slot(ctx, beta, &db, &ab));
+    GCN_TRY(gcn_grad_slot_opt(ctx, x, &dx, &ax));
+    GCN_TRY(gcn_grad_slot_opt(ctx, gamma, &dg, &ag));
+    GCN_TRY(gcn_grad_slot_opt(ctx, beta, &db, &ab));
     const float *dy = nd->out->grad->data;
     if (nd->param[0] != 0)
         return ctx->be->batchnorm_backward(ctx, x->rows, x->cols, x->data, gamma->data,
@@ -34,25 +26,16 @@ static gcn_status batchnorm_backward(gcn_ctx *ctx, gcn_node *nd)
                                             (float)nd->param[1], dy, dx, dg, db, ax, ag, ab);
 }
 
-static gcn_status check_bn_vec(gcn_ctx *ctx, const gcn_tensor *v, const char *what, int64_t f)
-{
-    GCN_TRY(gcn_check_tensor(ctx, v, what));
-    if (v->rows != 1 || v->cols != f)
-        return GCN_ERROR(ctx, GCN_ERR_SHAPE, "batchnorm: %s is [%lld, %lld], expected [1, %lld]",
-                         what, (long long)v->rows, (long long)v->cols, (long long)f);
-    return GCN_OK;
-}
-
 gcn_status gcn_batchnorm(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *gamma, gcn_tensor *beta,
                          gcn_tensor *running_mean, gcn_tensor *running_var, bool training,
                          float momentum, float eps, gcn_tensor **out)
 {
     GCN_TRY(gcn_op_begin(ctx, out));
     GCN_TRY(gcn_check_tensor(ctx, x, "batchnorm input"));
-    GCN_TRY(check_bn_vec(ctx, gamma, "gamma", x->cols));
-    GCN_TRY(check_bn_vec(ctx, beta, "beta", x->cols));
-    GCN_TRY(check_bn_vec(ctx, running_mean, "running_mean", x->cols));
-    GCN_TRY(check_bn_vec(ctx, running_var, "running_var", x->cols));
+    GCN_TRY(gcn_check_row_vector(ctx, gamma, "batchnorm", "gamma", x->cols));
+    GCN_TRY(gcn_check_row_vector(ctx, beta, "batchnorm", "beta", x->cols));
+    GCN_TRY(gcn_check_row_vector(ctx, running_mean, "batchnorm", "running_mean", x->cols));
+    GCN_TRY(gcn_check_row_vector(ctx, running_var, "batchnorm", "running_var", x->cols));
     if (!(eps > 0.0f) || !(momentum >= 0.0f && momentum <= 1.0f))
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG,
                          "batchnorm: eps = %g must be > 0 and momentum = %g in [0, 1]",

@@ -187,6 +187,16 @@ gcn_status gcn_check_tensor(gcn_ctx *ctx, const gcn_tensor *t, const char *what)
     return GCN_OK;
 }
 
+gcn_status gcn_check_row_vector(gcn_ctx *ctx, const gcn_tensor *v, const char *op,
+                                const char *what, int64_t cols)
+{
+    GCN_TRY(gcn_check_tensor(ctx, v, what));
+    if (v->rows != 1 || v->cols != cols)
+        return GCN_ERROR(ctx, GCN_ERR_SHAPE, "%s: %s is [%lld, %lld], expected [1, %lld]", op,
+                         what, (long long)v->rows, (long long)v->cols, (long long)cols);
+    return GCN_OK;
+}
+
 gcn_status gcn_check_index(gcn_ctx *ctx, const gcn_index *idx, const char *what)
 {
     if (!idx)

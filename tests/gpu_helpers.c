@@ -122,6 +122,14 @@ dual dual_new(gcn_ctx *gpu, const float *init, int64_t n)
     return x;
 }
 
+dual dual_random(gcn_ctx *gpu, uint64_t *state, int64_t n, float lo, float hi)
+{
+    float *h = host_random(state, n, lo, hi);
+    dual d = dual_new(gpu, h, n);
+    free(h);
+    return d;
+}
+
 void dual_check(gcn_ctx *gpu, const dual *x, double tol, const char *what)
 {
     float *got = host_floats(x->n);

@@ -47,6 +47,8 @@ typedef struct dual {
 } dual;
 
 dual dual_new(gcn_ctx *gpu, const float *init, int64_t n);
+/* n uniform values in [lo, hi) from the xorshift state, on both sides. */
+dual dual_random(gcn_ctx *gpu, uint64_t *state, int64_t n, float lo, float hi);
 /* Downloads d and compares it with h (expect_close; tol 0 means bit for bit). */
 void dual_check(gcn_ctx *gpu, const dual *x, double tol, const char *what);
 void dual_free(gcn_ctx *gpu, dual *x);

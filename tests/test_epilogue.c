@@ -80,7 +80,8 @@ static gcn_epilogue epilogue_of(const spec *c, const operands *o)
 static gcn_status unfused(gcn_ctx *ctx, const spec *c, const operands *o, gcn_tensor **out)
 {
     gcn_tensor *t[4] = {0};
-    gcn_status st = c->bias ? gcn_add_bias(ctx, o->x, o->bias, &t[0]) : gcn_scale(ctx, o->x, 1, &t[0]);
+    gcn_status st = c->bias ? gcn_add_bias(ctx, o->x, o->bias, &t[0])
+                            : gcn_scale(ctx, o->x, 1, &t[0]);
     if (st == GCN_OK)
         st = c->bn == BN_NONE ? gcn_scale(ctx, t[0], 1, &t[1])
                               : gcn_batchnorm(ctx, t[0], o->gamma, o->beta, o->rm, o->rv,

@@ -22,14 +22,6 @@ typedef struct operands {
     dual x, bias, gamma, beta, rm, rv, mean, invstd;
 } operands;
 
-static dual random_dual(gcn_ctx *gpu, uint64_t *s, int64_t n, float lo, float hi)
-{
-    float *h = host_random(s, n, lo, hi);
-    dual d = dual_new(gpu, h, n);
-    free(h);
-    return d;
-}
-
 static float *side(const dual *v, int d)
 {
     return d ? v->d : v->h;
@@ -88,9 +80,9 @@ static void check_backward(gpu_pair *p, const operands *o, int64_t r, int64_t c,
 {
     for (int set = 0; set < 3; set++) {
         bool acc = set == 1, only_params = set == 2;
-        dual dy = random_dual(p->gpu, s, r * c, -1, 1);
-        dual g[4] = {random_dual(p->gpu, s, r * c, -1, 1), random_dual(p->gpu, s, c, -1, 1),
-                     random_dual(p->gpu, s, c, -1, 1), random_dual(p->gpu, s, c, -1, 1)};
+        dual dy = dual_random(p->gpu, s, r * c, -1, 1);
+        dual g[4] = {dual_random(p->gpu, s, r * c, -1, 1), dual_random(p->gpu, s, c, -1, 1),
+                     dual_random(p->gpu, s, c, -1, 1), dual_random(p->gpu, s, c, -1, 1)};
         for (int d = 0; d < 2; d++) {
             gcn_ctx *ctx = d ? p->gpu : p->cpu;
             gcn_epilogue_args a = args_of(o, r, c, bias, bn, act, pd, d);
@@ -119,13 +111,13 @@ static void check_case(gpu_pair *p, int64_t r, int64_t c, bool bias, int bn, gcn
     cr_log_info("%lld x %lld: bias %d, batch norm %d, activation %d, p %g", (long long)r,
                 (long long)c, bias, bn, (int)act, (double)pd);
     uint64_t s = 99 + (uint64_t)(r * 31 + c);
-    operands o = {random_dual(p->gpu, &s, r * c, -2, 3), random_dual(p->gpu, &s, c, -1, 1),
-                  random_dual(p->gpu, &s, c, 0.5f, 1.5f), random_dual(p->gpu, &s, c, -1, 1),
-                  random_dual(p->gpu, &s, c, -0.5f, 0.5f), random_dual(p->gpu, &s, c, 0.5f, 2),
-                  random_dual(p->gpu, &s, c, 0, 1), random_dual(p->gpu, &s, c, 0, 1)};
+    operands o = {dual_random(p->gpu, &s, r * c, -2, 3), dual_random(p->gpu, &s, c, -1, 1),
+                  dual_random(p->gpu, &s, c, 0.5f, 1.5f), dual_random(p->gpu, &s, c, -1, 1),
+                  dual_random(p->gpu, &s, c, -0.5f, 0.5f), dual_random(p->gpu, &s, c, 0.5f, 2),
+                  dual_random(p->gpu, &s, c, 0, 1), dual_random(p->gpu, &s, c, 0, 1)};
     if (bn != BN_NONE)
         check_stats(p, &o, r, c, bias, bn);
-    dual y = random_dual(p->gpu, &s, r * c, 0, 1);
+    dual y = dual_random(p->gpu, &s, r * c, 0, 1);
     for (int d = 0; d < 2; d++) {
         gcn_ctx *ctx = d ? p->gpu : p->cpu;
         gcn_epilogue_args a = args_of(&o, r, c, bias, bn, act, pd, d);

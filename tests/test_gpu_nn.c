@@ -21,14 +21,6 @@ typedef struct shape {
     int64_t rows, cols;
 } shape;
 
-static dual random_dual(gcn_ctx *gpu, uint64_t *s, int64_t n, float lo, float hi)
-{
-    float *h = host_random(s, n, lo, hi);
-    dual d = dual_new(gpu, h, n);
-    free(h);
-    return d;
-}
-
 static dual nan_dual(gcn_ctx *gpu, int64_t n)
 {
     float *h = host_floats(n);
@@ -61,10 +53,10 @@ static void check_bn_backward(gpu_pair *p, int64_t r, int64_t c, dual *x, dual *
 {
     for (size_t gi = 0; gi < sizeof grad_sets / sizeof grad_sets[0]; gi++) {
         bn_grads g = grad_sets[gi];
-        dual dy = random_dual(p->gpu, s, r * c, -1, 1);
-        dual dx = g.acc ? random_dual(p->gpu, s, r * c, -1, 1) : nan_dual(p->gpu, r * c);
-        dual dg = g.acc ? random_dual(p->gpu, s, c, -1, 1) : nan_dual(p->gpu, c);
-        dual db = g.acc ? random_dual(p->gpu, s, c, -1, 1) : nan_dual(p->gpu, c);
+        dual dy = dual_random(p->gpu, s, r * c, -1, 1);
+        dual dx = g.acc ? dual_random(p->gpu, s, r * c, -1, 1) : nan_dual(p->gpu, r * c);
+        dual dg = g.acc ? dual_random(p->gpu, s, c, -1, 1) : nan_dual(p->gpu, c);
+        dual db = g.acc ? dual_random(p->gpu, s, c, -1, 1) : nan_dual(p->gpu, c);
         for (int d = 0; d < 2; d++) {
             gcn_ctx *ctx = d ? p->gpu : p->cpu;
             float *ox = g.dx ? side(&dx, d) : NULL, *og = g.dgamma ? side(&dg, d) : NULL;
@@ -92,9 +84,9 @@ static void check_bn(gpu_pair *p, int64_t r, int64_t c)
 {
     uint64_t s = 4242 + (uint64_t)(r * 7 + c);
     int64_t n = r * c;
-    dual x = random_dual(p->gpu, &s, n, -2, 3), gamma = random_dual(p->gpu, &s, c, 0.5f, 1.5f);
-    dual beta = random_dual(p->gpu, &s, c, -1, 1), rm = random_dual(p->gpu, &s, c, -1, 1);
-    dual rv = random_dual(p->gpu, &s, c, 0.5f, 2), y = nan_dual(p->gpu, n);
+    dual x = dual_random(p->gpu, &s, n, -2, 3), gamma = dual_random(p->gpu, &s, c, 0.5f, 1.5f);
+    dual beta = dual_random(p->gpu, &s, c, -1, 1), rm = dual_random(p->gpu, &s, c, -1, 1);
+    dual rv = dual_random(p->gpu, &s, c, 0.5f, 2), y = nan_dual(p->gpu, n);
     dual sm = nan_dual(p->gpu, c), si = nan_dual(p->gpu, c);
     cr_assert_eq(p->cpu->be->batchnorm_train(p->cpu, r, c, x.h, gamma.h, beta.h, y.h, sm.h, si.h,
                                              rm.h, rv.h, 0.1f, 1e-5f),
@@ -142,15 +134,15 @@ Test(gpu_nn, log_softmax)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int64_t r = cases[i].rows, c = cases[i].cols, n = r * c;
         uint64_t s = 1200 + i;
-        dual x = random_dual(p.gpu, &s, n, -5, 5), y = nan_dual(p.gpu, n);
+        dual x = dual_random(p.gpu, &s, n, -5, 5), y = nan_dual(p.gpu, n);
         cr_assert_eq(p.cpu->be->log_softmax(p.cpu, r, c, x.h, y.h), GCN_OK);
         cr_assert_eq(p.gpu->be->log_softmax(p.gpu, r, c, x.d, y.d), GCN_OK, "%s",
                      gcn_last_error(p.gpu));
         dual_check(p.gpu, &y, TOL, "log_softmax");
         /* backward from the same y on both sides */
-        dual yy = dual_new(p.gpu, y.h, n), dy = random_dual(p.gpu, &s, n, -1, 1);
+        dual yy = dual_new(p.gpu, y.h, n), dy = dual_random(p.gpu, &s, n, -1, 1);
         for (int acc = 0; acc < 2; acc++) {
-            dual dx = acc ? random_dual(p.gpu, &s, n, -1, 1) : nan_dual(p.gpu, n);
+            dual dx = acc ? dual_random(p.gpu, &s, n, -1, 1) : nan_dual(p.gpu, n);
             cr_assert_eq(p.cpu->be->log_softmax_backward(p.cpu, r, c, yy.h, dy.h, dx.h, acc),
                          GCN_OK);
             cr_assert_eq(p.gpu->be->log_softmax_backward(p.gpu, r, c, yy.d, dy.d, dx.d, acc),
@@ -187,7 +179,7 @@ static void check_cross_entropy(gpu_pair *p, int64_t r, int64_t c, const dual *x
                                 const int32_t *drows, int64_t nr, uint64_t *s)
 {
     dual loss = nan_dual(p->gpu, 1), lse = nan_dual(p->gpu, nr);
-    dual dy = random_dual(p->gpu, s, 1, 0.5f, 2);
+    dual dy = dual_random(p->gpu, s, 1, 0.5f, 2);
     cr_assert_eq(p->cpu->be->cross_entropy(p->cpu, c, x->h, labels, rows, nr, lse.h, loss.h),
                  GCN_OK, "%s", gcn_last_error(p->cpu));
     cr_assert_eq(p->gpu->be->cross_entropy(p->gpu, c, x->d, dl, drows, nr, lse.d, loss.d), GCN_OK,
@@ -195,7 +187,7 @@ static void check_cross_entropy(gpu_pair *p, int64_t r, int64_t c, const dual *x
     dual_check(p->gpu, &loss, TOL, "cross_entropy");
     dual_check(p->gpu, &lse, TOL, "cross_entropy lse");
     for (int acc = 0; acc < 2; acc++) {
-        dual dx = acc ? random_dual(p->gpu, s, r * c, -1, 1) : nan_dual(p->gpu, r * c);
+        dual dx = acc ? dual_random(p->gpu, s, r * c, -1, 1) : nan_dual(p->gpu, r * c);
         cr_assert_eq(p->cpu->be->cross_entropy_backward(p->cpu, r, c, x->h, labels, rows, nr,
                                                         lse.h, dy.h, dx.h, acc),
                      GCN_OK);
@@ -233,7 +225,7 @@ Test(gpu_nn, nll_and_accuracy)
         float g = 0.7f;
         dual dy = dual_new(p.gpu, &g, 1);
         for (int acc = 0; acc < 2; acc++) {
-            dual dlp = acc ? random_dual(p.gpu, &s, n, -1, 1) : nan_dual(p.gpu, n);
+            dual dlp = acc ? dual_random(p.gpu, &s, n, -1, 1) : nan_dual(p.gpu, n);
             cr_assert_eq(p.cpu->be->nll_backward(p.cpu, r, c, labels, rows, nr, dy.h, dlp.h, acc),
                          GCN_OK);
             cr_assert_eq(p.gpu->be->nll_backward(p.gpu, r, c, dl, drows, nr, dy.d, dlp.d, acc),

@@ -55,12 +55,7 @@ mkdir -p "$OUT/runs" "$EXPORT"
 : > "$OUT/bench_train.jsonl"
 status=0
 
-{
-    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1
-    "$PYTHON" -c 'import torch, torch_geometric as g
-print("torch", torch.__version__, "cuda", torch.version.cuda, "torch_geometric", g.__version__)' 2>&1
-    date -u
-} > "$OUT/host.txt"
+host_info > "$OUT/host.txt"
 
 # failed LOG: shows why a run failed, and fails the script unless the run
 # ran out of GPU memory.

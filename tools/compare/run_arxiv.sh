@@ -30,12 +30,7 @@ script=run_arxiv
 mkdir -p "$OUT" "$EXPORT"
 status=0
 
-{
-    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1
-    "$PYTHON" -c 'import torch, torch_geometric as g
-print("torch", torch.__version__, "cuda", torch.version.cuda, "torch_geometric", g.__version__)' 2>&1
-    date -u
-} > "$OUT/host.txt"
+host_info > "$OUT/host.txt"
 
 overrides=""
 [ -n "$EPOCHS" ] && overrides="$overrides --epochs $EPOCHS"
