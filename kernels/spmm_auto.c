@@ -29,6 +29,7 @@ typedef struct strategy {
     int n_steps;
     const gcn_csr *mat[2];
     const gcn_spmm_impl *impl[2];
+    bool dropped;   /* pruned or failed, and its plans freed */
 } strategy;
 
 struct gcn_spmm_site {
@@ -358,6 +359,33 @@ static void on_lock(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t, int win)
             t->n_cand, (long long)gcn_selector_profiled_calls(t->sel), t->setup_ms);
 }
 
+/* Whether a candidate the selector may still run has step (m, k). */
+static bool live_step(const gcn_spmm_site *t, const gcn_csr *m, const gcn_spmm_impl *k)
+{
+    for (int c = 0; c < t->n_cand; c++)
+        for (int i = 0; i < t->cand[c].n_steps; i++)
+            if (gcn_selector_state(t->sel, c) == GCN_CAND_ACTIVE && t->cand[c].mat[i] == m &&
+                t->cand[c].impl[i] == k)
+                return true;
+    return false;
+}
+
+/* While profiling: frees the plans of candidates the selector has pruned or
+ * failed (but steps a live candidate shares), so a site holds the plans of
+ * its contenders only, not of every candidate it has tried. */
+static void drop_losers(gcn_spmm_site *t)
+{
+    for (int c = 0; c < t->n_cand; c++) {
+        strategy *s = &t->cand[c];
+        if (s->dropped || gcn_selector_state(t->sel, c) == GCN_CAND_ACTIVE)
+            continue;
+        s->dropped = true;
+        for (int i = 0; i < s->n_steps; i++)
+            if (!live_step(t, s->mat[i], s->impl[i]))
+                gcn_csr_drop_plan((gcn_csr *)s->mat[i], s->impl[i], t->feat);
+    }
+}
+
 static double now_ms(void)
 {
     struct timespec ts;
@@ -391,6 +419,8 @@ gcn_status gcn_spmm_site_apply(gcn_ctx *ctx, const gcn_csr *a, const float *x, f
         int c;
         bool timed;
         GCN_TRY(gcn_selector_next(ctx, t->sel, &c, &timed));
+        if (!t->reported)
+            drop_losers(t);
         gcn_status st = t->reported ? ensure_plans(ctx, &t->cand[c], feat) : setup(ctx, a, t, c);
         if (st != GCN_OK && st != GCN_ERR_CUDA && !t->forced) {
             gcn_log(ctx, GCN_LOG_DEBUG, "spmm: candidate %s dropped: %s", t->cand[c].name,
@@ -444,6 +474,31 @@ gcn_status gcn_spmm_site_run(gcn_ctx *ctx, const gcn_spmm_site *site, int cand, 
 bool gcn_spmm_site_locked(const gcn_spmm_site *site, int *cand)
 {
     return gcn_selector_locked(site->sel, cand);
+}
+
+/* Whether m holds a plan of impl at width feat. */
+static bool has_plan(const gcn_csr *m, const gcn_spmm_impl *impl, int feat)
+{
+    for (const gcn_csr_plan *pl = m->priv->plans; pl; pl = pl->next)
+        if (pl->impl == impl && pl->feat == feat)
+            return true;
+    return false;
+}
+
+void gcn_spmm_site_losers(const gcn_spmm_site *site, int *losers, int *holding)
+{
+    *losers = *holding = 0;
+    for (int c = 0; site->sel && c < site->n_cand; c++) {
+        const strategy *s = &site->cand[c];
+        if (gcn_selector_state(site->sel, c) == GCN_CAND_ACTIVE)
+            continue;
+        ++*losers;
+        bool holds = false;
+        for (int i = 0; i < s->n_steps; i++)
+            holds |= !live_step(site, s->mat[i], s->impl[i]) &&
+                     has_plan(s->mat[i], s->impl[i], site->feat);
+        *holding += holds;
+    }
 }
 
 /* ---- what the sites chose ------------------------------------------------------ */

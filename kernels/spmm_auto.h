@@ -54,6 +54,11 @@ gcn_status gcn_spmm_site_run(gcn_ctx *ctx, const gcn_spmm_site *site, int cand, 
 /* Whether the site has locked, and on which candidate. */
 bool gcn_spmm_site_locked(const gcn_spmm_site *site, int *cand);
 
+/* Candidates the selector has pruned or failed while profiling, and of
+ * those, how many still hold a plan that no live candidate shares (0: their
+ * plans were freed as soon as they lost).  Both 0 before profiling starts. */
+void gcn_spmm_site_losers(const gcn_spmm_site *site, int *losers, int *holding);
+
 #ifdef __cplusplus
 }
 #endif

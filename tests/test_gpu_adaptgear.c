@@ -332,3 +332,39 @@ Test(gpu_adaptgear, selector_locks)
     }
     mat_free(&m);
 }
+
+/* While the selector profiles, a candidate it prunes (or that fails) gives
+ * its plans back at once, except steps a live candidate shares: the site
+ * holds the plans of its contenders, not of everything it tried. */
+Test(gpu_adaptgear, selector_frees_the_plans_of_losers)
+{
+    GPU_REQUIRED();
+    int32_t n = 3000, part_ptr[3000 / 2 + 8];
+    int32_t n_parts = make_parts(n, 100, part_ptr);
+    hmat m = community_matrix(n, part_ptr, n_parts, true, 9);
+    gpu_pair g = gpu_pair_open(74, false);
+    gcn_csr *a = upload(g.gpu, &m, n_parts, part_ptr);
+    gcn_tensor *x = NULL;
+    float *hx = host_floats((int64_t)n * 64);
+    for (int64_t i = 0; i < (int64_t)n * 64; i++)
+        hx[i] = (float)(i % 7) - 3.0f;
+    cr_assert_eq(gcn_tensor_from_host(g.gpu, &x, hx, n, 64), GCN_OK);
+    int most = 0;
+    for (int c = 0; c < 200; c++) {
+        gcn_tensor *y = NULL;
+        cr_assert_eq(gcn_spmm(g.gpu, a, x, &y), GCN_OK, "%s", gcn_last_error(g.gpu));
+        gcn_tensor_free(&y);
+        gcn_spmm_site *t = NULL;
+        cr_assert_eq(gcn_spmm_site_get(g.gpu, a, 64, "auto", &t), GCN_OK);
+        int losers, holding;
+        gcn_spmm_site_losers(t, &losers, &holding);
+        cr_assert_eq(holding, 0, "call %d: %d of %d losers still hold plans", c, holding, losers);
+        most = losers > most ? losers : most;
+    }
+    cr_assert_gt(most, 0, "no candidate lost while profiling: the check above saw nothing");
+    free(hx);
+    gcn_tensor_free(&x);
+    gcn_csr_free(&a);
+    gpu_pair_close(&g);
+    mat_free(&m);
+}
