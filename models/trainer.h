@@ -15,7 +15,9 @@ typedef struct gcn_epoch_stats {
     int epoch;                       /* 1-based */
     float loss;                      /* training loss (train mode, before the update) */
     double train_acc, valid_acc, test_acc; /* eval mode, after the update */
-    double train_ms, eval_ms;        /* device-synchronised wall time */
+    double train_ms, eval_ms;        /* the training step's device time (gcn_ctx_stamp
+                                      * around it), then the rest of the epoch's wall
+                                      * time, to its one wait for the device */
 } gcn_epoch_stats;
 
 typedef struct gcn_train_best {
