@@ -7,49 +7,22 @@
  * use no atomics.  Element-wise arithmetic mirrors core/ops_cpu_nn.c with _rn
  * intrinsics (no fused multiply-add). */
 
-#define COL_TILE 32  /* columns per block: threadIdx.x */
-#define ROW_LANES 8  /* rows a block reads at once: threadIdx.y */
-#define MAX_CHUNKS 256
-
 #define ACC(p, acc) ((acc) ? (p) : 0.0f)
 
 /* ---- the two-pass column reduction --------------------------------------- */
 
-/* Block (bx, by) sums f(r, c) over columns c = bx * 32 + threadIdx.x and the
- * rows of chunk by; thread (tx, ty) takes rows chunk_start + ty, + 8, ...
- * (a warp reads 32 adjacent columns of one row), then the eight lanes of a
- * column are added in order of ty.  partial[(by * cols + c) * N + k]. */
+/* A per-element f(r, c, v) as tile_kernel's one-column functor. */
 template <int N, class F>
-__global__ void col_partial_kernel(int64_t rows, int64_t cols, int64_t chunk_rows, F f,
-                                   double *partial)
-{
-    __shared__ double sh[N][ROW_LANES][COL_TILE];
-    int64_t c = (int64_t)blockIdx.x * COL_TILE + threadIdx.x;
-    int64_t r0 = (int64_t)blockIdx.y * chunk_rows;
-    int64_t r1 = r0 + chunk_rows < rows ? r0 + chunk_rows : rows;
-    double acc[N];
-    for (int k = 0; k < N; k++)
-        acc[k] = 0.0;
-    if (c < cols) {
-        for (int64_t r = r0 + threadIdx.y; r < r1; r += ROW_LANES) {
-            double v[N];
-            f(r, c, v);
-            for (int k = 0; k < N; k++)
-                acc[k] += v[k];
-        }
+struct per_element {
+    F f;
+    __device__ void operator()(int64_t r, int64_t c, double (*acc)[1]) const
+    {
+        double v[N];
+        f(r, c, v);
+        for (int k = 0; k < N; k++)
+            acc[k][0] += v[k];
     }
-    for (int k = 0; k < N; k++)
-        sh[k][threadIdx.y][threadIdx.x] = acc[k];
-    __syncthreads();
-    if (threadIdx.y == 0 && c < cols) {
-        for (int k = 0; k < N; k++) {
-            double s = 0.0;
-            for (int l = 0; l < ROW_LANES; l++)
-                s += sh[k][l][threadIdx.x];
-            partial[((int64_t)blockIdx.y * cols + c) * N + k] = s;
-        }
-    }
-}
+};
 
 /* fin(c, sum over rows r of f(r, c)) for every column c. */
 template <int N, class F, class Fin>
@@ -58,23 +31,15 @@ static gcn_status col_reduce(gcn_ctx *ctx, gcn_cuda_state *cs, int64_t rows, int
 {
     if (cols <= 0)
         return GCN_OK;
-    int64_t chunk_rows = (rows + MAX_CHUNKS - 1) / MAX_CHUNKS;
-    if (chunk_rows < 8 * ROW_LANES)
-        chunk_rows = 8 * ROW_LANES;
-    int64_t n_chunks = rows > 0 ? (rows + chunk_rows - 1) / chunk_rows : 0;
-    size_t bytes = (size_t)(n_chunks * cols * N) * sizeof(double);
+    tiling t = tile_grid(rows, cols, 1);
+    size_t bytes = (size_t)(t.n_chunks * cols * N) * sizeof(double);
     double *partial = NULL;
     GCN_TRY(gcn_mem_alloc(ctx, (void **)&partial, bytes));
-    gcn_status st = GCN_OK;
-    if (n_chunks > 0) {
-        dim3 grid((unsigned)((cols + COL_TILE - 1) / COL_TILE), (unsigned)n_chunks);
-        col_partial_kernel<N><<<grid, dim3(COL_TILE, ROW_LANES), 0, cs->stream>>>(
-            rows, cols, chunk_rows, f, partial);
-        st = GCN_LAUNCHED_ST("col_partial_kernel");
-    }
+    gcn_status st = launch_tiles<1, N>(ctx, cs->stream, t, rows, cols, per_element<N, F>{f},
+                                       partial, "col_partial");
     if (st == GCN_OK) {
         col_finish_kernel<N><<<col_finish_blocks(cols), GCN_THREADS, 0, cs->stream>>>(
-            cols, n_chunks, partial, fin);
+            cols, t.n_chunks, partial, fin);
         st = GCN_LAUNCHED_ST("col_finish_kernel");
     }
     gcn_mem_release(ctx, partial, bytes);
