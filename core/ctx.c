@@ -93,6 +93,7 @@ gcn_status gcn_ctx_create(gcn_ctx **out, const gcn_ctx_opts *opts)
         st = gcn_cuda_init(ctx, ctx->device_index);
     } else {
         ctx->be = &gcn_backend_cpu;
+        ctx->rng_dev = &ctx->rng_dev_cpu;
     }
     if (st != GCN_OK) {
         gcn_ctx_free(&ctx);

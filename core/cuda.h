@@ -21,6 +21,19 @@ void gcn_cuda_release(gcn_ctx *ctx);
 gcn_status gcn_cuda_stamp(gcn_ctx *ctx, int slot);
 gcn_status gcn_cuda_stamp_ms(gcn_ctx *ctx, int from, int to, double *ms);
 
+/* Capture of the work queued on the context's stream as a CUDA graph.
+ * Between begin and end nothing runs: kernels, copies and event records are
+ * recorded, and pool blocks released meanwhile are kept for the graph.  end
+ * with keep instantiates the graph (*out); without keep, or when the capture
+ * failed (a wait or another call that cannot be captured), it is dropped
+ * and the error returned.  A graph's launch replays the captured work with
+ * the captured arguments and addresses.  graph_free waits for the stream. */
+typedef struct gcn_graph gcn_graph;
+gcn_status gcn_cuda_capture_begin(gcn_ctx *ctx);
+gcn_status gcn_cuda_capture_end(gcn_ctx *ctx, bool keep, gcn_graph **out);
+gcn_status gcn_cuda_graph_launch(gcn_ctx *ctx, gcn_graph *g);
+void gcn_cuda_graph_free(gcn_ctx *ctx, gcn_graph **g);
+
 #ifdef __cplusplus
 }
 #endif

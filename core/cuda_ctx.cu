@@ -117,6 +117,9 @@ gcn_status gcn_cuda_init(gcn_ctx *ctx, int device_index)
     GCN_CUDA(cudaSetDevice(device_index));
     GCN_CUDA(cudaStreamCreateWithFlags(&cs->stream, cudaStreamNonBlocking));
     GCN_TRY(gcn_pool_create(ctx, &cs->pool));
+    /* the dropout offset's device copy, outside the pool: the context's own */
+    GCN_CUDA(cudaMalloc((void **)&ctx->rng_dev, sizeof *ctx->rng_dev));
+    GCN_CUDA(cudaMemset(ctx->rng_dev, 0, sizeof *ctx->rng_dev));
     cudaDeviceProp prop;
     GCN_CUDA(cudaGetDeviceProperties(&prop, device_index));
     gcn_log(ctx, GCN_LOG_INFO, "CUDA device %d: %s (sm_%d%d, %.1f GiB), matmuls in %s%s",
@@ -144,6 +147,9 @@ void gcn_cuda_release(gcn_ctx *ctx)
         if (cs->stamps[i])
             cudaEventDestroy(cs->stamps[i]);
     gcn_pool_destroy(ctx, &cs->pool);
+    if (ctx->rng_dev)
+        cudaFree(ctx->rng_dev);
+    ctx->rng_dev = NULL;
     if (cs->stream)
         cudaStreamDestroy(cs->stream);
     cudaGetLastError();
@@ -159,7 +165,9 @@ gcn_status gcn_cuda_stamp(gcn_ctx *ctx, int slot)
     GCN_TRY(gcn_cuda_begin(ctx, &cs));
     if (!cs->stamps[slot])
         GCN_CUDA(cudaEventCreate(&cs->stamps[slot]));
-    GCN_CUDA(cudaEventRecord(cs->stamps[slot], cs->stream));
+    /* in a capture, an external record becomes a node that records on replay */
+    GCN_CUDA(cudaEventRecordWithFlags(cs->stamps[slot], cs->stream,
+                                      cs->capturing ? cudaEventRecordExternal : 0));
     return GCN_OK;
 }
 

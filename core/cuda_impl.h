@@ -24,6 +24,7 @@ typedef struct gcn_cuda_state {
     cudaEvent_t *prof_events;  /* the profiler's pool (prof_cuda.cu), reused by every profile */
     int prof_n_events;
     cudaEvent_t stamps[GCN_STAMPS]; /* gcn_ctx_stamp's events, created on first use */
+    bool capturing;            /* between gcn_cuda_capture_begin and _end */
 } gcn_cuda_state;
 
 /* ---- checked calls ------------------------------------------------------ */
@@ -74,6 +75,15 @@ gcn_status gcn_pool_alloc(gcn_ctx *ctx, gcn_pool *pool, void **p, size_t bytes);
 void gcn_pool_release(gcn_ctx *ctx, gcn_pool *pool, void *p, size_t bytes);
 /* cudaFree of every block, cached or still handed out.  Accepts NULL. */
 void gcn_pool_destroy(gcn_ctx *ctx, gcn_pool **pool);
+
+/* While a CUDA graph is captured, released blocks are kept for the graph
+ * (they serve the capture's later requests first) instead of returning to
+ * the shared lists; capture_end hands them over, and held_free returns them
+ * once the graph is destroyed.  Accepts NULL. */
+typedef struct gcn_pool_held gcn_pool_held;
+gcn_status gcn_pool_capture_begin(gcn_ctx *ctx, gcn_pool *pool);
+gcn_pool_held *gcn_pool_capture_end(gcn_pool *pool);
+void gcn_pool_held_free(gcn_pool *pool, gcn_pool_held **held);
 
 /* ---- launch geometry -------------------------------------------------------- */
 
@@ -145,13 +155,5 @@ gcn_status gcn_cuda_epilogue_stats(gcn_ctx *ctx, int64_t rows, int64_t cols, con
 gcn_status gcn_cuda_epilogue_forward(gcn_ctx *ctx, const gcn_epilogue_args *a, float *out);
 gcn_status gcn_cuda_epilogue_backward(gcn_ctx *ctx, const gcn_epilogue_args *a,
                                       const float *dout, const gcn_epilogue_grads *g);
-
-/* optim_cuda.cu */
-gcn_status gcn_cuda_sgd_step(gcn_ctx *ctx, int64_t n, float *param, const float *grad,
-                             float *buf, float lr, float momentum, float dampening,
-                             float weight_decay, bool nesterov, bool first_step);
-gcn_status gcn_cuda_adam_step(gcn_ctx *ctx, int64_t n, float *param, const float *grad, float *m,
-                              float *v, float lr, float beta1, float beta2, float eps,
-                              float weight_decay, bool decoupled, int64_t step);
 
 #endif

@@ -31,10 +31,21 @@ typedef struct block {
     int cls;
 } block;
 
+/* The blocks a captured CUDA graph works in.  Its kernels keep writing the
+ * addresses they were captured with on every replay, so a block released
+ * while the graph is captured must not serve anyone else until the graph
+ * is gone: it goes on this list, which serves later requests of the same
+ * capture and goes back to the shared lists with gcn_pool_held_free. */
+struct gcn_pool_held {
+    block *blocks;
+    int64_t n, cap; /* cap >= the pool's n_all during capture: a release never allocates */
+};
+
 struct gcn_pool {
     bin bins[N_CLASSES];
     block *all; /* every block currently obtained from cudaMalloc */
     int64_t n_all, cap_all;
+    gcn_pool_held *held; /* while a graph is captured */
 };
 
 /* Class index and rounded size of a request. */
@@ -115,18 +126,35 @@ static void trim(gcn_ctx *ctx, gcn_pool *pool)
     }
 }
 
+/* Takes a block of class cls from the capture's own list (the newest). */
+static bool take_held(gcn_pool_held *h, int cls, void **p)
+{
+    for (int64_t i = h->n - 1; i >= 0; i--) {
+        if (h->blocks[i].cls == cls) {
+            *p = h->blocks[i].ptr;
+            h->blocks[i] = h->blocks[--h->n];
+            return true;
+        }
+    }
+    return false;
+}
+
 gcn_status gcn_pool_alloc(gcn_ctx *ctx, gcn_pool *pool, void **p, size_t bytes)
 {
     size_t rounded;
     int cls = size_class(bytes, &rounded);
     bin *b = &pool->bins[cls];
+    if (pool->held && take_held(pool->held, cls, p))
+        return GCN_OK;
     if (b->n_free > 0) {
         *p = b->free[--b->n_free];
         return GCN_OK;
     }
     /* Host bookkeeping first, so a failure leaves nothing half done. */
     if (!grow((void **)&b->free, &b->cap, b->n_blocks + 1, sizeof *b->free) ||
-        !grow((void **)&pool->all, &pool->cap_all, pool->n_all + 1, sizeof *pool->all))
+        !grow((void **)&pool->all, &pool->cap_all, pool->n_all + 1, sizeof *pool->all) ||
+        (pool->held && !grow((void **)&pool->held->blocks, &pool->held->cap, pool->n_all + 1,
+                             sizeof *pool->held->blocks)))
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory for the pool's free lists");
     cudaError_t err = cudaMalloc(p, rounded);
     if (err == cudaErrorMemoryAllocation) {
@@ -158,8 +186,47 @@ void gcn_pool_release(gcn_ctx *ctx, gcn_pool *pool, void *p, size_t bytes)
     if (!p)
         return;
     size_t rounded;
-    bin *b = &pool->bins[size_class(bytes, &rounded)];
+    int cls = size_class(bytes, &rounded);
+    if (pool->held) {
+        pool->held->blocks[pool->held->n++] = (block){p, cls};
+        return;
+    }
+    bin *b = &pool->bins[cls];
     b->free[b->n_free++] = p;
+}
+
+gcn_status gcn_pool_capture_begin(gcn_ctx *ctx, gcn_pool *pool)
+{
+    if (pool->held)
+        return GCN_ERROR(ctx, GCN_ERR_STATE, "the memory pool is already in a capture");
+    gcn_pool_held *h = (gcn_pool_held *)calloc(1, sizeof *h);
+    if (!h || !grow((void **)&h->blocks, &h->cap, pool->n_all + 1, sizeof *h->blocks)) {
+        free(h);
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory for a captured graph's blocks");
+    }
+    pool->held = h;
+    return GCN_OK;
+}
+
+gcn_pool_held *gcn_pool_capture_end(gcn_pool *pool)
+{
+    gcn_pool_held *h = pool->held;
+    pool->held = NULL;
+    return h;
+}
+
+void gcn_pool_held_free(gcn_pool *pool, gcn_pool_held **held)
+{
+    gcn_pool_held *h = held ? *held : NULL;
+    if (!h)
+        return;
+    for (int64_t i = 0; i < h->n; i++) {
+        bin *b = &pool->bins[h->blocks[i].cls];
+        b->free[b->n_free++] = h->blocks[i].ptr;
+    }
+    free(h->blocks);
+    free(h);
+    *held = NULL;
 }
 
 void gcn_pool_destroy(gcn_ctx *ctx, gcn_pool **pool)

@@ -69,7 +69,8 @@ GCN_HD bool gcn_epi_kept(uint32_t w, float p)
     return gcn_philox_uniform(w) >= p;
 }
 
-/* The four mask words of elements 4 g .. 4 g + 3 (gcn_backend.dropout). */
+/* The four mask words of elements 4 g .. 4 g + 3 of a draw that starts at
+ * counter `offset` (gcn_backend.dropout). */
 GCN_HD void gcn_epi_words(const uint32_t key[2], uint64_t offset, uint64_t g, uint32_t w[4])
 {
     uint64_t ctr = offset + g;

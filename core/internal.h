@@ -13,6 +13,7 @@
 #include "csr.h"
 #include "ctx.h"
 #include "ops.h"
+#include "philox.h"
 #include "rng.h"
 #include "tensor.h"
 
@@ -66,7 +67,7 @@ void gcn_log(gcn_ctx *ctx, gcn_log_level level, const char *fmt, ...)
 /* The fused epilogue's operands (gcn_apply_epilogue), per column c:
  *     v = x + bias[c],  pre = gamma ? (v - mean[c]) (gamma[c] invstd[c]) + beta[c] : v,
  *     y = act(pre),     out = p > 0 ? (kept ? y / (1 - p) : 0) : y
- * with the mask of `dropout` (Philox words from key and offset).
+ * with the mask of `dropout` (Philox words from key and the offset's start).
  * batch_stats: mean and invstd are the batch's, so backward also flows
  * through them (training-mode batch norm). */
 typedef struct gcn_epilogue_args {
@@ -80,7 +81,7 @@ typedef struct gcn_epilogue_args {
     float alpha;
     float p;
     uint32_t key[2];
-    uint64_t offset;
+    gcn_draw_offset offset;
 } gcn_epilogue_args;
 
 /* Where the epilogue's backward writes; NULL outputs are skipped, acc_*
@@ -133,10 +134,13 @@ typedef struct gcn_backend {
     /* out[0] (+)= sum_i a[i] b[i] */
     gcn_status (*dot)(gcn_ctx *ctx, int64_t n, const float *a, const float *b, float *out,
                       bool acc);
-    /* Mask element i from Philox(counter = {offset + i/4 lo, hi, stream, 0}),
-     * word i % 4: kept when its uniform value >= p. */
+    /* Mask element i from Philox(counter = {first + i/4 lo, hi, stream, 0}),
+     * word i % 4, first = gcn_draw_first(offset): kept when its uniform
+     * value >= p. */
     gcn_status (*dropout)(gcn_ctx *ctx, int64_t n, const float *x, float *y, float p,
-                          const uint32_t key[2], uint64_t offset, bool acc);
+                          const uint32_t key[2], gcn_draw_offset offset, bool acc);
+    /* p[0] += delta, p one uint64_t of the backend's memory */
+    gcn_status (*add_u64)(gcn_ctx *ctx, uint64_t *p, uint64_t delta);
     gcn_status (*batchnorm_train)(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
                                   const float *gamma, const float *beta, float *y,
                                   float *save_mean, float *save_invstd, float *running_mean,
@@ -198,13 +202,6 @@ typedef struct gcn_backend {
                                          const int32_t *labels, const int32_t *rows,
                                          int64_t n_rows, const float *lse, const float *dy,
                                          float *dx, bool acc);
-    /* Optimiser updates over one parameter of n elements (optim/). */
-    gcn_status (*sgd_step)(gcn_ctx *ctx, int64_t n, float *param, const float *grad, float *buf,
-                           float lr, float momentum, float dampening, float weight_decay,
-                           bool nesterov, bool first_step);
-    gcn_status (*adam_step)(gcn_ctx *ctx, int64_t n, float *param, const float *grad, float *m,
-                            float *v, float lr, float beta1, float beta2, float eps,
-                            float weight_decay, bool decoupled, int64_t step);
 } gcn_backend;
 
 extern const gcn_backend gcn_backend_cpu;
@@ -299,7 +296,7 @@ struct gcn_node {
     gcn_index *index[2];    /* retained index arrays */
     const gcn_csr *matrix;  /* borrowed: must outlive the backward */
     double param[4];        /* scalars backward needs */
-    uint64_t offset;        /* random stream offset (dropout) */
+    gcn_draw_offset offset; /* where the op's dropout mask starts */
 };
 
 /* Records an op if recording is on and any input requires grad; then marks
@@ -336,6 +333,10 @@ struct gcn_ctx {
     uint64_t seed;
     uint32_t rng_key[2];
     uint64_t rng_offset[GCN_RNG_N_STREAMS];
+    uint64_t *rng_dev;        /* the dropout stream's offset in the backend's memory, for
+                                 its whole life (rng_dev_cpu on the CPU) */
+    uint64_t rng_dev_synced;  /* the value *rng_dev holds once the queue has run */
+    uint64_t rng_dev_cpu;
     bool grad_enabled;
     gcn_node *tape;
     int tape_len, tape_cap;
@@ -358,6 +359,17 @@ void gcn_mem_release(gcn_ctx *ctx, void *p, size_t bytes);
 /* Reserves `words` Philox words on a stream; returns the first offset
  * (in units of 4-word counters) for the caller's draw. */
 uint64_t gcn_rng_reserve(gcn_ctx *ctx, gcn_rng_stream stream, uint64_t words);
+
+/* gcn_rng_reserve on the dropout stream, as a start that kernels read
+ * relative to the device copy of the offset. */
+gcn_draw_offset gcn_rng_reserve_dropout(gcn_ctx *ctx, uint64_t words);
+
+/* Queues the device copy of the dropout offset forward to the host's and
+ * returns in *advanced by how much.  A captured training step ends with
+ * this, so each replay moves the device offset on by the step's draws;
+ * gcn_rng_count_replayed then moves the host's by the same amount. */
+gcn_status gcn_rng_sync_device(gcn_ctx *ctx, uint64_t *advanced);
+void gcn_rng_count_replayed(gcn_ctx *ctx, uint64_t advanced);
 
 /* gcn_accuracy's count of correct listed rows into count, one double of
  * the context's device memory (gcn_mem_alloc), written without waiting. */

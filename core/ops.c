@@ -327,7 +327,7 @@ gcn_status gcn_dropout(gcn_ctx *ctx, gcn_tensor *x, float p, bool training, gcn_
     gcn_tensor *y = NULL;
     gcn_node *nd;
     gcn_status st;
-    uint64_t offset = gcn_rng_reserve(ctx, GCN_RNG_DROPOUT, (uint64_t)NUMEL(x));
+    gcn_draw_offset offset = gcn_rng_reserve_dropout(ctx, (uint64_t)NUMEL(x));
     GCN_CHECK(gcn_tensor_create(ctx, &y, x->rows, x->cols));
     GCN_CHECK(ctx->be->dropout(ctx, NUMEL(x), x->data, y->data, p, ctx->rng_key, offset, false));
     GCN_CHECK(gcn_tape_record(ctx, "dropout", dropout_backward, &x, 1, y, &nd));

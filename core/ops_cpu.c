@@ -235,13 +235,21 @@ static gcn_status cpu_dot(gcn_ctx *ctx, int64_t n, const float *a, const float *
     return GCN_OK;
 }
 
+static gcn_status cpu_add_u64(gcn_ctx *ctx, uint64_t *p, uint64_t delta)
+{
+    (void)ctx;
+    *p += delta;
+    return GCN_OK;
+}
+
 /* One Philox block gives the mask of four consecutive elements.  A block
  * of four zeros (common in sparse input features) is zero whatever its
  * mask, so it skips the draw. */
 static gcn_status cpu_dropout(gcn_ctx *ctx, int64_t n, const float *x, float *y, float p,
-                              const uint32_t key[2], uint64_t offset, bool acc)
+                              const uint32_t key[2], gcn_draw_offset offset, bool acc)
 {
     (void)ctx;
+    uint64_t first = gcn_draw_first(offset);
     float scale = 1.0f / (1.0f - p);
     for (int64_t base = 0; base < n; base += 4) {
         int64_t len = n - base < 4 ? n - base : 4;
@@ -252,7 +260,7 @@ static gcn_status cpu_dropout(gcn_ctx *ctx, int64_t n, const float *x, float *y,
             zeros = zeros && xb[i] == 0.0f;
         uint32_t w[4] = {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu};
         if (!zeros) {
-            uint64_t ctr = offset + (uint64_t)base / 4;
+            uint64_t ctr = first + (uint64_t)base / 4;
             uint32_t counter[4] = {(uint32_t)ctr, (uint32_t)(ctr >> 32), GCN_RNG_DROPOUT, 0u};
             gcn_philox4x32_10(counter, key, w);
         }
@@ -297,6 +305,7 @@ const gcn_backend gcn_backend_cpu = {
     .scale_by = cpu_scale_by,
     .dot = cpu_dot,
     .dropout = cpu_dropout,
+    .add_u64 = cpu_add_u64,
     .batchnorm_train = gcn_cpu_batchnorm_train,
     .batchnorm_eval = gcn_cpu_batchnorm_eval,
     .batchnorm_backward = gcn_cpu_batchnorm_backward,
@@ -312,6 +321,4 @@ const gcn_backend gcn_backend_cpu = {
     .count_correct = gcn_cpu_count_correct,
     .cross_entropy = gcn_cpu_cross_entropy,
     .cross_entropy_backward = gcn_cpu_cross_entropy_backward,
-    .sgd_step = gcn_cpu_sgd_step,
-    .adam_step = gcn_cpu_adam_step,
 };

@@ -46,11 +46,5 @@ gcn_status gcn_cpu_epilogue_stats(gcn_ctx *ctx, int64_t rows, int64_t cols, cons
 gcn_status gcn_cpu_epilogue_forward(gcn_ctx *ctx, const gcn_epilogue_args *a, float *out);
 gcn_status gcn_cpu_epilogue_backward(gcn_ctx *ctx, const gcn_epilogue_args *a, const float *dout,
                                      const gcn_epilogue_grads *g);
-gcn_status gcn_cpu_sgd_step(gcn_ctx *ctx, int64_t n, float *param, const float *grad, float *buf,
-                            float lr, float momentum, float dampening, float weight_decay,
-                            bool nesterov, bool first_step);
-gcn_status gcn_cpu_adam_step(gcn_ctx *ctx, int64_t n, float *param, const float *grad, float *m,
-                             float *v, float lr, float beta1, float beta2, float eps,
-                             float weight_decay, bool decoupled, int64_t step);
 
 #endif

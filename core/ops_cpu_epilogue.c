@@ -53,7 +53,7 @@ static float drop_factor(const gcn_epilogue_args *a, int64_t i, uint32_t w[4])
     if (a->p == 0.0f)
         return 1.0f;
     if (i % 4 == 0)
-        gcn_epi_words(a->key, a->offset, (uint64_t)i / 4, w);
+        gcn_epi_words(a->key, gcn_draw_first(a->offset), (uint64_t)i / 4, w);
     return gcn_epi_kept(w[i % 4], a->p) ? 1.0f / (1.0f - a->p) : 0.0f;
 }
 

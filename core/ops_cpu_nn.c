@@ -1,5 +1,5 @@
 /* CPU backend, neural-network part: batch norm, log_softmax, NLL, accuracy
- * and the optimiser updates.  Statistics accumulate in double. */
+ * and cross-entropy.  Statistics accumulate in double. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -229,48 +229,6 @@ gcn_status gcn_cpu_cross_entropy_backward(gcn_ctx *ctx, int64_t n, int64_t cols,
             float p = (float)exp((double)x[base + j] - lse[i]);
             dx[base + j] += g * (j == c ? p - 1.0f : p);
         }
-    }
-    return GCN_OK;
-}
-
-/* torch.optim.SGD: g = grad + wd p; buf = g on the first step, else
- * momentum buf + (1 - dampening) g; step along g + momentum buf (Nesterov)
- * or buf. */
-gcn_status gcn_cpu_sgd_step(gcn_ctx *ctx, int64_t n, float *param, const float *grad, float *buf,
-                            float lr, float momentum, float dampening, float weight_decay,
-                            bool nesterov, bool first_step)
-{
-    (void)ctx;
-    for (int64_t i = 0; i < n; i++) {
-        float g = grad[i] + weight_decay * param[i];
-        if (momentum != 0.0f) {
-            buf[i] = first_step ? g : momentum * buf[i] + (1.0f - dampening) * g;
-            g = nesterov ? g + momentum * buf[i] : buf[i];
-        }
-        param[i] -= lr * g;
-    }
-    return GCN_OK;
-}
-
-/* torch.optim.Adam / AdamW (amsgrad off): L2 folds wd p into the gradient,
- * decoupled decay scales p by 1 - lr wd first; then
- * p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps). */
-gcn_status gcn_cpu_adam_step(gcn_ctx *ctx, int64_t n, float *param, const float *grad, float *m,
-                             float *v, float lr, float beta1, float beta2, float eps,
-                             float weight_decay, bool decoupled, int64_t step)
-{
-    (void)ctx;
-    double bc1 = 1.0 - pow(beta1, (double)step), bc2 = 1.0 - pow(beta2, (double)step);
-    float step_size = (float)(lr / bc1), bc2_sqrt = (float)sqrt(bc2);
-    for (int64_t i = 0; i < n; i++) {
-        float g = grad[i];
-        if (decoupled)
-            param[i] *= 1.0f - lr * weight_decay;
-        else
-            g += weight_decay * param[i];
-        m[i] = beta1 * m[i] + (1.0f - beta1) * g;
-        v[i] = beta2 * v[i] + (1.0f - beta2) * g * g;
-        param[i] -= step_size * m[i] / (sqrtf(v[i]) / bc2_sqrt + eps);
     }
     return GCN_OK;
 }

@@ -257,16 +257,17 @@ static gcn_status cuda_scale_by(gcn_ctx *ctx, int64_t n, const float *x, const f
     return GCN_OK;
 }
 
-/* Thread g draws Philox counter offset + g once and uses its four words for
- * elements 4g .. 4g + 3: word i % 4 of counter offset + i / 4, as on the CPU. */
+/* Thread g draws Philox counter first + g once and uses its four words for
+ * elements 4g .. 4g + 3: word i % 4 of counter first + i / 4, as on the CPU. */
 __global__ void dropout_kernel(int64_t n, const float *x, float *y, float p, float scale,
-                               uint32_t key0, uint32_t key1, uint64_t offset, bool acc)
+                               uint32_t key0, uint32_t key1, gcn_draw_offset offset, bool acc)
 {
     const uint32_t key[2] = {key0, key1};
+    uint64_t first = gcn_draw_first(offset);
     int64_t groups = (n + 3) / 4;
     for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < groups;
          g += (int64_t)gridDim.x * blockDim.x) {
-        uint64_t ctr = offset + (uint64_t)g;
+        uint64_t ctr = first + (uint64_t)g;
         uint32_t counter[4] = {(uint32_t)ctr, (uint32_t)(ctr >> 32), (uint32_t)GCN_RNG_DROPOUT,
                                0u};
         uint32_t w[4];
@@ -282,7 +283,7 @@ __global__ void dropout_kernel(int64_t n, const float *x, float *y, float p, flo
 }
 
 static gcn_status cuda_dropout(gcn_ctx *ctx, int64_t n, const float *x, float *y, float p,
-                               const uint32_t key[2], uint64_t offset, bool acc)
+                               const uint32_t key[2], gcn_draw_offset offset, bool acc)
 {
     gcn_cuda_state *cs;
     GCN_TRY(gcn_cuda_begin(ctx, &cs));
@@ -292,6 +293,20 @@ static gcn_status cuda_dropout(gcn_ctx *ctx, int64_t n, const float *x, float *y
     dropout_kernel<<<gcn_blocks((n + 3) / 4, GCN_THREADS), GCN_THREADS, 0, cs->stream>>>(
         n, x, y, p, scale, key[0], key[1], offset, acc);
     GCN_LAUNCHED("dropout_kernel");
+    return GCN_OK;
+}
+
+__global__ void add_u64_kernel(uint64_t *p, uint64_t delta)
+{
+    *p += delta;
+}
+
+static gcn_status cuda_add_u64(gcn_ctx *ctx, uint64_t *p, uint64_t delta)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    add_u64_kernel<<<1, 1, 0, cs->stream>>>(p, delta);
+    GCN_LAUNCHED("add_u64_kernel");
     return GCN_OK;
 }
 
@@ -381,6 +396,7 @@ const gcn_backend gcn_backend_cuda = {
     .scale_by = cuda_scale_by,
     .dot = gcn_cuda_dot,
     .dropout = cuda_dropout,
+    .add_u64 = cuda_add_u64,
     .batchnorm_train = gcn_cuda_batchnorm_train,
     .batchnorm_eval = gcn_cuda_batchnorm_eval,
     .batchnorm_backward = gcn_cuda_batchnorm_backward,
@@ -396,6 +412,4 @@ const gcn_backend gcn_backend_cuda = {
     .count_correct = gcn_cuda_count_correct,
     .cross_entropy = gcn_cuda_cross_entropy,
     .cross_entropy_backward = gcn_cuda_cross_entropy_backward,
-    .sgd_step = gcn_cuda_sgd_step,
-    .adam_step = gcn_cuda_adam_step,
 };

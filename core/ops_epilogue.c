@@ -100,7 +100,7 @@ gcn_status gcn_apply_epilogue(gcn_ctx *ctx, gcn_tensor *x, const gcn_epilogue *e
     gcn_node *nd;
     gcn_status st;
     if (p > 0.0f)
-        a.offset = gcn_rng_reserve(ctx, GCN_RNG_DROPOUT, (uint64_t)(x->rows * x->cols));
+        a.offset = gcn_rng_reserve_dropout(ctx, (uint64_t)(x->rows * x->cols));
     if (e->gamma) {
         GCN_CHECK(gcn_tensor_create(ctx, &invstd, 1, x->cols));
         if (batch_stats)

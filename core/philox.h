@@ -60,6 +60,20 @@ GCN_HD uint32_t gcn_philox_word(const uint32_t key[2], uint32_t stream, uint64_t
     return out[i % 4];
 }
 
+/* Where a draw's counters start: *base + rel, base being the device copy of
+ * the stream's offset (gcn_rng_sync_device) or NULL (rel alone).  Kernels
+ * that read the start from memory draw fresh masks on every replay of a
+ * captured CUDA graph; unsigned wrap-around keeps the sum exact. */
+typedef struct gcn_draw_offset {
+    const uint64_t *base;
+    uint64_t rel;
+} gcn_draw_offset;
+
+GCN_HD uint64_t gcn_draw_first(gcn_draw_offset o)
+{
+    return o.rel + (o.base ? *o.base : 0u);
+}
+
 /* 24 random bits as a float in [0, 1). */
 GCN_HD float gcn_philox_uniform(uint32_t word)
 {

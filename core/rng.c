@@ -19,6 +19,28 @@ uint64_t gcn_rng_reserve(gcn_ctx *ctx, gcn_rng_stream stream, uint64_t words)
     return first;
 }
 
+gcn_draw_offset gcn_rng_reserve_dropout(gcn_ctx *ctx, uint64_t words)
+{
+    uint64_t first = gcn_rng_reserve(ctx, GCN_RNG_DROPOUT, words);
+    return (gcn_draw_offset){ctx->rng_dev, first - ctx->rng_dev_synced};
+}
+
+gcn_status gcn_rng_sync_device(gcn_ctx *ctx, uint64_t *advanced)
+{
+    uint64_t delta = ctx->rng_offset[GCN_RNG_DROPOUT] - ctx->rng_dev_synced;
+    *advanced = delta;
+    if (delta != 0)
+        GCN_TRY(ctx->be->add_u64(ctx, ctx->rng_dev, delta));
+    ctx->rng_dev_synced += delta;
+    return GCN_OK;
+}
+
+void gcn_rng_count_replayed(gcn_ctx *ctx, uint64_t advanced)
+{
+    ctx->rng_offset[GCN_RNG_DROPOUT] += advanced;
+    ctx->rng_dev_synced += advanced;
+}
+
 static gcn_status check_draw(gcn_ctx *ctx, gcn_rng_stream stream, const void *host, int64_t n)
 {
     if (!ctx)

@@ -46,3 +46,27 @@ gcn_status gcn_split_cuda(gcn_ctx *ctx, const gcn_csr *a, const gcn_csr_level *l
     *intra = *inter = NULL;
     return GCN_ERROR(ctx, GCN_ERR_DEVICE, "fuzz build without CUDA");
 }
+
+gcn_status gcn_cuda_capture_begin(gcn_ctx *ctx)
+{
+    return GCN_ERROR(ctx, GCN_ERR_DEVICE, "fuzz build without CUDA (graph capture)");
+}
+
+gcn_status gcn_cuda_capture_end(gcn_ctx *ctx, bool keep, gcn_graph **out)
+{
+    (void)keep;
+    *out = NULL;
+    return GCN_ERROR(ctx, GCN_ERR_DEVICE, "fuzz build without CUDA (graph capture)");
+}
+
+gcn_status gcn_cuda_graph_launch(gcn_ctx *ctx, gcn_graph *g)
+{
+    (void)g;
+    return GCN_ERROR(ctx, GCN_ERR_DEVICE, "fuzz build without CUDA (graph launch)");
+}
+
+void gcn_cuda_graph_free(gcn_ctx *ctx, gcn_graph **g)
+{
+    (void)ctx;
+    (void)g;
+}

@@ -8,13 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../core/internal.h"
-
-#ifdef __CUDACC__
-#define GCN_HD __host__ __device__
-#else
-#define GCN_HD
-#endif
+#include "../core/internal.h" /* and through it GCN_HD (core/philox.h) */
 
 #ifdef __cplusplus
 extern "C" {
@@ -186,7 +180,7 @@ int gcn_mergepath_lanes(int vecs);
  * of the row ends row_ptr[1..n_rows] and the non-zero indices 0..nnz-1: *row
  * row ends and *nz non-zeros come before it (*row + *nz == diag).  Non-zero
  * j precedes the end of row i exactly when j < row_ptr[i + 1]. */
-static inline GCN_HD void gcn_merge_path_search(int64_t diag, const int32_t *row_ptr,
+GCN_HD void gcn_merge_path_search(int64_t diag, const int32_t *row_ptr,
                                                 int32_t n_rows, int32_t nnz, int32_t *row,
                                                 int32_t *nz)
 {

@@ -207,7 +207,7 @@ gcn_status gcn_trainer_load(gcn_ctx *ctx, gcn_trainer *tr, const char *path)
     gcn_rng_seed(ctx, h.seed);
     gcn_rng_set_state(ctx, h.rng_offset);
     for (int o = 0; o < tr->n_opt; o++)
-        gcn_optim_set_steps(tr->opt[o], h.optim_steps);
+        GCN_CHECK(gcn_optim_set_steps(tr->opt[o], h.optim_steps));
 cleanup:
     free(buf);
     free(list);

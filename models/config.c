@@ -42,6 +42,7 @@ gcn_model_config gcn_model_config_default(void)
     c.runs = 1;
     strcpy(c.device, "auto");
     strcpy(c.spmm, "auto");
+    c.cuda_graph = true;
     strcpy(c.reorder, "auto");
     strcpy(c.root, "data");
     strcpy(c.features, "file");
@@ -393,6 +394,8 @@ static gcn_status parse_top_key(parser *p, const cJSON *v, gcn_model_config *cfg
     }
     if (!strcmp(k, "spmm"))
         return get_string(p, v, k, cfg->spmm, sizeof cfg->spmm);
+    if (!strcmp(k, "cuda_graph"))
+        return get_bool(p, v, k, &cfg->cuda_graph);
     if (!strcmp(k, "reorder"))
         return parse_reorder(p, v, cfg->reorder, sizeof cfg->reorder);
     return fail(p, k, "unknown key");

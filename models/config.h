@@ -49,6 +49,7 @@ typedef struct gcn_model_config {
     char device[16];       /* "auto", "cpu", "cuda" or "cuda:N" */
     bool tf32;             /* precision "tf32" (else "fp32") */
     char spmm[64];         /* "auto", "auto-deterministic", a kernel or a strategy */
+    bool cuda_graph;       /* replay steady-state epochs as one CUDA graph (default on) */
     char reorder[64];      /* "auto" (METIS on a GPU, none on the CPU) or a
                             * datasets/reorder.h spec: "none", "degree", "metis",
                             * "metis:S,..." */
@@ -61,8 +62,8 @@ typedef struct gcn_model_config {
 } gcn_model_config;
 
 /* Every field at its default: no layers, Adam lr 0.01, 200 epochs, 1 run,
- * seed 0, device auto, fp32, spmm auto, reorder auto, root "data", features
- * "file". */
+ * seed 0, device auto, fp32, spmm auto, CUDA graphs on, reorder auto, root
+ * "data", features "file". */
 gcn_model_config gcn_model_config_default(void);
 
 /* Reads and validates a configuration.  On failure returns GCN_ERR_IO or

@@ -32,6 +32,11 @@ gcn_status gcn_model_config_set(gcn_model_config *cfg, const char *key, const ch
             snprintf(expected, sizeof expected, "fp32 or tf32");
         else
             cfg->tf32 = value[0] == 't';
+    } else if (!strcmp(key, "cuda_graph")) {
+        if (strcmp(value, "on") && strcmp(value, "off"))
+            snprintf(expected, sizeof expected, "on or off");
+        else
+            cfg->cuda_graph = value[1] == 'n';
     } else {
         struct { const char *key; char *field; size_t size; } strings[] = {
             {"spmm", cfg->spmm, sizeof cfg->spmm},
@@ -43,8 +48,8 @@ gcn_status gcn_model_config_set(gcn_model_config *cfg, const char *key, const ch
         while (i < n && strcmp(key, strings[i].key))
             i++;
         if (i == n)
-            snprintf(expected, sizeof expected, "a key: device, precision, spmm, reorder, "
-                                                "root or features");
+            snprintf(expected, sizeof expected, "a key: device, precision, cuda_graph, spmm, "
+                                                "reorder, root or features");
         else if (!copy_value(strings[i].field, strings[i].size, value))
             snprintf(expected, sizeof expected, "a value of 1 to %zu characters",
                      strings[i].size - 1);

@@ -14,8 +14,8 @@ extern "C" {
 #endif
 
 /* Sets one key from a command-line value: "device" (auto, cpu, cuda or
- * cuda:N), "precision" (fp32 or tf32), "spmm", "reorder", "root" or
- * "features" (the strings the loaders check when they use them).  On a bad
+ * cuda:N), "precision" (fp32 or tf32), "cuda_graph" (on or off), "spmm",
+ * "reorder", "root" or "features" (the strings the loaders check when they use them).  On a bad
  * key or value returns GCN_ERR_INVALID_ARG and writes one line naming both
  * into err. */
 gcn_status gcn_model_config_set(gcn_model_config *cfg, const char *key, const char *value,

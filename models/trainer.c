@@ -1,12 +1,14 @@
 /* The training loop: one epoch is forward, loss on the training rows,
  * backward, optimiser step, then an evaluation forward without the tape,
- * with one wait for the device at its end. */
+ * with one wait for the device at its end.  Steady-state epochs are
+ * captured once as a CUDA graph and replayed. */
 #include <math.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "../core/internal.h"
 #include "../kernels/spmm.h"
+#include "../optim/optim_impl.h"
 #include "trainer_impl.h"
 
 static double now_ms(void)
@@ -22,6 +24,11 @@ typedef struct epoch_readout {
     double correct[3];
     float loss;
 } epoch_readout;
+
+/* Epochs that must begin with every SpMM site locked before the next is
+ * captured: one whole epoch has then run with the locked kernels, so their
+ * plans, the library handles and the pool's blocks all exist. */
+enum { LOCKED_EPOCHS_BEFORE_CAPTURE = 2 };
 
 static gcn_status check_dataset(gcn_ctx *ctx, const gcn_dataset *ds)
 {
@@ -84,6 +91,7 @@ gcn_status gcn_trainer_create(gcn_ctx *ctx, gcn_trainer **out, const gcn_model_c
     gcn_trainer *tr = calloc(1, sizeof *tr);
     if (!tr)
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "trainer: out of host memory");
+    tr->ctx = ctx;
     tr->cfg = *cfg;
     size_t mark = ctx->mem.in_use;
     GCN_CHECK(gcn_model_create(ctx, &tr->model, cfg, ds->n_features, ds->n_classes));
@@ -99,6 +107,8 @@ gcn_status gcn_trainer_create(gcn_ctx *ctx, gcn_trainer **out, const gcn_model_c
         GCN_CHECK(gcn_dataset_adjacency(ctx, ds, GCN_ADJ_RAW, &tr->adj_raw));
     tr->mem.data = ctx->mem.in_use - mark;
     tr->mem.grads = (size_t)gcn_model_param_count(tr->model) * sizeof(float);
+    /* outside data: a few bytes every epoch writes */
+    GCN_CHECK(gcn_mem_alloc(ctx, (void **)&tr->readout, sizeof *tr->readout));
     *out = tr;
     return GCN_OK;
 cleanup:
@@ -106,8 +116,10 @@ cleanup:
     return st;
 }
 
-/* One training step; the loss stays on the device, for the epoch's one read. */
-static gcn_status train_step(gcn_ctx *ctx, gcn_trainer *tr, gcn_tensor **loss)
+/* One training step; the loss stays on the device, for the epoch's one
+ * read.  It ends by moving the device copy of the dropout offset on by the
+ * step's draws (*draws), which a captured step then does on every replay. */
+static gcn_status train_step(gcn_ctx *ctx, gcn_trainer *tr, gcn_tensor **loss, uint64_t *draws)
 {
     gcn_status st;
     gcn_tensor *logits = NULL;
@@ -119,6 +131,7 @@ static gcn_status train_step(gcn_ctx *ctx, gcn_trainer *tr, gcn_tensor **loss)
     GCN_CHECK(gcn_backward(ctx, *loss));
     for (int i = 0; i < tr->n_opt; i++)
         GCN_CHECK(gcn_optim_step(ctx, tr->opt[i]));
+    GCN_CHECK(gcn_rng_sync_device(ctx, draws));
 cleanup:
     gcn_tape_clear(ctx);
     gcn_tensor_free(&logits);
@@ -145,6 +158,104 @@ cleanup:
     return st;
 }
 
+/* Queues an epoch's device work without waiting: the step between stamps
+ * 0 and 1, the evaluation, and the loss into the readout. */
+static gcn_status queue_epoch(gcn_ctx *ctx, gcn_trainer *tr, uint64_t *draws)
+{
+    gcn_status st;
+    gcn_tensor *loss = NULL;
+    GCN_CHECK(gcn_ctx_stamp(ctx, 0));
+    GCN_CHECK(train_step(ctx, tr, &loss, draws));
+    GCN_CHECK(gcn_ctx_stamp(ctx, 1));
+    GCN_CHECK(evaluate(ctx, tr, tr->readout));
+    GCN_CHECK(ctx->be->copy(ctx, &tr->readout->loss, loss->data, sizeof tr->readout->loss));
+cleanup:
+    gcn_tensor_free(&loss);
+    return st;
+}
+
+/* The host's counters a captured epoch moves without running anything: a
+ * failed capture puts them back before the epoch runs launch by launch. */
+typedef struct host_counters {
+    uint64_t rng[GCN_RNG_N_STREAMS], rng_dev_synced;
+    int64_t steps[GCN_MAX_OPTIMISERS];
+} host_counters;
+
+static void save_counters(const gcn_ctx *ctx, const gcn_trainer *tr, host_counters *c)
+{
+    gcn_rng_get_state(ctx, c->rng);
+    c->rng_dev_synced = ctx->rng_dev_synced;
+    for (int i = 0; i < tr->n_opt; i++)
+        c->steps[i] = gcn_optim_steps(tr->opt[i]);
+}
+
+static gcn_status restore_counters(gcn_ctx *ctx, gcn_trainer *tr, const host_counters *c)
+{
+    gcn_rng_set_state(ctx, c->rng);
+    ctx->rng_dev_synced = c->rng_dev_synced;
+    for (int i = 0; i < tr->n_opt; i++)
+        GCN_TRY(gcn_optim_set_steps(tr->opt[i], c->steps[i]));
+    return GCN_OK;
+}
+
+/* Captures the epoch and launches the graph; when the capture fails, says
+ * why, restores the counters and queues the epoch launch by launch. */
+static gcn_status capture_epoch(gcn_ctx *ctx, gcn_trainer *tr, bool *captured)
+{
+    host_counters saved;
+    uint64_t draws = 0;
+    save_counters(ctx, tr, &saved);
+    gcn_status st = gcn_cuda_capture_begin(ctx);
+    if (st == GCN_OK) {
+        st = queue_epoch(ctx, tr, &draws);
+        gcn_status end = gcn_cuda_capture_end(ctx, st == GCN_OK, &tr->graph);
+        st = st == GCN_OK ? end : st;
+    }
+    if (st == GCN_OK) {
+        tr->graph_draws = draws;
+        *captured = true;
+        gcn_log(ctx, GCN_LOG_INFO, "epoch %d captured as a CUDA graph; later epochs replay it",
+                tr->epoch + 1);
+        return gcn_cuda_graph_launch(ctx, tr->graph);
+    }
+    gcn_log(ctx, GCN_LOG_WARN, "no CUDA graph: capturing epoch %d failed: %s; epochs run "
+            "launch by launch", tr->epoch + 1, gcn_last_error(ctx));
+    tr->graph_failed = true;
+    GCN_TRY(restore_counters(ctx, tr, &saved));
+    return queue_epoch(ctx, tr, &draws);
+}
+
+/* A replay: the host's counters move as the captured epoch moved them. */
+static gcn_status replay_epoch(gcn_ctx *ctx, gcn_trainer *tr)
+{
+    gcn_rng_count_replayed(ctx, tr->graph_draws);
+    for (int i = 0; i < tr->n_opt; i++)
+        gcn_optim_count_replayed_step(tr->opt[i]);
+    return gcn_cuda_graph_launch(ctx, tr->graph);
+}
+
+/* Queues the epoch: replayed, captured or launch by launch. */
+static gcn_status run_epoch(gcn_ctx *ctx, gcn_trainer *tr, bool *graph)
+{
+    uint64_t draws;
+    tr->locked_epochs = gcn_trainer_spmm_locked(tr) ? tr->locked_epochs + 1 : 0;
+    bool graphs = ctx->device == GCN_DEVICE_CUDA && tr->cfg.cuda_graph && !tr->graph_failed &&
+                  !ctx->profiling;
+    if (!graphs && tr->graph) {
+        /* launch-by-launch epochs reallocate what the graph writes in place
+         * (the gradients): the graph goes, a later epoch may capture anew */
+        gcn_cuda_graph_free(ctx, &tr->graph);
+        tr->locked_epochs = 0;
+    }
+    *graph = graphs && (tr->graph || tr->locked_epochs >= LOCKED_EPOCHS_BEFORE_CAPTURE);
+    if (!*graph)
+        return queue_epoch(ctx, tr, &draws);
+    if (tr->graph)
+        return replay_epoch(ctx, tr);
+    *graph = false;
+    return capture_epoch(ctx, tr, graph);
+}
+
 static double fraction(double correct, const gcn_index *rows)
 {
     return rows && rows->n > 0 ? correct / (double)rows->n : 0.0;
@@ -156,25 +267,16 @@ gcn_status gcn_trainer_epoch(gcn_ctx *ctx, gcn_trainer *tr, gcn_epoch_stats *sta
         return GCN_ERR_INVALID_ARG;
     GCN_ARG(ctx, tr && stats);
     *stats = (gcn_epoch_stats){.epoch = tr->epoch + 1};
-    gcn_status st;
-    gcn_tensor *loss = NULL;
-    epoch_readout *dev = NULL, host = {{0}, 0.0f};
-    double t0 = now_ms(), t1;
-    GCN_TRY(gcn_mem_alloc(ctx, (void **)&dev, sizeof *dev));
-    GCN_CHECK(gcn_ctx_stamp(ctx, 0));
-    GCN_CHECK(train_step(ctx, tr, &loss));
-    GCN_CHECK(gcn_ctx_stamp(ctx, 1));
-    GCN_CHECK(evaluate(ctx, tr, dev));
-    GCN_CHECK(ctx->be->copy(ctx, &dev->loss, loss->data, sizeof host.loss));
-    GCN_CHECK(ctx->be->download(ctx, &host, dev, sizeof host));
-    t1 = now_ms();
+    epoch_readout host = {{0}, 0.0f};
+    double t0 = now_ms();
+    GCN_TRY(run_epoch(ctx, tr, &stats->graph));
+    GCN_TRY(ctx->be->download(ctx, &host, tr->readout, sizeof host));
+    double t1 = now_ms();
     stats->loss = host.loss;
-    if (!isfinite(stats->loss)) {
-        st = GCN_ERROR(ctx, GCN_ERR_NUMERIC, "non-finite training loss (%g) at epoch %d",
-                       (double)stats->loss, tr->epoch + 1);
-        goto cleanup;
-    }
-    GCN_CHECK(gcn_ctx_stamp_ms(ctx, 0, 1, &stats->train_ms));
+    if (!isfinite(stats->loss))
+        return GCN_ERROR(ctx, GCN_ERR_NUMERIC, "non-finite training loss (%g) at epoch %d",
+                         (double)stats->loss, tr->epoch + 1);
+    GCN_TRY(gcn_ctx_stamp_ms(ctx, 0, 1, &stats->train_ms));
     stats->eval_ms = t1 - t0 - stats->train_ms;
     stats->train_acc = fraction(host.correct[0], tr->dev.train);
     stats->valid_acc = fraction(host.correct[1], tr->dev.valid);
@@ -183,10 +285,7 @@ gcn_status gcn_trainer_epoch(gcn_ctx *ctx, gcn_trainer *tr, gcn_epoch_stats *sta
     if (tr->best.epoch == 0 || stats->valid_acc > tr->best.valid_acc)
         tr->best = (gcn_train_best){tr->epoch, stats->train_acc, stats->valid_acc,
                                     stats->test_acc};
-cleanup:
-    gcn_tensor_free(&loss);
-    gcn_mem_release(ctx, dev, sizeof *dev);
-    return st;
+    return GCN_OK;
 }
 
 void gcn_trainer_best(const gcn_trainer *tr, gcn_train_best *best)
@@ -238,6 +337,9 @@ void gcn_trainer_free(gcn_trainer **ptr)
         return;
     gcn_trainer *tr = *ptr;
     *ptr = NULL;
+    if (tr->graph)
+        gcn_cuda_graph_free(tr->ctx, &tr->graph);
+    gcn_mem_release(tr->ctx, tr->readout, sizeof *tr->readout);
     for (int i = 0; i < tr->n_opt; i++)
         gcn_optim_free(&tr->opt[i]);
     gcn_model_free(&tr->model);

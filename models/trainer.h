@@ -18,6 +18,7 @@ typedef struct gcn_epoch_stats {
     double train_ms, eval_ms;        /* the training step's device time (gcn_ctx_stamp
                                       * around it), then the rest of the epoch's wall
                                       * time, to its one wait for the device */
+    bool graph;                      /* the epoch ran as a replayed CUDA graph */
 } gcn_epoch_stats;
 
 typedef struct gcn_train_best {
@@ -36,7 +37,17 @@ gcn_status gcn_trainer_create(gcn_ctx *ctx, gcn_trainer **out, const gcn_model_c
 
 /* One optimisation step on the training rows, then accuracies of every
  * split in evaluation mode.  A non-finite loss stops with GCN_ERR_NUMERIC
- * naming the epoch. */
+ * naming the epoch.
+ *
+ * On a CUDA context with cfg->cuda_graph, once every SpMM call site has
+ * stayed locked for a whole epoch, the next epoch is captured as a CUDA
+ * graph and every later one replays it: the same kernels with the same
+ * arguments, reading what changes from step to step (the dropout offset,
+ * the optimisers' step counts) from device memory, so a replayed epoch
+ * computes exactly what the epoch would have computed launch by launch.
+ * Epochs run launch by launch while the context is profiling.  When the
+ * capture fails the trainer logs why, runs that epoch launch by launch and
+ * never captures again. */
 gcn_status gcn_trainer_epoch(gcn_ctx *ctx, gcn_trainer *tr, gcn_epoch_stats *stats);
 
 /* The epoch with the best validation accuracy so far (the first of ties). */
@@ -56,7 +67,7 @@ typedef struct gcn_train_memory {
     size_t data;      /* features, labels, split lists, adjacency matrices (and
                        * the transpose of one that is not symmetric) */
     size_t params;    /* the model: parameters and batch-norm running statistics */
-    size_t optimizer; /* optimiser state: SGD's momentum, Adam's m and v */
+    size_t optimizer; /* optimiser state: SGD's momentum, Adam's m and v, step counts */
     size_t grads;     /* one gradient per trainable parameter, held from a step's
                        * backward to the next step's zero_grad */
 } gcn_train_memory;

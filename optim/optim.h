@@ -36,12 +36,19 @@ gcn_optim_opts gcn_optim_default_opts(gcn_optim_kind kind);
 typedef struct gcn_optim gcn_optim;
 
 /* An optimiser over n_params parameters (each retained until free).  The
- * state buffers are allocated on the context's device.  Caller frees. */
+ * state buffers and the per-parameter step state (update counts and, for
+ * Adam and AdamW, the powers of the betas) are allocated on the context's
+ * device.  Caller frees. */
 gcn_status gcn_optim_create(gcn_ctx *ctx, gcn_optim **out, gcn_tensor *const *params,
                             int n_params, const gcn_optim_opts *opts);
 
 /* One update of every parameter from its grad; parameters without a grad
- * are skipped, as in PyTorch. */
+ * are skipped, as in PyTorch, and their update counts (Adam's bias
+ * correction, SGD's first momentum step) stay where they are.  The step
+ * counts live on the device and the kernels read them there, so a step
+ * queues the same kernels with the same arguments every time and can be
+ * captured in a CUDA graph and replayed.  The host keeps a mirror of the
+ * counts (gcn_optim_steps) without reading the device. */
 gcn_status gcn_optim_step(gcn_ctx *ctx, gcn_optim *opt);
 
 /* Clears every parameter's grad by releasing it, as PyTorch's
@@ -50,7 +57,10 @@ gcn_status gcn_optim_step(gcn_ctx *ctx, gcn_optim *opt);
  * the first step on the GPU pool serves a step with no cudaMalloc. */
 gcn_status gcn_optim_zero_grad(gcn_ctx *ctx, gcn_optim *opt);
 
-/* Learning rate, for schedules. */
+/* Learning rate, for schedules: it is an argument of the update kernels, so
+ * it applies from the next gcn_optim_step on.  A captured CUDA graph keeps
+ * the lr it was captured with; a schedule that changes the lr must run its
+ * steps uncaptured (or capture again). */
 void gcn_optim_set_lr(gcn_optim *opt, float lr);
 
 /* State for checkpoints: number of steps taken, and the per-parameter
@@ -58,8 +68,17 @@ void gcn_optim_set_lr(gcn_optim *opt, float lr);
  * Adam second moment).  Borrowed; NULL where the kind has no such slot. */
 int gcn_optim_n_params(const gcn_optim *opt);
 int64_t gcn_optim_steps(const gcn_optim *opt);
-void gcn_optim_set_steps(gcn_optim *opt, int64_t steps);
 gcn_tensor *gcn_optim_state(const gcn_optim *opt, int param, int slot);
+
+/* Resumes at `steps` (>= 0) steps taken: gcn_optim_steps and every
+ * parameter's update count become `steps`, on the host and on the device,
+ * and for Adam and AdamW the device's beta1^t and beta2^t become
+ * beta^steps, computed by the same repeated multiplication in double that
+ * the steps perform.  With the parameters and state tensors restored, a
+ * resumed run then continues bit for bit as an uninterrupted one in which
+ * every parameter had a grad at every step.  Writes the optimiser's
+ * context's device memory and waits for it; errors are recorded there. */
+gcn_status gcn_optim_set_steps(gcn_optim *opt, int64_t steps);
 
 void gcn_optim_free(gcn_optim **opt);
 

@@ -34,7 +34,8 @@ static gcn_epilogue_args args_of(const operands *o, int64_t r, int64_t c, bool b
 {
     gcn_epilogue_args a = {.rows = r, .cols = c, .x = side(&o->x, d),
                            .bias = bias ? side(&o->bias, d) : NULL, .batch_stats = bn == BN_TRAIN,
-                           .act = act, .alpha = 0.7f, .p = p, .key = {5, 9}, .offset = 12345};
+                           .act = act, .alpha = 0.7f, .p = p, .key = {5, 9},
+                           .offset = {NULL, 12345}};
     if (bn != BN_NONE) {
         a.gamma = side(&o->gamma, d);
         a.beta = side(&o->beta, d);

@@ -74,6 +74,7 @@ Test(models, config_rejects_types_ranges_and_repeats)
     expect_error("{" LAYERS ", \"runs\": 0}", "t.json: runs: expected an integer in [1, 1000]");
     expect_error("{" LAYERS ", \"seed\": -1}", "t.json: seed: expected an integer");
     expect_error("{" LAYERS ", \"name\": 7}", "t.json: name: expected a non-empty string");
+    expect_error("{" LAYERS ", \"cuda_graph\": \"yes\"}", "t.json: cuda_graph: expected true or false");
     expect_error("{" LAYERS ", \"layers\": {}}", "t.json: layers: duplicate key");
     const char *bad_features[] = {"random:0", "random:", "random:12x", "random:2000000",
                                   "Random:8", "degrees"};
@@ -95,6 +96,26 @@ Test(models, config_rejects_types_ranges_and_repeats)
         cr_assert_eq(gcn_model_config_parse(&cfg, json, "t.json", err, sizeof err), GCN_OK, "%s", err);
         cr_assert_str_eq(cfg.features, good_features[i]);
     }
+}
+
+/* cuda_graph: on by default, off from the file or the command line. */
+Test(models, cuda_graph_switch)
+{
+    gcn_model_config cfg;
+    char err[256];
+    cr_assert_eq(gcn_model_config_parse(&cfg, "{" LAYERS "}", "t.json", err, sizeof err), GCN_OK);
+    cr_assert(cfg.cuda_graph);
+    cr_assert_eq(gcn_model_config_parse(&cfg, "{" LAYERS ", \"cuda_graph\": false}", "t.json", err,
+                                        sizeof err),
+                 GCN_OK, "%s", err);
+    cr_assert_not(cfg.cuda_graph);
+    cr_assert_eq(gcn_model_config_set(&cfg, "cuda_graph", "on", err, sizeof err), GCN_OK);
+    cr_assert(cfg.cuda_graph);
+    cr_assert_eq(gcn_model_config_set(&cfg, "cuda_graph", "off", err, sizeof err), GCN_OK);
+    cr_assert_not(cfg.cuda_graph);
+    cr_assert_eq(gcn_model_config_set(&cfg, "cuda_graph", "maybe", err, sizeof err),
+                 GCN_ERR_INVALID_ARG);
+    cr_assert_str_eq(err, "cuda_graph 'maybe': expected on or off");
 }
 
 Test(models, shipped_configs_load)

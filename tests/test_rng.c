@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/internal.h"
 #include "helpers.h"
 
 /* Known-answer vectors of Philox4x32-10 published with Random123. */
@@ -145,6 +146,39 @@ Test(rng, dropout_keeps_expected_fraction_and_is_reproducible)
     free(m1);
     free(m2);
     free(m3);
+}
+
+/* The device copy of the dropout offset: draws start where the host's
+ * offset says, the copy follows the host at each sync, and a replayed step
+ * moves the host's offset as the device's moved. */
+Test(rng, device_offset_follows_the_host)
+{
+    gcn_ctx *ctx = test_cpu_ctx(3);
+    gcn_draw_offset o = gcn_rng_reserve_dropout(ctx, 10);
+    cr_assert_not_null(o.base);
+    cr_assert_eq(gcn_draw_first(o), 0);
+    uint64_t moved = 0;
+    cr_assert_eq(gcn_rng_sync_device(ctx, &moved), GCN_OK);
+    cr_assert_eq(moved, 3, "10 words took 3 counters");
+    cr_assert_eq(*o.base, 3);
+    o = gcn_rng_reserve_dropout(ctx, 8);
+    cr_assert_eq(o.rel, 0, "relative to the synced copy");
+    cr_assert_eq(gcn_draw_first(o), 3);
+    cr_assert_eq(gcn_rng_sync_device(ctx, &moved), GCN_OK);
+    cr_assert_eq(moved, 2);
+    cr_assert_eq(*o.base, 5);
+    /* a replay of that step: the device adds 2 on its own, the host counts it */
+    *ctx->rng_dev += moved;
+    gcn_rng_count_replayed(ctx, moved);
+    uint64_t off[GCN_RNG_N_STREAMS];
+    gcn_rng_get_state(ctx, off);
+    cr_assert_eq(off[GCN_RNG_DROPOUT], 7);
+    cr_assert_eq(gcn_draw_first(gcn_rng_reserve_dropout(ctx, 4)), 7);
+    /* restoring an earlier state (a checkpoint) keeps the sum exact */
+    off[GCN_RNG_DROPOUT] = 1;
+    gcn_rng_set_state(ctx, off);
+    cr_assert_eq(gcn_draw_first(gcn_rng_reserve_dropout(ctx, 4)), 1);
+    gcn_ctx_free(&ctx);
 }
 
 Test(rng, initialisers_respect_bounds)

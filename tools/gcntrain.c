@@ -14,7 +14,7 @@
 enum { EXIT_USAGE = 1, EXIT_INPUT = 2, EXIT_RUNTIME = 3 };
 
 typedef struct args {
-    const char *config, *dataset, *root, *device, *spmm, *features, *reorder;
+    const char *config, *dataset, *root, *device, *spmm, *features, *reorder, *cuda_graph;
     const char *log, *save, *resume, *export_dir, *spmm_plan;
     long epochs, runs;
     long long seed;
@@ -35,6 +35,8 @@ static const char usage[] =
     "                        (community sizes 16,256,4096) or metis:S[,S...]\n"
     "  --spmm-plan FILE      load the selector's choices from FILE if it exists (and skip\n"
     "                        profiling), else write them there once locked\n"
+    "  --cuda-graph on|off   replay steady-state epochs as one CUDA graph (default: the\n"
+    "                        config's cuda_graph, on)\n"
     "  --features random:D|degree|file|none\n"
     "                        substitute node features (e.g. for ogbn-arxiv without node-feat)\n"
     "  --log FILE.jsonl      one JSON object per epoch, one per run (its best-validation\n"
@@ -103,6 +105,7 @@ static int parse_args(int argc, char **argv, args *a)
         else if (!strcmp(o, "--spmm")) a->spmm = v;
         else if (!strcmp(o, "--reorder")) a->reorder = v;
         else if (!strcmp(o, "--spmm-plan")) a->spmm_plan = v;
+        else if (!strcmp(o, "--cuda-graph")) a->cuda_graph = v;
         else if (!strcmp(o, "--features")) a->features = v;
         else if (!strcmp(o, "--log")) a->log = v;
         else if (!strcmp(o, "--save")) a->save = v;
@@ -129,10 +132,11 @@ static int apply_args(const args *a, gcn_model_config *cfg)
     if (a->epochs > 0) cfg->epochs = (int)a->epochs;
     if (a->runs > 0) cfg->runs = (int)a->runs;
     if (a->seed >= 0) cfg->seed = (uint64_t)a->seed;
-    const char *keys[5] = {"device", "spmm", "features", "reorder", "root"};
-    const char *values[5] = {a->device, a->spmm, a->features, a->reorder, a->root};
+    const char *keys[] = {"device", "spmm", "features", "reorder", "root", "cuda_graph"};
+    const char *values[] = {a->device,  a->spmm, a->features,
+                            a->reorder, a->root, a->cuda_graph};
     char err[512];
-    for (int i = 0; i < 5; i++)
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
         if (values[i] && gcn_model_config_set(cfg, keys[i], values[i], err, sizeof err) != GCN_OK) {
             fprintf(stderr, "gcntrain: --%s\n", err);
             return EXIT_USAGE;

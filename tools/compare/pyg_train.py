@@ -433,7 +433,7 @@ def bench_record(a, cfg, data, res, precision, device):
             "device": torch.cuda.get_device_name() if cuda else "cpu",
             "precision": precision,
             "adjacency": "sparse_csr" if a.adjacency == "sparse" else "edge_index",
-            "spmm": None, "epochs": len(train), "warmup": a.warmup,
+            "spmm": None, "cuda_graph": False, "epochs": len(train), "warmup": a.warmup,
             "n_nodes": data.n_nodes,
             "nnz": data.nnz + (data.n_nodes - data.loops if gcn else 0),
             "epoch_ms": statistics.median(epoch), "train_ms": statistics.median(train),

@@ -8,27 +8,39 @@
 
 #include "bench.h"
 
-enum { EXIT_RUNTIME = 1, EXIT_INPUT = 2, MAX_EPOCHS = 1000000, N_SETS = 6 };
+enum { EXIT_RUNTIME = 1, EXIT_INPUT = 2, MAX_EPOCHS = 1000000, N_SETS = 7 };
 
 /* Warm-up epochs beyond --warmup while the selector is still profiling. */
 enum { MAX_EXTRA_WARMUP = 1000 };
+
+/* Warm-up epochs after the selector locked while the trainer has not yet
+ * replayed a captured epoch (it captures the second locked one). */
+enum { MAX_GRAPH_WARMUP = 3 };
+
+/* Epochs profiled for the breakdown, after the timed ones (fewer when
+ * --epochs is smaller). */
+enum { BREAKDOWN_EPOCHS = 20 };
 
 static const char help[] =
     "usage: gcnbench train CONFIG --dataset SPEC [--dataset SPEC ...] [--root DIR]\n"
     "                      [--features SPEC] [--epochs N] [--warmup N] [--precision fp32|tf32]\n"
     "                      [--seed S] [--spmm NAME] [--reorder SPEC] [--device cuda|cpu]\n"
-    "                      [--out FILE.jsonl] [--no-breakdown]\n"
+    "                      [--cuda-graph on|off] [--out FILE.jsonl] [--no-breakdown]\n"
     "  Trains the model of CONFIG (models/*.json) on each dataset as gcntrain does: W\n"
     "  warm-up epochs (--warmup, default 10; more while the SpMM selector is still\n"
-    "  profiling, up to 1000: \"warmup\" says how many ran), then N timed epochs\n"
+    "  profiling, up to 1000, and up to 3 more until one replays as a CUDA graph:\n"
+    "  \"warmup\" says how many ran), then N timed epochs\n"
     "  (--epochs, default 200), and writes one JSON line per dataset on stdout,\n"
     "  appended to --out FILE once every dataset has run.  --root, --features,\n"
-    "  --precision, --spmm, --reorder, --device and --seed override the configuration.\n"
+    "  --precision, --spmm, --reorder, --device, --cuda-graph and --seed override the\n"
+    "  configuration.\n"
     "  Times are medians over the timed epochs: epoch_ms = train_ms + eval_ms, each\n"
-    "  device-synchronised; epoch_ms_min their minimum.\n"
-    "  gpu_ms: device time of an epoch by category, from CUDA events at each change\n"
-    "  of category (null on the CPU and with --no-breakdown, whose timings carry no\n"
-    "  events): gemm (cuBLAS matmuls), spmm (sparse aggregation, with the selector's\n"
+    "  device-synchronised; epoch_ms_min their minimum.  cuda_graph: whether every\n"
+    "  timed epoch replayed a captured CUDA graph (the default once the selector has\n"
+    "  locked; --cuda-graph off runs them launch by launch).\n"
+    "  gpu_ms: device time of an epoch by category, median over up to 20 more epochs\n"
+    "  run launch by launch with CUDA events at each change of category (null on the\n"
+    "  CPU and with --no-breakdown): gemm (cuBLAS matmuls), spmm (sparse aggregation, with the selector's\n"
     "  runs and plans), optimizer (parameter updates), other (host<->device\n"
     "  transfers, device copies and fills), elementwise (everything else, and the\n"
     "  device's idle time); gpu_span_ms is the epoch from its first event to its\n"
@@ -37,9 +49,10 @@ static const char help[] =
     "  the whole run, data included; steady_mib what is held at the end of the last\n"
     "  epoch; memory_mib: data (features, labels, split, adjacency matrices),\n"
     "  params (parameters, batch-norm statistics), grads (one per parameter, held\n"
-    "  between steps), optimizer (momentum, Adam's m and v), workspace (the rest of\n"
-    "  steady: SpMM plans, selector state, cached products) and activations (the\n"
-    "  timed epochs' peak minus steady: what a step allocates and frees).\n"
+    "  between steps), optimizer (momentum, Adam's m and v, step counts),\n"
+    "  workspace (the rest of steady: SpMM plans, selector state, cached products)\n"
+    "  and activations (the timed epochs' peak minus steady: what a step allocates\n"
+    "  and frees).\n"
     "  test_acc is the test accuracy at the best-validation epoch.\n"
     "  Exit status: 2 for bad options, configuration or dataset, 1 for failures while\n"
     "  training.\n";
@@ -54,10 +67,11 @@ typedef struct train_opts {
     bool breakdown;
 } train_opts;
 
-/* One dataset's measurements: per timed epoch, its times and device time by
- * category; then the memory figures. */
+/* One dataset's measurements: per timed epoch, its times; per profiled
+ * epoch, device time by category; then the memory figures. */
 typedef struct measured {
     float *train_ms, *eval_ms, *epoch_ms, *cat_ms[GCN_PROF_N_CATEGORIES], *span_ms;
+    int n_profiled, n_graph; /* profiled epochs; timed epochs that replayed a graph */
     size_t peak, peak_timed, steady;
     gcn_train_memory mem;
     gcn_train_best best;
@@ -105,13 +119,15 @@ static bool parse_count(const char *s, long lo, long *out)
 
 /* The options that set a configuration key of the same name. */
 static const char *const set_keys[N_SETS] = {"root", "features", "precision", "spmm", "reorder",
-                                             "device"};
+                                             "device", "cuda_graph"};
+static const char *const set_options[N_SETS] = {"root", "features", "precision", "spmm",
+                                                "reorder", "device", "cuda-graph"};
 
 /* The value v of option --name; 0 or an exit status. */
 static int take_value(train_opts *o, const char *name, const char *v)
 {
     for (int k = 0; k < N_SETS; k++)
-        if (!strcmp(name, set_keys[k])) {
+        if (!strcmp(name, set_options[k])) {
             o->set[k] = v;
             return 0;
         }
@@ -139,8 +155,8 @@ static int take_value(train_opts *o, const char *name, const char *v)
 static bool takes_value(const char *a)
 {
     static const char *const names[] = {"--root", "--features", "--precision", "--spmm",
-                                        "--reorder", "--device", "--dataset", "--out",
-                                        "--seed", "--epochs", "--warmup"};
+                                        "--reorder", "--device", "--cuda-graph", "--dataset",
+                                        "--out", "--seed", "--epochs", "--warmup"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(a, names[i]))
             return true;
@@ -247,11 +263,11 @@ static bool alloc_measured(measured *m, int n)
     return ok;
 }
 
-/* One epoch; the timed ones are profiled when b->o.breakdown asks for it on a
- * GPU, and fill slot e of m. */
-static gcn_status epoch(train_bench *b, gcn_trainer *tr, measured *m, int e)
+/* One epoch: a warm-up one (e < 0), timed one e, or, with profile, profiled
+ * one e. */
+static gcn_status epoch(train_bench *b, gcn_trainer *tr, measured *m, int e, bool profile,
+                        gcn_epoch_stats *stats)
 {
-    bool profile = e >= 0 && b->o.breakdown && gcn_ctx_device(b->ctx) == GCN_DEVICE_CUDA;
     gcn_epoch_stats es;
     gcn_prof_times t;
     gcn_status st = profile ? gcn_ctx_profile_begin(b->ctx) : GCN_OK;
@@ -262,14 +278,19 @@ static gcn_status epoch(train_bench *b, gcn_trainer *tr, measured *m, int e)
         gcn_status pst = gcn_ctx_profile_end(b->ctx, &t);
         st = st != GCN_OK ? st : pst;
     }
+    *stats = es;
     if (st != GCN_OK || e < 0)
         return st;
+    if (profile) {
+        for (int c = 0; c < GCN_PROF_N_CATEGORIES; c++)
+            m->cat_ms[c][e] = (float)t.ms[c];
+        m->span_ms[e] = (float)t.span_ms;
+        return GCN_OK;
+    }
     m->train_ms[e] = (float)es.train_ms;
     m->eval_ms[e] = (float)es.eval_ms;
     m->epoch_ms[e] = (float)(es.train_ms + es.eval_ms);
-    for (int c = 0; profile && c < GCN_PROF_N_CATEGORIES; c++)
-        m->cat_ms[c][e] = (float)t.ms[c];
-    m->span_ms[e] = profile ? (float)t.span_ms : 0.0f;
+    m->n_graph += es.graph;
     return GCN_OK;
 }
 
@@ -280,6 +301,7 @@ static int run_dataset(train_bench *b, const char *spec, measured *m)
     gcn_dataset *ds = NULL;
     gcn_trainer *tr = NULL;
     gcn_memory_stats ms;
+    gcn_epoch_stats es = {0};
     int rc = 0;
     gcn_ctx_reset_peak(b->ctx);
     gcn_status st = gcn_model_config_load_dataset(b->ctx, &b->cfg, spec, &ds);
@@ -301,21 +323,29 @@ static int run_dataset(train_bench *b, const char *spec, measured *m)
                                          (!gcn_trainer_spmm_locked(tr) &&
                                           m->warmup < b->o.warmup + MAX_EXTRA_WARMUP));
          m->warmup++)
-        st = epoch(b, tr, m, -1);
+        st = epoch(b, tr, m, -1, false, &es);
+    for (int k = 0; st == GCN_OK && b->cfg.cuda_graph && gcn_ctx_device(b->ctx) == GCN_DEVICE_CUDA &&
+                    !es.graph && k < MAX_GRAPH_WARMUP;
+         k++, m->warmup++)
+        st = epoch(b, tr, m, -1, false, &es);
     gcn_ctx_memory_stats(b->ctx, &ms);
     m->peak = ms.peak;
     gcn_ctx_reset_peak(b->ctx);
     for (int e = 0; e < b->o.epochs && st == GCN_OK; e++)
-        st = epoch(b, tr, m, e);
+        st = epoch(b, tr, m, e, false, &es);
+    gcn_ctx_memory_stats(b->ctx, &ms);
+    m->peak_timed = ms.peak;
+    m->peak = ms.peak > m->peak ? ms.peak : m->peak;
+    m->steady = ms.in_use;
+    if (b->o.breakdown && gcn_ctx_device(b->ctx) == GCN_DEVICE_CUDA)
+        for (; m->n_profiled < b->o.epochs && m->n_profiled < BREAKDOWN_EPOCHS && st == GCN_OK;
+             m->n_profiled++)
+            st = epoch(b, tr, m, m->n_profiled, true, &es);
     if (st != GCN_OK) {
         fprintf(stderr, "gcnbench train: %s: %s\n", spec, gcn_last_error(b->ctx));
         rc = EXIT_RUNTIME;
         goto done;
     }
-    gcn_ctx_memory_stats(b->ctx, &ms);
-    m->peak_timed = ms.peak;
-    m->peak = ms.peak > m->peak ? ms.peak : m->peak;
-    m->steady = ms.in_use;
     gcn_trainer_memory(tr, &m->mem);
     gcn_trainer_best(tr, &m->best);
 done:
@@ -352,6 +382,7 @@ static void write_line(const train_bench *b, measured *m, FILE *f)
     gcnbench_json_str(f, "spmm", b->cfg.spmm);
     fprintf(f, ",\"epochs\":%d,\"warmup\":%d,\"n_nodes\":%lld,\"nnz\":%lld", n, m->warmup,
             (long long)m->n_nodes, (long long)m->nnz);
+    fprintf(f, ",\"cuda_graph\":%s", m->n_graph == n ? "true" : "false");
     gcnbench_json_num(f, "epoch_ms", med);
     gcnbench_json_num(f, "train_ms", med_train);
     gcnbench_json_num(f, "eval_ms", med_eval);
@@ -367,12 +398,12 @@ static void write_line(const train_bench *b, measured *m, FILE *f)
     gcnbench_json_num(f, "activations", mib((double)(m->peak_timed - m->steady)));
     gcnbench_json_num(f, "workspace", mib((double)m->steady > held ? (double)m->steady - held : 0));
     fputc('}', f);
-    if (b->o.breakdown && gcn_ctx_device(b->ctx) == GCN_DEVICE_CUDA) {
+    if (m->n_profiled > 0) {
         for (int c = 0; c < GCN_PROF_N_CATEGORIES; c++)
             fprintf(f, "%s\"%s\":%.6g", c ? "," : ",\"gpu_ms\":{", gcn_prof_category_name(c),
-                    median_of(m->cat_ms[c], n));
+                    median_of(m->cat_ms[c], m->n_profiled));
         fputc('}', f);
-        gcnbench_json_num(f, "gpu_span_ms", median_of(m->span_ms, n));
+        gcnbench_json_num(f, "gpu_span_ms", median_of(m->span_ms, m->n_profiled));
     } else {
         fputs(",\"gpu_ms\":null,\"gpu_span_ms\":null", f);
     }
