@@ -90,6 +90,13 @@ typedef struct gcn_epilogue {
 gcn_status gcn_apply_epilogue(gcn_ctx *ctx, gcn_tensor *x, const gcn_epilogue *e, bool training,
                               gcn_tensor **out);
 
+/* out [n, k] = gcn_apply_epilogue(x) w for w [f, k], bit for bit, without
+ * keeping the epilogue's output for backward: backward recomputes it from x
+ * (one more pass over [n, f]) where gcn_apply_epilogue then gcn_matmul
+ * would hold it from forward to backward for w's gradient. */
+gcn_status gcn_epilogue_matmul(gcn_ctx *ctx, gcn_tensor *x, const gcn_epilogue *e, bool training,
+                               gcn_tensor *w, gcn_tensor **out);
+
 /* Row-wise log_softmax: x [n, c] -> out [n, c]. */
 gcn_status gcn_log_softmax(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out);
 

@@ -37,10 +37,11 @@ static gcn_status check_spec(gcn_ctx *ctx, const gcn_tensor *x, const gcn_epilog
     return GCN_OK;
 }
 
-/* The node's inputs are x, then bias, then gamma and beta, each when present. */
-static gcn_epilogue_args node_args(gcn_ctx *ctx, const gcn_node *nd)
+/* The node's inputs are x, then (from index `first`) bias, then gamma and
+ * beta, each when present. */
+static gcn_epilogue_args node_args(gcn_ctx *ctx, const gcn_node *nd, int first)
 {
-    int flags = (int)nd->param[0], k = 1;
+    int flags = (int)nd->param[0], k = first;
     gcn_tensor *x = nd->in[0];
     gcn_epilogue_args a = {.rows = x->rows,
                            .cols = x->cols,
@@ -62,21 +63,96 @@ static gcn_epilogue_args node_args(gcn_ctx *ctx, const gcn_node *nd)
     return a;
 }
 
+/* The gradient buffers of the stage parameters (inputs from `first` on). */
+static gcn_status stage_grads(gcn_ctx *ctx, gcn_node *nd, int first, gcn_epilogue_grads *g)
+{
+    int flags = (int)nd->param[0], k = first;
+    if (flags & HAS_BIAS)
+        GCN_TRY(gcn_grad_slot_opt(ctx, nd->in[k++], &g->dbias, &g->acc_bias));
+    if (flags & HAS_NORM) {
+        GCN_TRY(gcn_grad_slot_opt(ctx, nd->in[k], &g->dgamma, &g->acc_gamma));
+        GCN_TRY(gcn_grad_slot_opt(ctx, nd->in[k + 1], &g->dbeta, &g->acc_beta));
+    }
+    return GCN_OK;
+}
+
 static gcn_status epilogue_backward(gcn_ctx *ctx, gcn_node *nd)
 {
-    int flags = (int)nd->param[0], k = 1;
-    gcn_epilogue_args a = node_args(ctx, nd);
+    gcn_epilogue_args a = node_args(ctx, nd, 1);
     gcn_epilogue_grads g = {0};
     /* both backends read dout[i] before they write dx[i]: dx may be dout */
     if (nd->in[0]->requires_grad)
         GCN_TRY(gcn_grad_slot_reuse(ctx, nd->in[0], nd->out->grad, &g.dx, &g.acc_x));
-    if (flags & HAS_BIAS)
-        GCN_TRY(gcn_grad_slot_opt(ctx, nd->in[k++], &g.dbias, &g.acc_bias));
-    if (flags & HAS_NORM) {
-        GCN_TRY(gcn_grad_slot_opt(ctx, nd->in[k], &g.dgamma, &g.acc_gamma));
-        GCN_TRY(gcn_grad_slot_opt(ctx, nd->in[k + 1], &g.dbeta, &g.acc_beta));
-    }
+    GCN_TRY(stage_grads(ctx, nd, 1, &g));
     return ctx->be->epilogue_backward(ctx, &a, nd->out->grad->data, &g);
+}
+
+/* The arguments of e on x, its dropout draw reserved, and with batch norm
+ * the statistics: *mean and *invstd are new [1, f] tensors (in eval, *mean
+ * is the running mean, retained); the caller frees them. */
+static gcn_status prepare(gcn_ctx *ctx, gcn_tensor *x, const gcn_epilogue *e, bool training,
+                          gcn_epilogue_args *a, gcn_tensor **mean, gcn_tensor **invstd)
+{
+    float p = training ? e->dropout : 0.0f;
+    bool batch_stats = e->gamma && training;
+    *a = (gcn_epilogue_args){.rows = x->rows,
+                             .cols = x->cols,
+                             .x = x->data,
+                             .bias = e->bias ? e->bias->data : NULL,
+                             .batch_stats = batch_stats,
+                             .act = e->act,
+                             .alpha = e->alpha,
+                             .p = p,
+                             .key = {ctx->rng_key[0], ctx->rng_key[1]}};
+    if (p > 0.0f)
+        a->offset = gcn_rng_reserve_dropout(ctx, (uint64_t)(x->rows * x->cols));
+    if (!e->gamma)
+        return GCN_OK;
+    GCN_TRY(gcn_tensor_create(ctx, invstd, 1, x->cols));
+    if (batch_stats)
+        GCN_TRY(gcn_tensor_create(ctx, mean, 1, x->cols));
+    else
+        *mean = gcn_tensor_retain(e->running_mean);
+    GCN_TRY(ctx->be->epilogue_stats(ctx, x->rows, x->cols, x->data, a->bias, batch_stats,
+                                    e->momentum, e->eps, e->running_mean->data,
+                                    e->running_var->data, (*mean)->data, (*invstd)->data));
+    a->gamma = e->gamma->data;
+    a->beta = e->beta->data;
+    a->mean = (*mean)->data;
+    a->invstd = (*invstd)->data;
+    return GCN_OK;
+}
+
+/* Appends e's parameters to in[] from index n (bias, then gamma and beta);
+ * returns the new count and sets the node's stage bits in *flags. */
+static int stage_inputs(const gcn_epilogue *e, bool batch_stats, gcn_tensor **in, int n,
+                        int *flags)
+{
+    *flags = 0;
+    if (e->bias) {
+        in[n++] = e->bias;
+        *flags |= HAS_BIAS;
+    }
+    if (e->gamma) {
+        in[n++] = e->gamma;
+        in[n++] = e->beta;
+        *flags |= HAS_NORM | (batch_stats ? BATCH_STATS : 0);
+    }
+    return n;
+}
+
+/* What backward needs on the node; takes over mean and invstd. */
+static void save_node(gcn_node *nd, const gcn_epilogue_args *a, int flags, gcn_tensor **mean,
+                      gcn_tensor **invstd)
+{
+    nd->saved[0] = *mean;
+    nd->saved[1] = *invstd;
+    *mean = *invstd = NULL;
+    nd->param[0] = flags;
+    nd->param[1] = a->act;
+    nd->param[2] = a->alpha;
+    nd->param[3] = a->p;
+    nd->offset = a->offset;
 }
 
 gcn_status gcn_apply_epilogue(gcn_ctx *ctx, gcn_tensor *x, const gcn_epilogue *e, bool training,
@@ -85,63 +161,91 @@ gcn_status gcn_apply_epilogue(gcn_ctx *ctx, gcn_tensor *x, const gcn_epilogue *e
     GCN_TRY(gcn_op_begin(ctx, out));
     GCN_ARG(ctx, e);
     GCN_TRY(check_spec(ctx, x, e, training));
-    float p = training ? e->dropout : 0.0f;
-    bool batch_stats = e->gamma && training;
-    gcn_epilogue_args a = {.rows = x->rows,
-                           .cols = x->cols,
-                           .x = x->data,
-                           .bias = e->bias ? e->bias->data : NULL,
-                           .batch_stats = batch_stats,
-                           .act = e->act,
-                           .alpha = e->alpha,
-                           .p = p,
-                           .key = {ctx->rng_key[0], ctx->rng_key[1]}};
+    gcn_epilogue_args a;
     gcn_tensor *y = NULL, *mean = NULL, *invstd = NULL;
     gcn_node *nd;
     gcn_status st;
-    if (p > 0.0f)
-        a.offset = gcn_rng_reserve_dropout(ctx, (uint64_t)(x->rows * x->cols));
-    if (e->gamma) {
-        GCN_CHECK(gcn_tensor_create(ctx, &invstd, 1, x->cols));
-        if (batch_stats)
-            GCN_CHECK(gcn_tensor_create(ctx, &mean, 1, x->cols));
-        else
-            mean = gcn_tensor_retain(e->running_mean);
-        GCN_CHECK(ctx->be->epilogue_stats(ctx, x->rows, x->cols, x->data, a.bias, batch_stats,
-                                          e->momentum, e->eps, e->running_mean->data,
-                                          e->running_var->data, mean->data, invstd->data));
-        a.gamma = e->gamma->data;
-        a.beta = e->beta->data;
-        a.mean = mean->data;
-        a.invstd = invstd->data;
-    }
+    GCN_CHECK(prepare(ctx, x, e, training, &a, &mean, &invstd));
     GCN_CHECK(gcn_tensor_create(ctx, &y, x->rows, x->cols));
     GCN_CHECK(ctx->be->epilogue_forward(ctx, &a, y->data));
     gcn_tensor *in[4] = {x};
-    int n_in = 1, flags = 0;
-    if (e->bias) {
-        in[n_in++] = e->bias;
-        flags |= HAS_BIAS;
-    }
-    if (e->gamma) {
-        in[n_in++] = e->gamma;
-        in[n_in++] = e->beta;
-        flags |= HAS_NORM | (batch_stats ? BATCH_STATS : 0);
-    }
+    int flags, n_in = stage_inputs(e, a.batch_stats, in, 1, &flags);
     GCN_CHECK(gcn_tape_record(ctx, "epilogue", epilogue_backward, in, n_in, y, &nd));
-    if (nd) {
-        nd->saved[0] = mean;
-        nd->saved[1] = invstd;
-        mean = invstd = NULL;
-        nd->param[0] = flags;
-        nd->param[1] = e->act;
-        nd->param[2] = e->alpha;
-        nd->param[3] = p;
-        nd->offset = a.offset;
-    }
+    if (nd)
+        save_node(nd, &a, flags, &mean, &invstd);
     *out = y;
     y = NULL;
 cleanup:
+    gcn_tensor_free(&mean);
+    gcn_tensor_free(&invstd);
+    gcn_tensor_free(&y);
+    return st;
+}
+
+/* Backward recomputes the epilogue's output into the buffer that then takes
+ * its gradient: dW = e^T dY first, then de = dY W^T over e, then the
+ * epilogue's backward, which may write dx over de.  The same backend calls
+ * with the same arguments as matmul's and the epilogue's backward. */
+static gcn_status epilogue_matmul_backward(gcn_ctx *ctx, gcn_node *nd)
+{
+    gcn_tensor *x = nd->in[0], *w = nd->in[1], *dy = nd->out->grad, *de = NULL;
+    int64_t rows = x->rows, f = x->cols, n = w->cols;
+    gcn_epilogue_args a = node_args(ctx, nd, 2);
+    gcn_epilogue_grads g = {0};
+    gcn_status st;
+    GCN_CHECK(gcn_tensor_create(ctx, &de, rows, f));
+    if (w->requires_grad) {
+        float *dw;
+        bool acc;
+        GCN_CHECK(ctx->be->epilogue_forward(ctx, &a, de->data));
+        GCN_CHECK(gcn_grad_slot(ctx, w, &dw, &acc));
+        GCN_CHECK(ctx->be->gemm(ctx, true, false, f, n, rows, 1.0f, de->data, f, dy->data, n,
+                                acc ? 1.0f : 0.0f, dw, n));
+    }
+    GCN_CHECK(ctx->be->gemm(ctx, false, true, rows, f, n, 1.0f, dy->data, n, w->data, n, 0.0f,
+                            de->data, f));
+    if (x->requires_grad)
+        GCN_CHECK(gcn_grad_slot_reuse(ctx, x, de, &g.dx, &g.acc_x));
+    GCN_CHECK(stage_grads(ctx, nd, 2, &g));
+    GCN_CHECK(ctx->be->epilogue_backward(ctx, &a, de->data, &g));
+cleanup:
+    gcn_tensor_free(&de);
+    return st;
+}
+
+gcn_status gcn_epilogue_matmul(gcn_ctx *ctx, gcn_tensor *x, const gcn_epilogue *e, bool training,
+                               gcn_tensor *w, gcn_tensor **out)
+{
+    GCN_TRY(gcn_op_begin(ctx, out));
+    GCN_ARG(ctx, e);
+    GCN_TRY(check_spec(ctx, x, e, training));
+    GCN_TRY(gcn_check_tensor(ctx, w, "epilogue_matmul weight"));
+    if (w->rows != x->cols)
+        return GCN_ERROR(ctx, GCN_ERR_SHAPE,
+                         "epilogue_matmul: x is [%lld, %lld] but the weight is [%lld, %lld]",
+                         (long long)x->rows, (long long)x->cols, (long long)w->rows,
+                         (long long)w->cols);
+    gcn_epilogue_args a;
+    gcn_tensor *y = NULL, *ex = NULL, *mean = NULL, *invstd = NULL;
+    gcn_node *nd;
+    gcn_status st;
+    GCN_CHECK(prepare(ctx, x, e, training, &a, &mean, &invstd));
+    GCN_CHECK(gcn_tensor_create(ctx, &ex, x->rows, x->cols));
+    GCN_CHECK(ctx->be->epilogue_forward(ctx, &a, ex->data));
+    GCN_CHECK(gcn_tensor_create(ctx, &y, x->rows, w->cols));
+    GCN_CHECK(ctx->be->gemm(ctx, false, false, x->rows, w->cols, x->cols, 1.0f, ex->data,
+                            x->cols, w->data, w->cols, 0.0f, y->data, w->cols));
+    gcn_tensor_free(&ex);
+    gcn_tensor *in[5] = {x, w};
+    int flags, n_in = stage_inputs(e, a.batch_stats, in, 2, &flags);
+    GCN_CHECK(gcn_tape_record(ctx, "epilogue_matmul", epilogue_matmul_backward, in, n_in, y,
+                              &nd));
+    if (nd)
+        save_node(nd, &a, flags, &mean, &invstd);
+    *out = y;
+    y = NULL;
+cleanup:
+    gcn_tensor_free(&ex);
     gcn_tensor_free(&mean);
     gcn_tensor_free(&invstd);
     gcn_tensor_free(&y);

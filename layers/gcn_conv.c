@@ -42,25 +42,50 @@ static gcn_status aggregate_input(gcn_ctx *ctx, gcn_gcn_conv *conv, const gcn_cs
     return GCN_OK;
 }
 
+/* A (in(x) W), with in the epilogue of the block before (NULL: none) fused
+ * into the product, then the product's values dropped: backward reads
+ * neither the matmul's output nor the SpMM's input. */
+static gcn_status transform_first(gcn_ctx *ctx, gcn_gcn_conv *conv, const gcn_csr *adj,
+                                  gcn_tensor *x, const gcn_epilogue *in, bool training,
+                                  gcn_tensor **y)
+{
+    gcn_status st;
+    gcn_tensor *t = NULL;
+    if (in)
+        GCN_CHECK(gcn_epilogue_matmul(ctx, x, in, training, conv->lin.weight, &t));
+    else
+        GCN_CHECK(gcn_matmul(ctx, x, conv->lin.weight, false, false, &t));
+    GCN_CHECK(gcn_spmm(ctx, adj, t, y));
+    gcn_tensor_drop_values(t);
+cleanup:
+    gcn_tensor_free(&t);
+    return st;
+}
+
 gcn_status gcn_gcn_conv_forward_nobias(gcn_ctx *ctx, gcn_gcn_conv *conv, const gcn_csr *adj,
                                        gcn_tensor *x, gcn_tensor **y)
 {
     GCN_TRY(gcn_op_begin(ctx, y));
     GCN_ARG(ctx, conv && adj);
-    gcn_status st;
+    if (!gcn_gcn_conv_aggregates_first(conv))
+        return transform_first(ctx, conv, adj, x, NULL, false, y);
     gcn_tensor *t = NULL;
-    if (gcn_gcn_conv_aggregates_first(conv)) {
-        GCN_CHECK(aggregate_input(ctx, conv, adj, x, &t));
-        GCN_CHECK(gcn_matmul(ctx, t, conv->lin.weight, false, false, y));
-    } else {
-        GCN_CHECK(gcn_matmul(ctx, x, conv->lin.weight, false, false, &t));
-        GCN_CHECK(gcn_spmm(ctx, adj, t, y));
-        /* backward reads neither the matmul's output nor the SpMM's input */
-        gcn_tensor_drop_values(t);
-    }
-cleanup:
+    GCN_TRY(aggregate_input(ctx, conv, adj, x, &t));
+    gcn_status st = gcn_matmul(ctx, t, conv->lin.weight, false, false, y);
     gcn_tensor_free(&t);
     return st;
+}
+
+gcn_status gcn_gcn_conv_forward_after(gcn_ctx *ctx, gcn_gcn_conv *conv, const gcn_csr *adj,
+                                      gcn_tensor *x, const gcn_epilogue *in, bool training,
+                                      gcn_tensor **y)
+{
+    GCN_TRY(gcn_op_begin(ctx, y));
+    GCN_ARG(ctx, conv && adj && in);
+    if (gcn_gcn_conv_aggregates_first(conv))
+        return GCN_ERROR(ctx, GCN_ERR_STATE,
+                         "gcn_conv: a layer that aggregates first needs its input itself");
+    return transform_first(ctx, conv, adj, x, in, training, y);
 }
 
 gcn_status gcn_gcn_conv_forward(gcn_ctx *ctx, gcn_gcn_conv *conv, const gcn_csr *adj,

@@ -1,5 +1,6 @@
 /* GINConv: y = MLP((1 + eps) x + sum of neighbour rows), MLP = Linear ->
- * BatchNorm1d -> ReLU -> Linear, the middle three as one epilogue. */
+ * BatchNorm1d -> ReLU -> Linear, the middle three as one epilogue fused
+ * into the second product. */
 #include "../core/internal.h"
 #include "../kernels/spmm.h"
 #include "layers.h"
@@ -44,27 +45,23 @@ cleanup:
     return st;
 }
 
-/* r = ReLU(BatchNorm(h W1 + b1)) of h = combine(x): the MLP's hidden layer,
- * its bias, norm and activation in one epilogue. */
+/* z = h W1 of h = combine(x), and in *e the hidden layer's bias, norm and
+ * activation, which the second product applies (gcn_epilogue_matmul). */
 static gcn_status hidden(gcn_ctx *ctx, const gcn_gin_conv *conv, const gcn_csr *adj,
-                         gcn_tensor *x, bool training, gcn_tensor **r)
+                         gcn_tensor *x, gcn_tensor **z, gcn_epilogue *e)
 {
-    gcn_status st;
-    gcn_tensor *h = NULL, *z = NULL;
-    gcn_epilogue e = {.bias = conv->lin1.bias,
-                      .gamma = conv->bn.gamma,
-                      .beta = conv->bn.beta,
-                      .running_mean = conv->bn.running_mean,
-                      .running_var = conv->bn.running_var,
-                      .momentum = conv->bn.momentum,
-                      .eps = conv->bn.eps,
-                      .act = GCN_ACT_RELU};
-    GCN_CHECK(combine(ctx, conv, adj, x, &h));
-    GCN_CHECK(gcn_matmul(ctx, h, conv->lin1.weight, false, false, &z));
-    GCN_CHECK(gcn_apply_epilogue(ctx, z, &e, training, r));
-cleanup:
+    *e = (gcn_epilogue){.bias = conv->lin1.bias,
+                        .gamma = conv->bn.gamma,
+                        .beta = conv->bn.beta,
+                        .running_mean = conv->bn.running_mean,
+                        .running_var = conv->bn.running_var,
+                        .momentum = conv->bn.momentum,
+                        .eps = conv->bn.eps,
+                        .act = GCN_ACT_RELU};
+    gcn_tensor *h = NULL;
+    GCN_TRY(combine(ctx, conv, adj, x, &h));
+    gcn_status st = gcn_matmul(ctx, h, conv->lin1.weight, false, false, z);
     gcn_tensor_free(&h);
-    gcn_tensor_free(&z);
     return st;
 }
 
@@ -74,10 +71,11 @@ gcn_status gcn_gin_conv_forward_nobias(gcn_ctx *ctx, const gcn_gin_conv *conv,
 {
     GCN_TRY(gcn_op_begin(ctx, y));
     GCN_ARG(ctx, conv && adj);
-    gcn_tensor *r = NULL;
-    GCN_TRY(hidden(ctx, conv, adj, x, training, &r));
-    gcn_status st = gcn_matmul(ctx, r, conv->lin2.weight, false, false, y);
-    gcn_tensor_free(&r);
+    gcn_tensor *z = NULL;
+    gcn_epilogue e;
+    GCN_TRY(hidden(ctx, conv, adj, x, &z, &e));
+    gcn_status st = gcn_epilogue_matmul(ctx, z, &e, training, conv->lin2.weight, y);
+    gcn_tensor_free(&z);
     return st;
 }
 
@@ -86,10 +84,10 @@ gcn_status gcn_gin_conv_forward(gcn_ctx *ctx, const gcn_gin_conv *conv, const gc
 {
     GCN_TRY(gcn_op_begin(ctx, y));
     GCN_ARG(ctx, conv && adj);
-    gcn_tensor *r = NULL;
-    GCN_TRY(hidden(ctx, conv, adj, x, training, &r));
-    gcn_status st = gcn_linear_forward(ctx, &conv->lin2, r, y);
-    gcn_tensor_free(&r);
+    gcn_tensor *t = NULL;
+    GCN_TRY(gcn_gin_conv_forward_nobias(ctx, conv, adj, x, training, &t));
+    gcn_status st = gcn_add_bias(ctx, t, conv->lin2.bias, y);
+    gcn_tensor_free(&t);
     return st;
 }
 

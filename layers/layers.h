@@ -76,12 +76,20 @@ gcn_status gcn_gcn_conv_forward(gcn_ctx *ctx, gcn_gcn_conv *conv, const gcn_csr 
  * op that follows (gcn_apply_epilogue), saving a pass over y. */
 gcn_status gcn_gcn_conv_forward_nobias(gcn_ctx *ctx, gcn_gcn_conv *conv, const gcn_csr *adj,
                                        gcn_tensor *x, gcn_tensor **y);
+/* gcn_gcn_conv_forward_nobias of gcn_apply_epilogue(x, in, training) for a
+ * layer that transforms first, with the epilogue fused into the product
+ * with W (gcn_epilogue_matmul), so that its output is not kept for
+ * backward.  GCN_ERR_STATE for a layer that aggregates first. */
+gcn_status gcn_gcn_conv_forward_after(gcn_ctx *ctx, gcn_gcn_conv *conv, const gcn_csr *adj,
+                                      gcn_tensor *x, const gcn_epilogue *in, bool training,
+                                      gcn_tensor **y);
 void gcn_gcn_conv_release(gcn_gcn_conv *conv);
 
 /* GINConv (Xu et al.): y = MLP((1 + eps) x + sum_{j in N(i)} x_j) with adj
  * the unnormalised adjacency without self-loops and MLP = Linear ->
  * BatchNorm1d -> ReLU -> Linear.  eps is a [1, 1] tensor, trained when
- * train_eps. */
+ * train_eps.  The hidden layer's bias, norm and activation are one
+ * epilogue fused into the second product (gcn_epilogue_matmul). */
 typedef struct gcn_gin_conv {
     gcn_linear lin1, lin2;
     gcn_batchnorm1d bn;

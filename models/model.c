@@ -88,10 +88,12 @@ static bool uses(const gcn_model *m, gcn_layer_type t)
 bool gcn_model_uses_gcn_adj(const gcn_model *m) { return uses(m, GCN_LAYER_GCN); }
 bool gcn_model_uses_raw_adj(const gcn_model *m) { return uses(m, GCN_LAYER_GIN); }
 
-/* The layer of a block without its bias, and the bias left for the epilogue. */
+/* The layer of a block without its bias, and the bias left for the
+ * epilogue; `in`, when not NULL, is the previous block's epilogue, still
+ * to be applied to x (takes_epilogue). */
 static gcn_status layer_forward(gcn_ctx *ctx, block *b, const gcn_csr *adj_gcn,
-                                const gcn_csr *adj_raw, gcn_tensor *x, bool training,
-                                gcn_tensor **z, gcn_tensor **bias)
+                                const gcn_csr *adj_raw, gcn_tensor *x, const gcn_epilogue *in,
+                                bool training, gcn_tensor **z, gcn_tensor **bias)
 {
     if ((b->cfg.type == GCN_LAYER_GCN && !adj_gcn) || (b->cfg.type == GCN_LAYER_GIN && !adj_raw))
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "model: a %s layer needs its adjacency matrix",
@@ -99,27 +101,24 @@ static gcn_status layer_forward(gcn_ctx *ctx, block *b, const gcn_csr *adj_gcn,
     switch (b->cfg.type) {
     case GCN_LAYER_GCN:
         *bias = b->gcn.lin.bias;
-        return gcn_gcn_conv_forward_nobias(ctx, &b->gcn, adj_gcn, x, z);
+        return in ? gcn_gcn_conv_forward_after(ctx, &b->gcn, adj_gcn, x, in, training, z)
+                  : gcn_gcn_conv_forward_nobias(ctx, &b->gcn, adj_gcn, x, z);
     case GCN_LAYER_GIN:
         *bias = b->gin.lin2.bias;
         return gcn_gin_conv_forward_nobias(ctx, &b->gin, adj_raw, x, training, z);
     case GCN_LAYER_LINEAR:
         *bias = b->lin.bias;
-        return gcn_matmul(ctx, x, b->lin.weight, false, false, z);
+        return in ? gcn_epilogue_matmul(ctx, x, in, training, b->lin.weight, z)
+                  : gcn_matmul(ctx, x, b->lin.weight, false, false, z);
     }
     return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "model: unknown layer type %d", (int)b->cfg.type);
 }
 
-/* One block: the layer, then in one epilogue its bias, norm and activation
- * and the dropout on the next block's input (next_dropout, 0 for none).
- * Consumes nothing; *y is new. */
-static gcn_status block_forward(gcn_ctx *ctx, block *b, const gcn_csr *adj_gcn,
-                                const gcn_csr *adj_raw, gcn_tensor *x, bool training,
-                                float next_dropout, gcn_tensor **y)
+/* The block's tail as one epilogue: its bias, norm and activation, and the
+ * dropout on the next block's input (next_dropout, 0 for none). */
+static gcn_epilogue block_epilogue(const block *b, gcn_tensor *bias, bool training,
+                                   float next_dropout)
 {
-    gcn_status st;
-    gcn_tensor *z = NULL, *bias = NULL;
-    GCN_CHECK(layer_forward(ctx, b, adj_gcn, adj_raw, x, training, &z, &bias));
     gcn_epilogue e = {.bias = bias, .act = b->cfg.activation, .alpha = 1.0f,
                       .dropout = training ? next_dropout : 0.0f};
     if (b->cfg.batchnorm) {
@@ -130,13 +129,21 @@ static gcn_status block_forward(gcn_ctx *ctx, block *b, const gcn_csr *adj_gcn,
         e.momentum = b->bn.momentum;
         e.eps = b->bn.eps;
     }
-    if (!e.bias && !e.gamma && e.act == GCN_ACT_NONE && e.dropout == 0.0f)
-        *y = gcn_tensor_retain(z);
-    else
-        GCN_CHECK(gcn_apply_epilogue(ctx, z, &e, training, y));
-cleanup:
-    gcn_tensor_free(&z);
-    return st;
+    return e;
+}
+
+static bool is_identity(const gcn_epilogue *e)
+{
+    return !e->bias && !e->gamma && e->act == GCN_ACT_NONE && e->dropout == 0.0f;
+}
+
+/* Whether the block's layer starts with the product of its input and a
+ * weight, which can apply the previous block's epilogue itself
+ * (gcn_epilogue_matmul) so that the epilogue's output is never kept. */
+static bool takes_epilogue(block *b)
+{
+    return b->cfg.type == GCN_LAYER_LINEAR ||
+           (b->cfg.type == GCN_LAYER_GCN && !gcn_gcn_conv_aggregates_first(&b->gcn));
 }
 
 /* Whether the block's backward reads its input's values: not when the
@@ -155,6 +162,41 @@ static bool reads_input(block *b)
     return true;
 }
 
+/* Between blocks the model holds either the previous block's output h, or,
+ * when the next block takes it (takes_epilogue), the previous layer's
+ * output z with its epilogue e not yet applied. */
+typedef struct carry {
+    gcn_tensor *h, *z;
+    gcn_epilogue e;
+} carry;
+
+/* Block i on what block i - 1 left; returns what it leaves for block i + 1
+ * (next: that block, NULL after the last). */
+static gcn_status block_forward(gcn_ctx *ctx, block *b, const gcn_csr *adj_gcn,
+                                const gcn_csr *adj_raw, carry *c, block *next, bool training,
+                                bool first)
+{
+    gcn_status st;
+    gcn_tensor *z = NULL, *bias = NULL;
+    bool pending = c->z != NULL;
+    GCN_CHECK(layer_forward(ctx, b, adj_gcn, adj_raw, pending ? c->z : c->h,
+                            pending ? &c->e : NULL, training, &z, &bias));
+    if (!pending && !first && !reads_input(b))
+        gcn_tensor_drop_values(c->h); /* the previous block's output, now read */
+    gcn_tensor_free(&c->h);
+    gcn_tensor_free(&c->z);
+    c->e = block_epilogue(b, bias, training, next ? next->cfg.dropout : 0.0f);
+    if (is_identity(&c->e))
+        c->h = gcn_tensor_retain(z);
+    else if (next && takes_epilogue(next))
+        c->z = gcn_tensor_retain(z);
+    else
+        GCN_CHECK(gcn_apply_epilogue(ctx, z, &c->e, training, &c->h));
+cleanup:
+    gcn_tensor_free(&z);
+    return st;
+}
+
 gcn_status gcn_model_forward(gcn_ctx *ctx, gcn_model *m, const gcn_csr *adj_gcn,
                              const gcn_csr *adj_raw, gcn_tensor *x, bool training,
                              gcn_tensor **logits)
@@ -165,25 +207,23 @@ gcn_status gcn_model_forward(gcn_ctx *ctx, gcn_model *m, const gcn_csr *adj_gcn,
     if (x->cols != m->in_feat)
         return GCN_ERROR(ctx, GCN_ERR_SHAPE, "model: built for %lld input features, got %lld",
                          (long long)m->in_feat, (long long)x->cols);
-    gcn_tensor *h = NULL;
+    carry c = {0};
     float first = m->blocks[0].cfg.dropout;
     if (training && first > 0.0f)
-        GCN_TRY(gcn_dropout(ctx, x, first, true, &h));
+        GCN_TRY(gcn_dropout(ctx, x, first, true, &c.h));
     else /* the input itself, so GCNConv's cache recognises it */
-        h = gcn_tensor_retain(x);
+        c.h = gcn_tensor_retain(x);
     for (int i = 0; i < m->n_blocks; i++) {
-        gcn_tensor *next = NULL;
-        float p = i + 1 < m->n_blocks ? m->blocks[i + 1].cfg.dropout : 0.0f;
-        gcn_status st = block_forward(ctx, &m->blocks[i], adj_gcn, adj_raw, h, training, p,
-                                      &next);
-        if (st == GCN_OK && i > 0 && !reads_input(&m->blocks[i]))
-            gcn_tensor_drop_values(h); /* the previous block's output, now read */
-        gcn_tensor_free(&h);
-        if (st != GCN_OK)
+        block *next = i + 1 < m->n_blocks ? &m->blocks[i + 1] : NULL;
+        gcn_status st = block_forward(ctx, &m->blocks[i], adj_gcn, adj_raw, &c, next, training,
+                                      i == 0);
+        if (st != GCN_OK) {
+            gcn_tensor_free(&c.h);
+            gcn_tensor_free(&c.z);
             return st;
-        h = next;
+        }
     }
-    *logits = h;
+    *logits = c.h;
     return GCN_OK;
 }
 

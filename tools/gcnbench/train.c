@@ -51,8 +51,8 @@ static const char help[] =
     "  params (parameters, batch-norm statistics), grads (one per parameter, held\n"
     "  between steps), optimizer (momentum, Adam's m and v, step counts),\n"
     "  workspace (the rest of steady: SpMM plans, selector state, cached products)\n"
-    "  and activations (the timed epochs' peak minus steady: what a step allocates\n"
-    "  and frees).\n"
+    "  and activations (the peak of the epochs after the selector locked, the\n"
+    "  captured one included, minus steady: what a step allocates and frees).\n"
     "  test_acc is the test accuracy at the best-validation epoch.\n"
     "  Exit status: 2 for bad options, configuration or dataset, 1 for failures while\n"
     "  training.\n";
@@ -324,13 +324,14 @@ static int run_dataset(train_bench *b, const char *spec, measured *m)
                                           m->warmup < b->o.warmup + MAX_EXTRA_WARMUP));
          m->warmup++)
         st = epoch(b, tr, m, -1, false, &es);
+    gcn_ctx_memory_stats(b->ctx, &ms);
+    m->peak = ms.peak;
+    gcn_ctx_reset_peak(b->ctx);
+    /* the step peak includes the captured epoch: replays allocate nothing */
     for (int k = 0; st == GCN_OK && b->cfg.cuda_graph && gcn_ctx_device(b->ctx) == GCN_DEVICE_CUDA &&
                     !es.graph && k < MAX_GRAPH_WARMUP;
          k++, m->warmup++)
         st = epoch(b, tr, m, -1, false, &es);
-    gcn_ctx_memory_stats(b->ctx, &ms);
-    m->peak = ms.peak;
-    gcn_ctx_reset_peak(b->ctx);
     for (int e = 0; e < b->o.epochs && st == GCN_OK; e++)
         st = epoch(b, tr, m, e, false, &es);
     gcn_ctx_memory_stats(b->ctx, &ms);
