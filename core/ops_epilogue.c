@@ -155,33 +155,6 @@ static void save_node(gcn_node *nd, const gcn_epilogue_args *a, int flags, gcn_t
     nd->offset = a->offset;
 }
 
-gcn_status gcn_apply_epilogue(gcn_ctx *ctx, gcn_tensor *x, const gcn_epilogue *e, bool training,
-                              gcn_tensor **out)
-{
-    GCN_TRY(gcn_op_begin(ctx, out));
-    GCN_ARG(ctx, e);
-    GCN_TRY(check_spec(ctx, x, e, training));
-    gcn_epilogue_args a;
-    gcn_tensor *y = NULL, *mean = NULL, *invstd = NULL;
-    gcn_node *nd;
-    gcn_status st;
-    GCN_CHECK(prepare(ctx, x, e, training, &a, &mean, &invstd));
-    GCN_CHECK(gcn_tensor_create(ctx, &y, x->rows, x->cols));
-    GCN_CHECK(ctx->be->epilogue_forward(ctx, &a, y->data));
-    gcn_tensor *in[4] = {x};
-    int flags, n_in = stage_inputs(e, a.batch_stats, in, 1, &flags);
-    GCN_CHECK(gcn_tape_record(ctx, "epilogue", epilogue_backward, in, n_in, y, &nd));
-    if (nd)
-        save_node(nd, &a, flags, &mean, &invstd);
-    *out = y;
-    y = NULL;
-cleanup:
-    gcn_tensor_free(&mean);
-    gcn_tensor_free(&invstd);
-    gcn_tensor_free(&y);
-    return st;
-}
-
 /* Backward recomputes the epilogue's output into the buffer that then takes
  * its gradient: dW = e^T dY first, then de = dY W^T over e, then the
  * epilogue's backward, which may write dx over de.  The same backend calls
@@ -213,18 +186,21 @@ cleanup:
     return st;
 }
 
-gcn_status gcn_epilogue_matmul(gcn_ctx *ctx, gcn_tensor *x, const gcn_epilogue *e, bool training,
-                               gcn_tensor *w, gcn_tensor **out)
+/* y = epilogue(x), or with w, y = epilogue(x) w without keeping epilogue(x). */
+static gcn_status epilogue_op(gcn_ctx *ctx, gcn_tensor *x, const gcn_epilogue *e, bool training,
+                              gcn_tensor *w, gcn_tensor **out)
 {
     GCN_TRY(gcn_op_begin(ctx, out));
     GCN_ARG(ctx, e);
     GCN_TRY(check_spec(ctx, x, e, training));
-    GCN_TRY(gcn_check_tensor(ctx, w, "epilogue_matmul weight"));
-    if (w->rows != x->cols)
-        return GCN_ERROR(ctx, GCN_ERR_SHAPE,
-                         "epilogue_matmul: x is [%lld, %lld] but the weight is [%lld, %lld]",
-                         (long long)x->rows, (long long)x->cols, (long long)w->rows,
-                         (long long)w->cols);
+    if (w) {
+        GCN_TRY(gcn_check_tensor(ctx, w, "epilogue_matmul weight"));
+        if (w->rows != x->cols)
+            return GCN_ERROR(ctx, GCN_ERR_SHAPE,
+                             "epilogue_matmul: x is [%lld, %lld] but the weight is [%lld, %lld]",
+                             (long long)x->rows, (long long)x->cols, (long long)w->rows,
+                             (long long)w->cols);
+    }
     gcn_epilogue_args a;
     gcn_tensor *y = NULL, *ex = NULL, *mean = NULL, *invstd = NULL;
     gcn_node *nd;
@@ -232,14 +208,19 @@ gcn_status gcn_epilogue_matmul(gcn_ctx *ctx, gcn_tensor *x, const gcn_epilogue *
     GCN_CHECK(prepare(ctx, x, e, training, &a, &mean, &invstd));
     GCN_CHECK(gcn_tensor_create(ctx, &ex, x->rows, x->cols));
     GCN_CHECK(ctx->be->epilogue_forward(ctx, &a, ex->data));
-    GCN_CHECK(gcn_tensor_create(ctx, &y, x->rows, w->cols));
-    GCN_CHECK(ctx->be->gemm(ctx, false, false, x->rows, w->cols, x->cols, 1.0f, ex->data,
-                            x->cols, w->data, w->cols, 0.0f, y->data, w->cols));
-    gcn_tensor_free(&ex);
+    if (w) {
+        GCN_CHECK(gcn_tensor_create(ctx, &y, x->rows, w->cols));
+        GCN_CHECK(ctx->be->gemm(ctx, false, false, x->rows, w->cols, x->cols, 1.0f, ex->data,
+                                x->cols, w->data, w->cols, 0.0f, y->data, w->cols));
+        gcn_tensor_free(&ex);
+    } else {
+        y = ex;
+        ex = NULL;
+    }
     gcn_tensor *in[5] = {x, w};
-    int flags, n_in = stage_inputs(e, a.batch_stats, in, 2, &flags);
-    GCN_CHECK(gcn_tape_record(ctx, "epilogue_matmul", epilogue_matmul_backward, in, n_in, y,
-                              &nd));
+    int flags, n_in = stage_inputs(e, a.batch_stats, in, w ? 2 : 1, &flags);
+    GCN_CHECK(gcn_tape_record(ctx, w ? "epilogue_matmul" : "epilogue",
+                              w ? epilogue_matmul_backward : epilogue_backward, in, n_in, y, &nd));
     if (nd)
         save_node(nd, &a, flags, &mean, &invstd);
     *out = y;
@@ -250,4 +231,16 @@ cleanup:
     gcn_tensor_free(&invstd);
     gcn_tensor_free(&y);
     return st;
+}
+
+gcn_status gcn_apply_epilogue(gcn_ctx *ctx, gcn_tensor *x, const gcn_epilogue *e, bool training,
+                              gcn_tensor **out)
+{
+    return epilogue_op(ctx, x, e, training, NULL, out);
+}
+
+gcn_status gcn_epilogue_matmul(gcn_ctx *ctx, gcn_tensor *x, const gcn_epilogue *e, bool training,
+                               gcn_tensor *w, gcn_tensor **out)
+{
+    return epilogue_op(ctx, x, e, training, w, out);
 }

@@ -7,20 +7,12 @@
 #include <string.h>
 
 #include "core/philox.h"
+#include "epilogue_cases.h"
 #include "gpu_helpers.h"
 #include "helpers.h"
 
 #define TOL 2e-3    /* analytic float32 gradient vs double central differences */
 #define CHAIN 2e-5  /* fused vs unfused: same maths, statistics summed differently */
-
-enum { BN_NONE, BN_TRAIN, BN_EVAL };
-
-typedef struct spec {
-    bool bias;
-    int bn;
-    gcn_activation act;
-    float p;
-} spec;
 
 /* The tensors of one case: x [n, f] and the [1, f] vectors, all trainable
  * but the running statistics. */

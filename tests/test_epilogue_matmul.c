@@ -6,18 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "epilogue_cases.h"
 #include "gpu_helpers.h"
 #include "helpers.h"
 
 enum { N = 301, F = 37, K = 19, N_TRAINED = 6 };
-enum { BN_NONE, BN_TRAIN, BN_EVAL };
-
-typedef struct spec {
-    bool bias;
-    int bn;
-    gcn_activation act;
-    float p;
-} spec;
 
 /* Output, running statistics and the gradients of x, w, bias, gamma, beta. */
 typedef struct result {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "epilogue_cases.h"
 #include "gpu_helpers.h"
 #include "helpers.h"
 
@@ -15,8 +16,6 @@
  * statistics the forward is the same arithmetic, bit for bit, except
  * ELU's expm1f (device and C library differ in the last bit). */
 #define TOL 1e-5
-
-enum { BN_NONE, BN_TRAIN, BN_EVAL };
 
 typedef struct operands {
     dual x, bias, gamma, beta, rm, rv, mean, invstd;
