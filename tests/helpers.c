@@ -149,7 +149,8 @@ static double col_w(int64_t j) { return cos(1.0 + (double)j); }
 gcn_status test_weigh(gcn_ctx *ctx, gcn_tensor *y, gcn_tensor **loss)
 {
     int64_t n = gcn_tensor_rows(y), f = gcn_tensor_cols(y);
-    float r[256], w[256];
+    float *r = malloc((size_t)(n + f + 1) * sizeof *r), *w = r + n;
+    cr_assert_not_null(r);
     for (int64_t i = 0; i < n; i++)
         r[i] = (float)row_w(i);
     for (int64_t j = 0; j < f; j++)
@@ -165,6 +166,7 @@ gcn_status test_weigh(gcn_ctx *ctx, gcn_tensor *y, gcn_tensor **loss)
     gcn_tensor_free(&rt);
     gcn_tensor_free(&wt);
     gcn_tensor_free(&yw);
+    free(r);
     return st;
 }
 
