@@ -3,6 +3,7 @@
  * with one wait for the device at its end.  Steady-state epochs are
  * captured once as a CUDA graph and replayed. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -204,10 +205,13 @@ static gcn_status capture_epoch(gcn_ctx *ctx, gcn_trainer *tr, bool *captured)
 {
     host_counters saved;
     uint64_t draws = 0;
+    char why[sizeof ctx->err] = "";
     save_counters(ctx, tr, &saved);
     gcn_status st = gcn_cuda_capture_begin(ctx);
     if (st == GCN_OK) {
         st = queue_epoch(ctx, tr, &draws);
+        if (st != GCN_OK) /* the first failure says why; ending the capture fails too */
+            snprintf(why, sizeof why, "%s", gcn_last_error(ctx));
         gcn_status end = gcn_cuda_capture_end(ctx, st == GCN_OK, &tr->graph);
         st = st == GCN_OK ? end : st;
     }
@@ -219,7 +223,7 @@ static gcn_status capture_epoch(gcn_ctx *ctx, gcn_trainer *tr, bool *captured)
         return gcn_cuda_graph_launch(ctx, tr->graph);
     }
     gcn_log(ctx, GCN_LOG_WARN, "no CUDA graph: capturing epoch %d failed: %s; epochs run "
-            "launch by launch", tr->epoch + 1, gcn_last_error(ctx));
+            "launch by launch", tr->epoch + 1, why[0] ? why : gcn_last_error(ctx));
     tr->graph_failed = true;
     GCN_TRY(restore_counters(ctx, tr, &saved));
     return queue_epoch(ctx, tr, &draws);
