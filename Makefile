@@ -12,8 +12,22 @@ CUDA_HOME ?= /usr/local/cuda
 NVCC      ?= $(CUDA_HOME)/bin/nvcc
 CUDA_ARCH ?= sm_90
 PREFIX    ?= /usr/local
-BUILD     ?= build
+# CUDA=0: a CPU-only library, built and tested without the CUDA toolkit
+# (no CUDA backend, kernels or GPU tests), in its own tree.
+CUDA      ?= 1
+ifeq ($(CUDA),0)
+  BUILD   ?= build/cpu
+else
+  BUILD   ?= build
+endif
 DEBUG     ?= 0
+# WERROR=1 turns warnings into errors: for CI and developers, not for a
+# user whose newer compiler warns about something new.
+WERROR    ?= 0
+# hidden: libgcn.so exports only the GCN_API functions of the public headers;
+# default exports everything (the development library `make bundle` links
+# the test runner and the tools against).
+VISIBILITY ?= hidden
 
 ifeq ($(DEBUG),1)
   OPT := -O0 -g3
@@ -21,18 +35,32 @@ else
   OPT := -O2 -g
 endif
 
-CPPFLAGS  := -I. -I$(CUDA_HOME)/include -MMD -MP
-CFLAGS    := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -fPIC $(OPT) $(EXTRA_CFLAGS)
-NVFLAGS   := -std=c++17 -arch=$(CUDA_ARCH) -I. -Xcompiler -fPIC,-Wall -MMD -MP $(if $(filter 1,$(DEBUG)),-G -O0,-O3 -lineinfo)
-LDLIBS    := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcusparse -lcudart_static -ldl -lrt -lpthread -lcjson -lstdc++ -lm
+CPPFLAGS  := -I. -DGCN_WITH_CUDA=$(CUDA) -MMD -MP
+CFLAGS    := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror) \
+             -fPIC -fvisibility=$(VISIBILITY) $(OPT) $(EXTRA_CFLAGS)
+NVFLAGS   := -std=c++17 -arch=$(CUDA_ARCH) -I. -DGCN_WITH_CUDA=1 \
+             -Xcompiler -fPIC,-Wall,-fvisibility=$(VISIBILITY) \
+             $(if $(filter 1,$(WERROR)),-Werror all-warnings -Xcompiler -Werror) -MMD -MP \
+             $(if $(filter 1,$(DEBUG)),-G -O0,-O3 -lineinfo)
+LDLIBS    := -ldl -lrt -lpthread -lcjson -lm
+ifneq ($(CUDA),0)
+  CPPFLAGS += -I$(CUDA_HOME)/include
+  LDLIBS   := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcusparse -lcudart_static \
+              -lstdc++ $(LDLIBS)
+endif
+# Static archives linked into libgcn.so (the CUDA runtime) keep their symbols to themselves.
+SO_LDFLAGS := -Wl,--exclude-libs,ALL
 TEST_LIBS := -lcriterion
 
 LIB_DIRS  := core kernels optim datasets layers models
-LIB_C     := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c $(d)/*/*.c))
-LIB_CU    := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.cu $(d)/*/*.cu))
+# core/cuda_none.c is the CUDA bridge of a build without CUDA.
+LIB_C     := $(filter-out $(if $(filter 0,$(CUDA)),,core/cuda_none.c),\
+                          $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c $(d)/*/*.c)))
+LIB_CU    := $(if $(filter 0,$(CUDA)),,$(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.cu $(d)/*/*.cu)))
 LIB_OBJ   := $(LIB_C:%.c=$(BUILD)/obj/%.o) $(LIB_CU:%.cu=$(BUILD)/obj/%.cu.o)
-TEST_C    := $(wildcard tests/*.c)
-TEST_OBJ  := $(TEST_C:%.c=$(BUILD)/obj/%.o)
+TEST_C    := $(filter-out $(if $(filter 0,$(CUDA)),tests/test_gpu_%.c),$(wildcard tests/*.c))
+TEST_CU   := $(if $(filter 0,$(CUDA)),,$(wildcard tests/*.cu))
+TEST_OBJ  := $(TEST_C:%.c=$(BUILD)/obj/%.o) $(TEST_CU:%.cu=$(BUILD)/obj/%.cu.o)
 # Each tools/*.c is one tool; gcnbench is linked from tools/gcnbench/*.c.
 GCNBENCH_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tools/gcnbench/*.c))
 TOOLS     := $(patsubst tools/%.c,$(BUILD)/%,$(wildcard tools/*.c)) $(BUILD)/gcnbench
@@ -57,7 +85,20 @@ $(BUILD)/libgcn.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/libgcn.so: $(LIB_OBJ)
-	$(CC) -shared -o $@ $^ $(LDLIBS)
+	$(CC) -shared $(SO_LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The exported symbols are exactly the GCN_API functions of the public
+# headers: anything else exported would make internals part of the ABI.
+.PHONY: check-abi
+check-abi: $(BUILD)/libgcn.so
+	@nm -D --defined-only $< | awk '$$2 ~ /^[A-Z]$$/ && $$3 !~ /^_(init|fini)$$/ { print $$3 }' \
+	    | sort > $(BUILD)/abi.exported
+	@sed -n 's/^GCN_API [^(]*[ *]\(gcn_[a-z0-9_]*\)(.*/\1/p' $(PUBLIC_H) | sort > $(BUILD)/abi.public
+	@comm -23 $(BUILD)/abi.exported $(BUILD)/abi.public | sed 's/^/check-abi: exported but not public: /' \
+	    | tee $(BUILD)/abi.diff >&2
+	@comm -13 $(BUILD)/abi.exported $(BUILD)/abi.public | sed 's/^/check-abi: public but not exported: /' \
+	    | tee -a $(BUILD)/abi.diff >&2
+	@test ! -s $(BUILD)/abi.diff && echo "check-abi: $$(wc -l < $(BUILD)/abi.public) exported symbols, all public"
 
 $(BUILD)/%: tools/%.c $(BUILD)/libgcn.a
 	$(CC) $(CPPFLAGS) $(CFLAGS) $< -o $@ $(BUILD)/libgcn.a $(LDLIBS)
@@ -68,8 +109,18 @@ $(BUILD)/gcnbench: $(GCNBENCH_OBJ) $(BUILD)/libgcn.a
 $(BUILD)/gcn_tests: $(TEST_OBJ) $(BUILD)/libgcn.a
 	$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(BUILD)/libgcn.a $(LDLIBS) $(TEST_LIBS)
 
+# ---- examples: short programs on the public API, linked against libgcn.so
+# (which exports nothing else); tests/test_examples.c runs them.
+EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
+.PHONY: examples
+examples: $(EXAMPLES)
+
+$(BUILD)/examples/%: examples/%.c $(BUILD)/libgcn.so
+	@mkdir -p $(@D)
+	$(CC) -I. $(CFLAGS) $< -o $@ -L$(BUILD) -Wl,-rpath,$(abspath $(BUILD)) -lgcn -lm
+
 # Criterion forks a worker per test; -j2 matches the machines CI runs on.
-test: all $(BUILD)/gcn_tests
+test: all check-abi examples $(BUILD)/gcn_tests
 	GCN_TOOLS=$(BUILD) $(BUILD)/gcn_tests -j2 $(TEST_ARGS)
 
 # Sanitised build in its own tree; protect_shadow_gap=0 lets the CUDA
@@ -122,13 +173,18 @@ clean:
 # driver supports.
 BUNDLE      := $(BUILD)/bundle
 BUNDLE_HOST := linux-vdso|ld-linux|/lib(c|m|dl|pthread|rt|util|resolv|gcc_s|stdc\+\+)\.so|/libcuda\.so|/libcudart|/libcublas|/libcusparse|/libnvJitLink|/libgcn\.so
-BUNDLE_LINK  = -L$(BUILD) -lgcn $(LDLIBS)
+# The test runner and gcnbench reach the library's internals, which the
+# installed libgcn.so does not export: the bundle carries a development
+# build of it with every symbol visible ($(BUILD)/dev).
+BUNDLE_LINK  = -L$(BUILD)/dev -lgcn $(LDLIBS)
 
 .PHONY: bundle
-bundle: all $(BUILD)/gcn_tests
+bundle: all examples $(BUILD)/gcn_tests
+	$(MAKE) BUILD=$(BUILD)/dev VISIBILITY=default $(BUILD)/dev/libgcn.so
 	rm -rf $(BUNDLE)
 	mkdir -p $(BUNDLE)/lib
-	cp $(BUILD)/libgcn.so $(BUNDLE)/lib/
+	cp $(BUILD)/dev/libgcn.so $(BUNDLE)/lib/
+	cp -r $(BUILD)/examples $(BUNDLE)/
 	$(CC) $(CFLAGS) -o $(BUNDLE)/gcn_tests $(TEST_OBJ) $(BUNDLE_LINK) $(TEST_LIBS)
 	$(CC) $(CFLAGS) -o $(BUNDLE)/gcnbench $(GCNBENCH_OBJ) $(BUNDLE_LINK)
 	for t in $(wildcard tools/*.c); do \
@@ -168,12 +224,12 @@ LDLIBS += -lz -lmetis
 #   mkdir -p /tmp/ogb && build/fuzz/fuzz_ogb -max_total_time=300 -timeout=10 /tmp/ogb fuzz/corpus/ogb
 # (new inputs go to the first folder, so the seed corpus stays as it is)
 # Built with clang, ASan and UBSan, from the datasets and the C core only
-# (fuzz/cuda_stub.c stands in for the .cu symbols the core refers to).
+# (core/cuda_none.c answers for the CUDA bridge, as in make CUDA=0).
 FUZZ_CC     ?= clang
 FUZZ_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION \
+               -DGCN_WITH_CUDA=0 \
                -I. -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined -MMD -MP
-FUZZ_SRC    := $(wildcard datasets/*.c) $(wildcard core/*.c) kernels/adaptgear.c fuzz/harness.c \
-               fuzz/cuda_stub.c
+FUZZ_SRC    := $(wildcard datasets/*.c) $(wildcard core/*.c) kernels/adaptgear.c fuzz/harness.c
 FUZZ_OBJ    := $(FUZZ_SRC:%.c=$(BUILD)/fuzz/obj/%.o)
 FUZZ_BINS   := $(patsubst fuzz/fuzz_%.c,$(BUILD)/fuzz/fuzz_%,$(wildcard fuzz/fuzz_*.c))
 

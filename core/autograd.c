@@ -67,6 +67,33 @@ gcn_status gcn_tape_record(gcn_ctx *ctx, const char *op, gcn_backward_fn backwar
     return GCN_OK;
 }
 
+gcn_status gcn_op_run(gcn_ctx *ctx, gcn_op_spec *spec, gcn_tensor **out)
+{
+    gcn_tensor *y = NULL;
+    gcn_node *nd;
+    gcn_status st;
+    GCN_CHECK(gcn_tensor_create(ctx, &y, spec->rows, spec->cols));
+    GCN_CHECK(spec->forward(ctx, spec, y));
+    GCN_CHECK(gcn_tape_record(ctx, spec->name, spec->backward, spec->in, spec->n_in, y, &nd));
+    if (nd) {
+        memcpy(nd->param, spec->param, sizeof nd->param);
+        nd->offset = spec->offset;
+        for (size_t i = 0; i < sizeof nd->index / sizeof nd->index[0]; i++)
+            nd->index[i] = gcn_index_retain((gcn_index *)spec->index[i]);
+        for (size_t i = 0; i < sizeof nd->saved / sizeof nd->saved[0]; i++) {
+            nd->saved[i] = spec->saved[i];
+            spec->saved[i] = NULL;
+        }
+    }
+    *out = y;
+    y = NULL;
+cleanup:
+    for (size_t i = 0; i < sizeof spec->saved / sizeof spec->saved[0]; i++)
+        gcn_tensor_free(&spec->saved[i]);
+    gcn_tensor_free(&y);
+    return st;
+}
+
 static void node_release(gcn_node *nd)
 {
     for (int i = 0; i < nd->n_in; i++)
@@ -77,6 +104,7 @@ static void node_release(gcn_node *nd)
     for (size_t i = 0; i < sizeof nd->index / sizeof nd->index[0]; i++)
         gcn_index_free(&nd->index[i]);
     gcn_tensor_free(&nd->out);
+    free(nd->custom);
 }
 
 void gcn_tape_clear(gcn_ctx *ctx)

@@ -207,6 +207,41 @@ bool gcn_csr_is_sorted(const gcn_csr *a)
     return a && a->priv && a->priv->sorted;
 }
 
+int32_t gcn_csr_rows(const gcn_csr *a)
+{
+    return a->n_rows;
+}
+
+int32_t gcn_csr_cols(const gcn_csr *a)
+{
+    return a->n_cols;
+}
+
+int32_t gcn_csr_nnz(const gcn_csr *a)
+{
+    return a->nnz;
+}
+
+gcn_device gcn_csr_device(const gcn_csr *a)
+{
+    return a->device;
+}
+
+const int32_t *gcn_csr_row_ptr(const gcn_csr *a)
+{
+    return a->row_ptr;
+}
+
+const int32_t *gcn_csr_col_idx(const gcn_csr *a)
+{
+    return a->col_idx;
+}
+
+const float *gcn_csr_values(const gcn_csr *a)
+{
+    return a->values;
+}
+
 void gcn_csr_free(gcn_csr **pa)
 {
     if (!pa || !*pa)
@@ -222,7 +257,8 @@ void gcn_csr_free(gcn_csr **pa)
             p->spmm_free(p->spmm);
         for (gcn_csr_plan *pl = p->plans, *next; pl; pl = next) {
             next = pl->next;
-            pl->free_plan(pl->plan);
+            if (pl->free_plan)
+                pl->free_plan(pl->plan);
             free(pl);
         }
         if (!p->borrowed) {
@@ -243,7 +279,8 @@ void gcn_csr_drop_plan(gcn_csr *a, const void *impl, int feat)
         if ((*pp)->impl == impl && (*pp)->feat == feat) {
             gcn_csr_plan *pl = *pp;
             *pp = pl->next;
-            pl->free_plan(pl->plan);
+            if (pl->free_plan)
+                pl->free_plan(pl->plan);
             free(pl);
             return;
         }

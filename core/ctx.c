@@ -12,6 +12,7 @@ gcn_ctx_opts gcn_ctx_default_opts(void)
 {
     gcn_ctx_opts o;
     memset(&o, 0, sizeof o);
+    o.size = sizeof o;
     o.device = GCN_DEVICE_AUTO;
     o.log_level = GCN_LOG_WARN;
     return o;
@@ -74,7 +75,9 @@ gcn_status gcn_ctx_create(gcn_ctx **out, const gcn_ctx_opts *opts)
     if (!out)
         return GCN_ERR_INVALID_ARG;
     *out = NULL;
-    gcn_ctx_opts o = opts ? *opts : gcn_ctx_default_opts();
+    gcn_ctx_opts o = gcn_ctx_default_opts();
+    if (opts && gcn_struct_import(NULL, "gcn_ctx_opts", &o, &o, sizeof o, opts) != GCN_OK)
+        return GCN_ERR_INVALID_ARG;
     if (o.device != GCN_DEVICE_AUTO && o.device != GCN_DEVICE_CPU && o.device != GCN_DEVICE_CUDA)
         return GCN_ERR_INVALID_ARG;
     gcn_ctx *ctx = calloc(1, sizeof *ctx);
@@ -114,6 +117,9 @@ void gcn_ctx_free(gcn_ctx **pctx)
         gcn_log(ctx, GCN_LOG_WARN, "context freed with %zu bytes still held by live objects",
                 ctx->mem.in_use);
     gcn_prof_free(ctx);
+    for (int i = 0; i < ctx->n_spmm_user; i++)
+        free(ctx->spmm_user[i]);
+    free(ctx->spmm_user);
     if (ctx->device == GCN_DEVICE_CUDA)
         gcn_cuda_release(ctx);
     free(ctx);
@@ -123,6 +129,11 @@ void gcn_ctx_free(gcn_ctx **pctx)
 gcn_device gcn_ctx_device(const gcn_ctx *ctx)
 {
     return ctx ? ctx->device : GCN_DEVICE_CPU;
+}
+
+void *gcn_ctx_stream(const gcn_ctx *ctx)
+{
+    return ctx && ctx->device == GCN_DEVICE_CUDA ? gcn_cuda_stream(ctx) : NULL;
 }
 
 bool gcn_ctx_tf32(const gcn_ctx *ctx)

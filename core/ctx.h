@@ -34,6 +34,7 @@ typedef enum gcn_log_level {
 typedef void (*gcn_log_fn)(gcn_log_level level, const char *msg, void *user);
 
 typedef struct gcn_ctx_opts {
+    size_t size; /* sizeof in the caller's build, set by gcn_ctx_default_opts */
     gcn_device device;     /* GCN_DEVICE_AUTO by default */
     int device_index;      /* CUDA ordinal; ignored on the CPU */
     uint64_t seed;         /* root of every random stream */
@@ -44,31 +45,36 @@ typedef struct gcn_ctx_opts {
 } gcn_ctx_opts;
 
 /* Defaults: AUTO device, index 0, seed 0, FP32, WARN level, no log sink. */
-gcn_ctx_opts gcn_ctx_default_opts(void);
+GCN_API gcn_ctx_opts gcn_ctx_default_opts(void);
 
 /* Creates a context.  opts may be NULL for the defaults.  On failure *ctx is
  * NULL; the reason cannot be kept on a context that does not exist, so it is
  * only in the status.  Free with gcn_ctx_free. */
-gcn_status gcn_ctx_create(gcn_ctx **ctx, const gcn_ctx_opts *opts);
+GCN_API gcn_status gcn_ctx_create(gcn_ctx **ctx, const gcn_ctx_opts *opts);
 
 /* Frees the context, its tape, random state and device memory pool.
  * Tensors and matrices created on it must be freed first.  Accepts NULL and
  * sets *ctx to NULL. */
-void gcn_ctx_free(gcn_ctx **ctx);
+GCN_API void gcn_ctx_free(gcn_ctx **ctx);
 
 /* A device as configurations and command lines name it: "auto", "cpu",
  * "cuda" or "cuda:N" (N >= 0; plain "cuda" is index 0).  GCN_ERR_INVALID_ARG
  * for anything else. */
-gcn_status gcn_device_parse(const char *spec, gcn_device *device, int *index);
+GCN_API gcn_status gcn_device_parse(const char *spec, gcn_device *device, int *index);
 
 /* The device the context actually runs on (never GCN_DEVICE_AUTO). */
-gcn_device gcn_ctx_device(const gcn_ctx *ctx);
-const char *gcn_device_name(gcn_device d);
+GCN_API gcn_device gcn_ctx_device(const gcn_ctx *ctx);
+
+/* The CUDA stream (a cudaStream_t) every operation of a CUDA context is
+ * queued on, so a program can order its own kernels with the library's;
+ * NULL on the CPU.  Owned by the context: do not destroy it. */
+GCN_API void *gcn_ctx_stream(const gcn_ctx *ctx);
+GCN_API const char *gcn_device_name(gcn_device d);
 
 /* The message of the last failure on this context: the failing call or the
  * bad input, with file:line.  Empty string when nothing failed yet.
  * Valid until the next failing call on the context. */
-const char *gcn_last_error(const gcn_ctx *ctx);
+GCN_API const char *gcn_last_error(const gcn_ctx *ctx);
 
 /* Memory handed out through the context (device memory on the GPU, heap on
  * the CPU).  device_allocs counts calls to the underlying allocator
@@ -82,14 +88,14 @@ typedef struct gcn_memory_stats {
     uint64_t device_frees;  /* underlying frees so far */
 } gcn_memory_stats;
 
-void gcn_ctx_memory_stats(const gcn_ctx *ctx, gcn_memory_stats *stats);
-void gcn_ctx_reset_peak(gcn_ctx *ctx);
+GCN_API void gcn_ctx_memory_stats(const gcn_ctx *ctx, gcn_memory_stats *stats);
+GCN_API void gcn_ctx_reset_peak(gcn_ctx *ctx);
 
 /* Whether matmuls may use TF32 tensor cores (opts.tf32 on a GPU context). */
-bool gcn_ctx_tf32(const gcn_ctx *ctx);
+GCN_API bool gcn_ctx_tf32(const gcn_ctx *ctx);
 
 /* Blocks until all work queued on the context's device has finished. */
-gcn_status gcn_ctx_sync(gcn_ctx *ctx);
+GCN_API gcn_status gcn_ctx_sync(gcn_ctx *ctx);
 
 /* Time between two points of the work queued on the context, read without
  * an extra wait: gcn_ctx_stamp marks the point reached by the work queued so
@@ -97,11 +103,11 @@ gcn_status gcn_ctx_sync(gcn_ctx *ctx);
  * on the CPU, where work runs as it is queued); gcn_ctx_stamp_ms waits for
  * the later stamp and gives the milliseconds between them. */
 #define GCN_STAMPS 4
-gcn_status gcn_ctx_stamp(gcn_ctx *ctx, int slot);
-gcn_status gcn_ctx_stamp_ms(gcn_ctx *ctx, int from, int to, double *ms);
+GCN_API gcn_status gcn_ctx_stamp(gcn_ctx *ctx, int slot);
+GCN_API gcn_status gcn_ctx_stamp_ms(gcn_ctx *ctx, int from, int to, double *ms);
 
 /* Number of usable CUDA devices; 0 when the driver or device is absent. */
-int gcn_cuda_device_count(void);
+GCN_API int gcn_cuda_device_count(void);
 
 /* ---- GPU time by category of work (core/prof.c) ---------------------------
  * Between gcn_ctx_profile_begin and gcn_ctx_profile_end the library records a
@@ -124,7 +130,7 @@ typedef enum gcn_prof_category {
 } gcn_prof_category;
 
 /* "gemm", "spmm", "elementwise", "optimizer", "other"; "?" out of range. */
-const char *gcn_prof_category_name(gcn_prof_category c);
+GCN_API const char *gcn_prof_category_name(gcn_prof_category c);
 
 typedef struct gcn_prof_times {
     double ms[GCN_PROF_N_CATEGORIES]; /* device time by category */
@@ -136,12 +142,12 @@ typedef struct gcn_prof_times {
 /* Starts attributing device time.  GCN_ERR_UNSUPPORTED on a CPU context,
  * GCN_ERR_STATE when already profiling.  Events come from a pool on the
  * context that later profiles reuse. */
-gcn_status gcn_ctx_profile_begin(gcn_ctx *ctx);
+GCN_API gcn_status gcn_ctx_profile_begin(gcn_ctx *ctx);
 
 /* Stops, waits for the last event and fills *times.  GCN_ERR_STATE when not
  * profiling; a failure to record an event on the way (recording then
  * stopped, the work itself went on) is reported here. */
-gcn_status gcn_ctx_profile_end(gcn_ctx *ctx, gcn_prof_times *times);
+GCN_API gcn_status gcn_ctx_profile_end(gcn_ctx *ctx, gcn_prof_times *times);
 
 #ifdef __cplusplus
 }

@@ -14,6 +14,9 @@ extern "C" {
  * them in ctx->cuda.  Library handles are created on first use. */
 gcn_status gcn_cuda_init(gcn_ctx *ctx, int device_index);
 
+/* The context's stream, as a cudaStream_t. */
+void *gcn_cuda_stream(const gcn_ctx *ctx);
+
 /* Releases everything gcn_cuda_init and later calls created. */
 void gcn_cuda_release(gcn_ctx *ctx);
 

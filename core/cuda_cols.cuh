@@ -91,18 +91,18 @@ static gcn_status launch_tiles(gcn_ctx *ctx, cudaStream_t stream, const tiling &
 template <int N, class Fin>
 __global__ void col_finish_kernel(int64_t cols, int64_t n_chunks, const double *partial, Fin fin)
 {
-    int lane = threadIdx.x % 32;
-    int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
-    for (int64_t c = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; c < cols;
+    int lane = threadIdx.x % GCN_WARP;
+    int64_t warps = (int64_t)gridDim.x * (blockDim.x / GCN_WARP);
+    for (int64_t c = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / GCN_WARP; c < cols;
          c += warps) {
         double tot[N];
         for (int k = 0; k < N; k++)
             tot[k] = 0.0;
-        for (int64_t b = lane; b < n_chunks; b += 32)
+        for (int64_t b = lane; b < n_chunks; b += GCN_WARP)
             for (int k = 0; k < N; k++)
                 tot[k] += partial[(b * cols + c) * N + k];
         for (int k = 0; k < N; k++)
-            for (int o = 16; o > 0; o >>= 1)
+            for (int o = GCN_WARP / 2; o > 0; o >>= 1)
                 tot[k] += __shfl_xor_sync(0xffffffffu, tot[k], o);
         if (lane == 0)
             fin(c, tot);
@@ -111,7 +111,7 @@ __global__ void col_finish_kernel(int64_t cols, int64_t n_chunks, const double *
 
 static inline unsigned col_finish_blocks(int64_t cols)
 {
-    return gcn_blocks(cols, GCN_THREADS / 32);
+    return gcn_blocks(cols, GCN_THREADS / GCN_WARP);
 }
 
 #endif

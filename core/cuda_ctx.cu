@@ -129,6 +129,11 @@ gcn_status gcn_cuda_init(gcn_ctx *ctx, int device_index)
     return GCN_OK;
 }
 
+void *gcn_cuda_stream(const gcn_ctx *ctx)
+{
+    return ((const gcn_cuda_state *)ctx->cuda)->stream;
+}
+
 void gcn_cuda_release(gcn_ctx *ctx)
 {
     gcn_cuda_state *cs = ctx ? (gcn_cuda_state *)ctx->cuda : NULL;
@@ -161,7 +166,7 @@ void gcn_cuda_release(gcn_ctx *ctx)
 
 gcn_status gcn_cuda_stamp(gcn_ctx *ctx, int slot)
 {
-    gcn_cuda_state *cs;
+    gcn_cuda_state *cs = NULL;
     GCN_TRY(gcn_cuda_begin(ctx, &cs));
     if (!cs->stamps[slot])
         GCN_CUDA(cudaEventCreate(&cs->stamps[slot]));
@@ -173,7 +178,7 @@ gcn_status gcn_cuda_stamp(gcn_ctx *ctx, int slot)
 
 gcn_status gcn_cuda_stamp_ms(gcn_ctx *ctx, int from, int to, double *ms)
 {
-    gcn_cuda_state *cs;
+    gcn_cuda_state *cs = NULL;
     GCN_TRY(gcn_cuda_begin(ctx, &cs));
     if (!cs->stamps[from] || !cs->stamps[to])
         return GCN_ERROR(ctx, GCN_ERR_STATE, "stamp %d or %d was never recorded", from, to);

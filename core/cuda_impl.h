@@ -87,7 +87,10 @@ void gcn_pool_held_free(gcn_pool *pool, gcn_pool_held **held);
 
 /* ---- launch geometry -------------------------------------------------------- */
 
-#define GCN_THREADS 256
+#define GCN_THREADS 256       /* threads of a block, unless a kernel needs another shape */
+#define GCN_WARP 32           /* threads of a warp */
+#define GCN_MAX_THREADS 1024  /* the most threads a block may have */
+#define GCN_MAX_BLOCKS 65536  /* gcn_blocks' cap */
 
 /* Blocks for a grid-stride loop over n items, capped so huge n reuse threads. */
 static inline unsigned gcn_blocks(int64_t n, int threads)
@@ -95,65 +98,33 @@ static inline unsigned gcn_blocks(int64_t n, int threads)
     int64_t b = (n + threads - 1) / threads;
     if (b < 1)
         b = 1;
-    return (unsigned)(b < 65536 ? b : 65536);
+    return (unsigned)(b < GCN_MAX_BLOCKS ? b : GCN_MAX_BLOCKS);
 }
 
-/* ---- backend functions, by file (semantics: gcn_backend in internal.h) ---- */
+/* ---- backend functions, by file (types and semantics: gcn_be_*_fn in internal.h) */
 
 /* ops_cuda_cols.cu */
-gcn_status gcn_cuda_col_sum(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x, float *out,
-                            bool acc);
-gcn_status gcn_cuda_batchnorm_train(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
-                                    const float *gamma, const float *beta, float *y,
-                                    float *save_mean, float *save_invstd, float *running_mean,
-                                    float *running_var, float momentum, float eps);
-gcn_status gcn_cuda_batchnorm_eval(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
-                                   const float *gamma, const float *beta, const float *mean,
-                                   const float *var, float eps, float *y);
-gcn_status gcn_cuda_batchnorm_backward(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
-                                       const float *gamma, const float *save_mean,
-                                       const float *save_invstd, const float *dy, float *dx,
-                                       float *dgamma, float *dbeta, bool acc_x, bool acc_gamma,
-                                       bool acc_beta);
-gcn_status gcn_cuda_batchnorm_eval_backward(gcn_ctx *ctx, int64_t rows, int64_t cols,
-                                            const float *x, const float *gamma,
-                                            const float *mean, const float *var, float eps,
-                                            const float *dy, float *dx, float *dgamma,
-                                            float *dbeta, bool acc_x, bool acc_gamma,
-                                            bool acc_beta);
+gcn_be_col_sum_fn gcn_cuda_col_sum;
+gcn_be_batchnorm_train_fn gcn_cuda_batchnorm_train;
+gcn_be_batchnorm_eval_fn gcn_cuda_batchnorm_eval;
+gcn_be_batchnorm_backward_fn gcn_cuda_batchnorm_backward;
+gcn_be_batchnorm_eval_backward_fn gcn_cuda_batchnorm_eval_backward;
 
 /* ops_cuda_nn.cu */
-gcn_status gcn_cuda_sum(gcn_ctx *ctx, int64_t n, const float *x, float *out);
-gcn_status gcn_cuda_dot(gcn_ctx *ctx, int64_t n, const float *a, const float *b, float *out,
-                        bool acc);
-gcn_status gcn_cuda_nll(gcn_ctx *ctx, int64_t cols, const float *logp, const int32_t *labels,
-                        const int32_t *rows, int64_t n_rows, float *out);
-gcn_status gcn_cuda_count_correct(gcn_ctx *ctx, int64_t cols, const float *scores,
-                                 const int32_t *labels, const int32_t *rows, int64_t n_rows,
-                                 double *count);
-gcn_status gcn_cuda_cross_entropy(gcn_ctx *ctx, int64_t cols, const float *x, const int32_t *labels,
-                                 const int32_t *rows, int64_t n_rows, float *lse, float *out);
-gcn_status gcn_cuda_cross_entropy_backward(gcn_ctx *ctx, int64_t n, int64_t cols, const float *x,
-                                          const int32_t *labels, const int32_t *rows,
-                                          int64_t n_rows, const float *lse, const float *dy,
-                                          float *dx, bool acc);
-gcn_status gcn_cuda_sum_backward(gcn_ctx *ctx, int64_t n, const float *dy, float scale,
-                                 float *dx, bool acc);
-gcn_status gcn_cuda_log_softmax(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
-                                float *y);
-gcn_status gcn_cuda_log_softmax_backward(gcn_ctx *ctx, int64_t rows, int64_t cols,
-                                         const float *y, const float *dy, float *dx, bool acc);
-gcn_status gcn_cuda_nll_backward(gcn_ctx *ctx, int64_t n, int64_t cols, const int32_t *labels,
-                                 const int32_t *rows, int64_t n_rows, const float *dy,
-                                 float *dlogp, bool acc);
+gcn_be_sum_fn gcn_cuda_sum;
+gcn_be_dot_fn gcn_cuda_dot;
+gcn_be_nll_fn gcn_cuda_nll;
+gcn_be_count_correct_fn gcn_cuda_count_correct;
+gcn_be_cross_entropy_fn gcn_cuda_cross_entropy;
+gcn_be_cross_entropy_backward_fn gcn_cuda_cross_entropy_backward;
+gcn_be_sum_backward_fn gcn_cuda_sum_backward;
+gcn_be_log_softmax_fn gcn_cuda_log_softmax;
+gcn_be_log_softmax_backward_fn gcn_cuda_log_softmax_backward;
+gcn_be_nll_backward_fn gcn_cuda_nll_backward;
 
 /* ops_cuda_epilogue.cu */
-gcn_status gcn_cuda_epilogue_stats(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
-                                   const float *bias, bool training, float momentum, float eps,
-                                   float *running_mean, float *running_var, float *mean,
-                                   float *invstd);
-gcn_status gcn_cuda_epilogue_forward(gcn_ctx *ctx, const gcn_epilogue_args *a, float *out);
-gcn_status gcn_cuda_epilogue_backward(gcn_ctx *ctx, const gcn_epilogue_args *a,
-                                      const float *dout, const gcn_epilogue_grads *g);
+gcn_be_epilogue_stats_fn gcn_cuda_epilogue_stats;
+gcn_be_epilogue_forward_fn gcn_cuda_epilogue_forward;
+gcn_be_epilogue_backward_fn gcn_cuda_epilogue_backward;
 
 #endif

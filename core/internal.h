@@ -17,6 +17,12 @@
 #include "rng.h"
 #include "tensor.h"
 
+/* 1 when the CUDA backend and kernels are built in (the Makefile's CUDA=1,
+ * the default), 0 for a CPU-only library. */
+#ifndef GCN_WITH_CUDA
+#define GCN_WITH_CUDA 1
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -62,6 +68,15 @@ void gcn_log(gcn_ctx *ctx, gcn_log_level level, const char *fmt, ...)
 #endif
     ;
 
+/* ---- caller-filled structs ------------------------------------------ */
+
+/* Copies the caller's struct src (its first member `size_t size`) into dst,
+ * this build's layout of `full` bytes: the fields the caller's build knew,
+ * `defaults` for the rest.  A size of no known version is
+ * GCN_ERR_INVALID_ARG naming `what`. */
+gcn_status gcn_struct_import(gcn_ctx *ctx, const char *what, void *dst, const void *defaults,
+                             size_t full, const void *src);
+
 /* ---- backend table ---------------------------------------------------- */
 
 /* The fused epilogue's operands (gcn_apply_epilogue), per column c:
@@ -91,117 +106,165 @@ typedef struct gcn_epilogue_grads {
     bool acc_x, acc_bias, acc_gamma, acc_beta;
 } gcn_epilogue_grads;
 
-/* One entry per device.  Pointers are device pointers of that backend;
- * sizes are element counts and may be 0; matrices are row-major.  `acc` asks
- * a backward kernel to add into its output instead of overwriting it. */
+/* The backend functions, one type each: the table holds one of each, and
+ * each backend declares its functions with them (gcn_be_relu_fn
+ * gcn_cpu_relu;).  Pointers are device pointers of that backend; sizes are
+ * element counts and may be 0; matrices are row-major.  `acc` asks a
+ * backward kernel to add into its output instead of overwriting it. */
+typedef gcn_status gcn_be_alloc_fn(gcn_ctx *ctx, void **p, size_t bytes);
+typedef void gcn_be_release_fn(gcn_ctx *ctx, void *p, size_t bytes);
+typedef gcn_status gcn_be_upload_fn(gcn_ctx *ctx, void *dst, const void *host, size_t bytes);
+typedef gcn_status gcn_be_download_fn(gcn_ctx *ctx, void *host, const void *src, size_t bytes);
+typedef gcn_status gcn_be_copy_fn(gcn_ctx *ctx, void *dst, const void *src, size_t bytes);
+typedef gcn_status gcn_be_fill_fn(gcn_ctx *ctx, float *x, int64_t n, float value);
+typedef gcn_status gcn_be_sync_fn(gcn_ctx *ctx);
+/* c[m,n] = alpha op(a) op(b) + beta c; lda/ldb/ldc are row strides. */
+typedef gcn_status gcn_be_gemm_fn(gcn_ctx *ctx, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                                  int64_t k, float alpha, const float *a, int64_t lda,
+                                  const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+/* y = alpha x + beta y (beta == 0 ignores y's old contents). */
+typedef gcn_status gcn_be_axpby_fn(gcn_ctx *ctx, int64_t n, float alpha, const float *x, float beta,
+                                   float *y);
+typedef gcn_status gcn_be_add_fn(gcn_ctx *ctx, int64_t n, const float *a, const float *b,
+                                 float *out);
+typedef gcn_status gcn_be_add_bias_fn(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
+                                      const float *bias, float *out);
+/* out[j] (+)= sum_i x[i, j] */
+typedef gcn_status gcn_be_col_sum_fn(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
+                                     float *out, bool acc);
+/* out[0] = sum of x; dx (+)= dy[0] * scale broadcast */
+typedef gcn_status gcn_be_sum_fn(gcn_ctx *ctx, int64_t n, const float *x, float *out);
+typedef gcn_status gcn_be_sum_backward_fn(gcn_ctx *ctx, int64_t n, const float *dy, float scale,
+                                          float *dx, bool acc);
+typedef gcn_status gcn_be_relu_fn(gcn_ctx *ctx, int64_t n, const float *x, float *y);
+typedef gcn_status gcn_be_relu_backward_fn(gcn_ctx *ctx, int64_t n, const float *y, const float *dy,
+                                           float *dx, bool acc);
+typedef gcn_status gcn_be_elu_fn(gcn_ctx *ctx, int64_t n, const float *x, float alpha, float *y);
+/* from the output y: dx (+)= dy * (y > 0 ? 1 : y + alpha) */
+typedef gcn_status gcn_be_elu_backward_fn(gcn_ctx *ctx, int64_t n, const float *y, float alpha,
+                                          const float *dy, float *dx, bool acc);
+/* y (+)= s[0] * x with s a device scalar */
+typedef gcn_status gcn_be_scale_by_fn(gcn_ctx *ctx, int64_t n, const float *x, const float *s,
+                                      float *y, bool acc);
+/* out[0] (+)= sum_i a[i] b[i] */
+typedef gcn_status gcn_be_dot_fn(gcn_ctx *ctx, int64_t n, const float *a, const float *b,
+                                 float *out, bool acc);
+/* Mask element i from Philox(counter = {first + i/4 lo, hi, stream, 0}),
+ * word i % 4, first = gcn_draw_first(offset): kept when its uniform
+ * value >= p. */
+typedef gcn_status gcn_be_dropout_fn(gcn_ctx *ctx, int64_t n, const float *x, float *y, float p,
+                                     const uint32_t key[2], gcn_draw_offset offset, bool acc);
+/* p[0] += delta, p one uint64_t of the backend's memory */
+typedef gcn_status gcn_be_add_u64_fn(gcn_ctx *ctx, uint64_t *p, uint64_t delta);
+typedef gcn_status gcn_be_batchnorm_train_fn(gcn_ctx *ctx, int64_t rows, int64_t cols,
+                                             const float *x, const float *gamma, const float *beta,
+                                             float *y, float *save_mean, float *save_invstd,
+                                             float *running_mean, float *running_var,
+                                             float momentum, float eps);
+typedef gcn_status gcn_be_batchnorm_eval_fn(gcn_ctx *ctx, int64_t rows, int64_t cols,
+                                            const float *x, const float *gamma, const float *beta,
+                                            const float *mean, const float *var, float eps,
+                                            float *y);
+/* Training-mode backward; any of dx, dgamma, dbeta may be NULL. */
+typedef gcn_status gcn_be_batchnorm_backward_fn(gcn_ctx *ctx, int64_t rows, int64_t cols,
+                                                const float *x, const float *gamma,
+                                                const float *save_mean, const float *save_invstd,
+                                                const float *dy, float *dx, float *dgamma,
+                                                float *dbeta, bool acc_x, bool acc_gamma,
+                                                bool acc_beta);
+/* Eval-mode backward: dx = dy * gamma * rsqrt(var + eps), dgamma = sum dy * xhat,
+ * dbeta = sum dy (any output may be NULL). */
+typedef gcn_status gcn_be_batchnorm_eval_backward_fn(gcn_ctx *ctx, int64_t rows, int64_t cols,
+                                                     const float *x, const float *gamma,
+                                                     const float *mean, const float *var, float eps,
+                                                     const float *dy, float *dx, float *dgamma,
+                                                     float *dbeta, bool acc_x, bool acc_gamma,
+                                                     bool acc_beta);
+typedef gcn_status gcn_be_log_softmax_fn(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
+                                         float *y);
+typedef gcn_status gcn_be_log_softmax_backward_fn(gcn_ctx *ctx, int64_t rows, int64_t cols,
+                                                  const float *y, const float *dy, float *dx,
+                                                  bool acc);
+/* out[0] = -mean over the listed rows of logp[row, labels[row]] */
+typedef gcn_status gcn_be_nll_fn(gcn_ctx *ctx, int64_t cols, const float *logp,
+                                 const int32_t *labels, const int32_t *rows, int64_t n_rows,
+                                 float *out);
+/* dlogp[row, labels[row]] (+)= -dy[0] / n_rows; zero elsewhere unless acc */
+typedef gcn_status gcn_be_nll_backward_fn(gcn_ctx *ctx, int64_t n, int64_t cols,
+                                          const int32_t *labels, const int32_t *rows,
+                                          int64_t n_rows, const float *dy, float *dlogp, bool acc);
+/* training: mean and invstd = 1 / sqrt(var + eps) of v = x + bias over
+ * the rows (the biased variance; rows >= 2), and the running statistics
+ * updated as batchnorm_train does.  !training: invstd from running_var
+ * only (x, bias and mean unused). */
+typedef gcn_status gcn_be_epilogue_stats_fn(gcn_ctx *ctx, int64_t rows, int64_t cols,
+                                            const float *x, const float *bias, bool training,
+                                            float momentum, float eps, float *running_mean,
+                                            float *running_var, float *mean, float *invstd);
+typedef gcn_status gcn_be_epilogue_forward_fn(gcn_ctx *ctx, const gcn_epilogue_args *a, float *out);
+typedef gcn_status gcn_be_epilogue_backward_fn(gcn_ctx *ctx, const gcn_epilogue_args *a,
+                                               const float *dout, const gcn_epilogue_grads *g);
+/* dst[i, 0:width] (+)= src[i, 0:width] for i < rows, with row strides */
+typedef gcn_status gcn_be_copy_cols_fn(gcn_ctx *ctx, int64_t rows, int64_t width, const float *src,
+                                       int64_t src_ld, float *dst, int64_t dst_ld, bool acc);
+/* count[0] = the listed rows whose first largest score is their label,
+ * written on the device without waiting (a device pointer). */
+typedef gcn_status gcn_be_count_correct_fn(gcn_ctx *ctx, int64_t cols, const float *scores,
+                                           const int32_t *labels, const int32_t *rows,
+                                           int64_t n_rows, double *count);
+/* Cross-entropy of the listed rows in one pass: lse[i] = log sum_j
+ * exp(x[r, j]) of the i-th listed row r and out[0] = -mean_i (x[r,
+ * labels[r]] - lse[i]); backward dx[r] (+)= dy[0] / n_rows (softmax(x[r])
+ * - onehot(labels[r])) for listed rows, zero elsewhere unless acc. */
+typedef gcn_status gcn_be_cross_entropy_fn(gcn_ctx *ctx, int64_t cols, const float *x,
+                                           const int32_t *labels, const int32_t *rows,
+                                           int64_t n_rows, float *lse, float *out);
+typedef gcn_status gcn_be_cross_entropy_backward_fn(gcn_ctx *ctx, int64_t n, int64_t cols,
+                                                    const float *x, const int32_t *labels,
+                                                    const int32_t *rows, int64_t n_rows,
+                                                    const float *lse, const float *dy, float *dx,
+                                                    bool acc);
+
+/* One entry per device. */
 typedef struct gcn_backend {
     const char *name;
-    gcn_status (*alloc)(gcn_ctx *ctx, void **p, size_t bytes);
-    void (*release)(gcn_ctx *ctx, void *p, size_t bytes);
-    gcn_status (*upload)(gcn_ctx *ctx, void *dst, const void *host, size_t bytes);
-    gcn_status (*download)(gcn_ctx *ctx, void *host, const void *src, size_t bytes);
-    gcn_status (*copy)(gcn_ctx *ctx, void *dst, const void *src, size_t bytes);
-    gcn_status (*fill)(gcn_ctx *ctx, float *x, int64_t n, float value);
-    gcn_status (*sync)(gcn_ctx *ctx);
-
-    /* c[m,n] = alpha op(a) op(b) + beta c; lda/ldb/ldc are row strides. */
-    gcn_status (*gemm)(gcn_ctx *ctx, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                       float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
-                       float beta, float *c, int64_t ldc);
-    /* y = alpha x + beta y (beta == 0 ignores y's old contents). */
-    gcn_status (*axpby)(gcn_ctx *ctx, int64_t n, float alpha, const float *x, float beta,
-                        float *y);
-    gcn_status (*add)(gcn_ctx *ctx, int64_t n, const float *a, const float *b, float *out);
-    gcn_status (*add_bias)(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
-                           const float *bias, float *out);
-    /* out[j] (+)= sum_i x[i, j] */
-    gcn_status (*col_sum)(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x, float *out,
-                          bool acc);
-    /* out[0] = sum of x; dx (+)= dy[0] * scale broadcast */
-    gcn_status (*sum)(gcn_ctx *ctx, int64_t n, const float *x, float *out);
-    gcn_status (*sum_backward)(gcn_ctx *ctx, int64_t n, const float *dy, float scale, float *dx,
-                               bool acc);
-    gcn_status (*relu)(gcn_ctx *ctx, int64_t n, const float *x, float *y);
-    gcn_status (*relu_backward)(gcn_ctx *ctx, int64_t n, const float *y, const float *dy,
-                                float *dx, bool acc);
-    gcn_status (*elu)(gcn_ctx *ctx, int64_t n, const float *x, float alpha, float *y);
-    /* from the output y: dx (+)= dy * (y > 0 ? 1 : y + alpha) */
-    gcn_status (*elu_backward)(gcn_ctx *ctx, int64_t n, const float *y, float alpha,
-                               const float *dy, float *dx, bool acc);
-    /* y (+)= s[0] * x with s a device scalar */
-    gcn_status (*scale_by)(gcn_ctx *ctx, int64_t n, const float *x, const float *s, float *y,
-                           bool acc);
-    /* out[0] (+)= sum_i a[i] b[i] */
-    gcn_status (*dot)(gcn_ctx *ctx, int64_t n, const float *a, const float *b, float *out,
-                      bool acc);
-    /* Mask element i from Philox(counter = {first + i/4 lo, hi, stream, 0}),
-     * word i % 4, first = gcn_draw_first(offset): kept when its uniform
-     * value >= p. */
-    gcn_status (*dropout)(gcn_ctx *ctx, int64_t n, const float *x, float *y, float p,
-                          const uint32_t key[2], gcn_draw_offset offset, bool acc);
-    /* p[0] += delta, p one uint64_t of the backend's memory */
-    gcn_status (*add_u64)(gcn_ctx *ctx, uint64_t *p, uint64_t delta);
-    gcn_status (*batchnorm_train)(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
-                                  const float *gamma, const float *beta, float *y,
-                                  float *save_mean, float *save_invstd, float *running_mean,
-                                  float *running_var, float momentum, float eps);
-    gcn_status (*batchnorm_eval)(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
-                                 const float *gamma, const float *beta, const float *mean,
-                                 const float *var, float eps, float *y);
-    /* Training-mode backward; any of dx, dgamma, dbeta may be NULL. */
-    gcn_status (*batchnorm_backward)(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
-                                     const float *gamma, const float *save_mean,
-                                     const float *save_invstd, const float *dy, float *dx,
-                                     float *dgamma, float *dbeta, bool acc_x, bool acc_gamma,
-                                     bool acc_beta);
-    /* Eval-mode backward: dx = dy * gamma * rsqrt(var + eps), dgamma = sum dy * xhat,
-     * dbeta = sum dy (any output may be NULL). */
-    gcn_status (*batchnorm_eval_backward)(gcn_ctx *ctx, int64_t rows, int64_t cols,
-                                          const float *x, const float *gamma, const float *mean,
-                                          const float *var, float eps, const float *dy,
-                                          float *dx, float *dgamma, float *dbeta, bool acc_x,
-                                          bool acc_gamma, bool acc_beta);
-    gcn_status (*log_softmax)(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
-                              float *y);
-    gcn_status (*log_softmax_backward)(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *y,
-                                       const float *dy, float *dx, bool acc);
-    /* out[0] = -mean over the listed rows of logp[row, labels[row]] */
-    gcn_status (*nll)(gcn_ctx *ctx, int64_t cols, const float *logp, const int32_t *labels,
-                      const int32_t *rows, int64_t n_rows, float *out);
-    /* dlogp[row, labels[row]] (+)= -dy[0] / n_rows; zero elsewhere unless acc */
-    gcn_status (*nll_backward)(gcn_ctx *ctx, int64_t n, int64_t cols, const int32_t *labels,
-                               const int32_t *rows, int64_t n_rows, const float *dy,
-                               float *dlogp, bool acc);
-    /* training: mean and invstd = 1 / sqrt(var + eps) of v = x + bias over
-     * the rows (the biased variance; rows >= 2), and the running statistics
-     * updated as batchnorm_train does.  !training: invstd from running_var
-     * only (x, bias and mean unused). */
-    gcn_status (*epilogue_stats)(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
-                                 const float *bias, bool training, float momentum, float eps,
-                                 float *running_mean, float *running_var, float *mean,
-                                 float *invstd);
-    gcn_status (*epilogue_forward)(gcn_ctx *ctx, const gcn_epilogue_args *a, float *out);
-    gcn_status (*epilogue_backward)(gcn_ctx *ctx, const gcn_epilogue_args *a, const float *dout,
-                                    const gcn_epilogue_grads *g);
-    /* dst[i, 0:width] (+)= src[i, 0:width] for i < rows, with row strides */
-    gcn_status (*copy_cols)(gcn_ctx *ctx, int64_t rows, int64_t width, const float *src,
-                            int64_t src_ld, float *dst, int64_t dst_ld, bool acc);
-    /* count[0] = the listed rows whose first largest score is their label,
-     * written on the device without waiting (a device pointer). */
-    gcn_status (*count_correct)(gcn_ctx *ctx, int64_t cols, const float *scores,
-                                const int32_t *labels, const int32_t *rows, int64_t n_rows,
-                                double *count);
-    /* Cross-entropy of the listed rows in one pass: lse[i] = log sum_j
-     * exp(x[r, j]) of the i-th listed row r and out[0] = -mean_i (x[r,
-     * labels[r]] - lse[i]); backward dx[r] (+)= dy[0] / n_rows (softmax(x[r])
-     * - onehot(labels[r])) for listed rows, zero elsewhere unless acc. */
-    gcn_status (*cross_entropy)(gcn_ctx *ctx, int64_t cols, const float *x,
-                                const int32_t *labels, const int32_t *rows, int64_t n_rows,
-                                float *lse, float *out);
-    gcn_status (*cross_entropy_backward)(gcn_ctx *ctx, int64_t n, int64_t cols, const float *x,
-                                         const int32_t *labels, const int32_t *rows,
-                                         int64_t n_rows, const float *lse, const float *dy,
-                                         float *dx, bool acc);
+    gcn_be_alloc_fn *alloc;
+    gcn_be_release_fn *release;
+    gcn_be_upload_fn *upload;
+    gcn_be_download_fn *download;
+    gcn_be_copy_fn *copy;
+    gcn_be_fill_fn *fill;
+    gcn_be_sync_fn *sync;
+    gcn_be_gemm_fn *gemm;
+    gcn_be_axpby_fn *axpby;
+    gcn_be_add_fn *add;
+    gcn_be_add_bias_fn *add_bias;
+    gcn_be_col_sum_fn *col_sum;
+    gcn_be_sum_fn *sum;
+    gcn_be_sum_backward_fn *sum_backward;
+    gcn_be_relu_fn *relu;
+    gcn_be_relu_backward_fn *relu_backward;
+    gcn_be_elu_fn *elu;
+    gcn_be_elu_backward_fn *elu_backward;
+    gcn_be_scale_by_fn *scale_by;
+    gcn_be_dot_fn *dot;
+    gcn_be_dropout_fn *dropout;
+    gcn_be_add_u64_fn *add_u64;
+    gcn_be_batchnorm_train_fn *batchnorm_train;
+    gcn_be_batchnorm_eval_fn *batchnorm_eval;
+    gcn_be_batchnorm_backward_fn *batchnorm_backward;
+    gcn_be_batchnorm_eval_backward_fn *batchnorm_eval_backward;
+    gcn_be_log_softmax_fn *log_softmax;
+    gcn_be_log_softmax_backward_fn *log_softmax_backward;
+    gcn_be_nll_fn *nll;
+    gcn_be_nll_backward_fn *nll_backward;
+    gcn_be_epilogue_stats_fn *epilogue_stats;
+    gcn_be_epilogue_forward_fn *epilogue_forward;
+    gcn_be_epilogue_backward_fn *epilogue_backward;
+    gcn_be_copy_cols_fn *copy_cols;
+    gcn_be_count_correct_fn *count_correct;
+    gcn_be_cross_entropy_fn *cross_entropy;
+    gcn_be_cross_entropy_backward_fn *cross_entropy_backward;
 } gcn_backend;
 
 extern const gcn_backend gcn_backend_cpu;
@@ -254,6 +317,20 @@ typedef struct gcn_csr_level {
  * (kernels/spmm_auto.c), freed through spmm_free. */
 typedef struct gcn_spmm_state gcn_spmm_state;
 
+typedef struct gcn_csr_priv gcn_csr_priv;
+
+/* The matrix behind the public handle: the three arrays on `device`, and
+ * what the library derives from them. */
+struct gcn_csr {
+    int32_t n_rows, n_cols;
+    int32_t nnz;
+    int32_t *row_ptr;   /* [n_rows + 1], on `device` */
+    int32_t *col_idx;   /* [nnz], on `device` */
+    float *values;      /* [nnz], on `device` */
+    gcn_device device;  /* where the three arrays live */
+    gcn_csr_priv *priv; /* transpose, kernel plans, call sites: owned */
+};
+
 struct gcn_csr_priv {
     gcn_ctx *ctx;
     gcn_csr *transpose;    /* NULL when the matrix is symmetric */
@@ -297,6 +374,7 @@ struct gcn_node {
     const gcn_csr *matrix;  /* borrowed: must outlive the backward */
     double param[4];        /* scalars backward needs */
     gcn_draw_offset offset; /* where the op's dropout mask starts */
+    struct gcn_custom_node *custom; /* a program's op (gcn_custom): owned */
 };
 
 /* Records an op if recording is on and any input requires grad; then marks
@@ -307,6 +385,34 @@ gcn_status gcn_tape_record(gcn_ctx *ctx, const char *op, gcn_backward_fn backwar
 
 /* Whether an op on these inputs would be recorded. */
 bool gcn_tape_wants(const gcn_ctx *ctx, gcn_tensor *const *in, int n_in);
+
+typedef struct gcn_op_spec gcn_op_spec;
+
+/* Computes an op's output y, created with the spec's shape, from the spec's
+ * inputs, args and param; may put tensors into spec->saved. */
+typedef gcn_status (*gcn_forward_fn)(gcn_ctx *ctx, gcn_op_spec *spec, gcn_tensor *y);
+
+/* One op for gcn_op_run: what forward computes and what the node holds for
+ * backward (param, offset, index and saved as in gcn_node). */
+struct gcn_op_spec {
+    const char *name;
+    gcn_forward_fn forward;
+    gcn_backward_fn backward;
+    gcn_tensor *const *in;
+    int n_in;
+    int64_t rows, cols;        /* of the output */
+    const void *args;          /* forward's operands that are not node fields */
+    double param[4];
+    gcn_draw_offset offset;
+    const gcn_index *index[2]; /* retained by the node */
+    gcn_tensor *saved[4];      /* owned: moved to the node, else freed */
+};
+
+/* The body every op shares after its argument checks: creates the output,
+ * runs forward, records the op (gcn_tape_record) and hands the node the
+ * spec's fields.  On return spec->saved is empty; on failure *out is left
+ * as it was. */
+gcn_status gcn_op_run(gcn_ctx *ctx, gcn_op_spec *spec, gcn_tensor **out);
 
 /* The buffer to write t's gradient into: allocates it on first use
  * (*acc = false: overwrite) or returns the existing one (*acc = true). */
@@ -346,6 +452,10 @@ struct gcn_ctx {
     bool profiling;         /* between gcn_ctx_profile_begin and _end (core/prof.h) */
     struct gcn_prof *prof;  /* the profiler's state, from the first begin on */
     char spmm_kernel[64];   /* kernels/spmm.c: "auto", "auto-deterministic" or a strategy */
+    /* kernels registered by the program (kernels/spmm.c): owned copies,
+     * each one allocation */
+    struct gcn_spmm_impl **spmm_user;
+    int n_spmm_user;
     gcn_log_level log_level;
     gcn_log_fn log_fn;
     void *log_user;

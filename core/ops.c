@@ -12,6 +12,17 @@ static gcn_status shape_error(gcn_ctx *ctx, const char *op, const gcn_tensor *a,
                      (long long)b->cols);
 }
 
+/* dBias (+)= the column sums of dY, for a [1, cols] row added to every row. */
+static gcn_status bias_grad(gcn_ctx *ctx, gcn_tensor *bias, const gcn_tensor *dy)
+{
+    if (!bias->requires_grad)
+        return GCN_OK;
+    float *buf;
+    bool acc;
+    GCN_TRY(gcn_grad_slot(ctx, bias, &buf, &acc));
+    return ctx->be->col_sum(ctx, dy->rows, dy->cols, dy->data, buf, acc);
+}
+
 /* ---- matmul ----------------------------------------------------------- */
 
 static gcn_status matmul_backward(gcn_ctx *ctx, gcn_node *nd)
@@ -42,17 +53,23 @@ static gcn_status matmul_backward(gcn_ctx *ctx, gcn_node *nd)
     return GCN_OK;
 }
 
-/* matmul's backward, then the bias row's: dBias = the column sums of dC. */
+/* matmul's backward, then the bias row's. */
 static gcn_status matmul_bias_backward(gcn_ctx *ctx, gcn_node *nd)
 {
     GCN_TRY(matmul_backward(ctx, nd));
-    gcn_tensor *bias = nd->in[2], *dc = nd->out->grad;
-    if (!bias->requires_grad)
-        return GCN_OK;
-    float *buf;
-    bool acc;
-    GCN_TRY(gcn_grad_slot(ctx, bias, &buf, &acc));
-    return ctx->be->col_sum(ctx, dc->rows, dc->cols, dc->data, buf, acc);
+    return bias_grad(ctx, nd->in[2], nd->out->grad);
+}
+
+/* c = op(a) op(b), plus the bias row in[2] when there is one; param = {trans_a, trans_b}. */
+static gcn_status matmul_forward(gcn_ctx *ctx, gcn_op_spec *sp, gcn_tensor *c)
+{
+    gcn_tensor *a = sp->in[0], *b = sp->in[1];
+    bool ta = sp->param[0] != 0, tb = sp->param[1] != 0;
+    GCN_TRY(ctx->be->gemm(ctx, ta, tb, c->rows, c->cols, ta ? a->rows : a->cols, 1.0f, a->data,
+                          a->cols, b->data, b->cols, 0.0f, c->data, c->cols));
+    if (sp->n_in == 3)
+        return ctx->be->add_bias(ctx, c->rows, c->cols, c->data, sp->in[2]->data, c->data);
+    return GCN_OK;
 }
 
 /* c = op(a) op(b) (+ bias, a [1, n] row added to every row when not NULL). */
@@ -74,27 +91,16 @@ static gcn_status matmul_op(gcn_ctx *ctx, gcn_tensor *a, gcn_tensor *b, bool tra
             return GCN_ERROR(ctx, GCN_ERR_SHAPE, "matmul: bias is [%lld, %lld], not [1, %lld]",
                              (long long)bias->rows, (long long)bias->cols, (long long)n);
     }
-    gcn_tensor *c = NULL;
-    gcn_node *nd;
-    gcn_status st;
-    GCN_CHECK(gcn_tensor_create(ctx, &c, m, n));
-    GCN_CHECK(ctx->be->gemm(ctx, trans_a, trans_b, m, n, k, 1.0f, a->data, a->cols, b->data,
-                            b->cols, 0.0f, c->data, n));
-    if (bias)
-        GCN_CHECK(ctx->be->add_bias(ctx, m, n, c->data, bias->data, c->data));
     gcn_tensor *in[3] = {a, b, bias};
-    GCN_CHECK(gcn_tape_record(ctx, bias ? "matmul_bias" : "matmul",
-                              bias ? matmul_bias_backward : matmul_backward, in, bias ? 3 : 2, c,
-                              &nd));
-    if (nd) {
-        nd->param[0] = trans_a;
-        nd->param[1] = trans_b;
-    }
-    *out = c;
-    return GCN_OK;
-cleanup:
-    gcn_tensor_free(&c);
-    return st;
+    gcn_op_spec spec = {.name = bias ? "matmul_bias" : "matmul",
+                        .forward = matmul_forward,
+                        .backward = bias ? matmul_bias_backward : matmul_backward,
+                        .in = in,
+                        .n_in = bias ? 3 : 2,
+                        .rows = m,
+                        .cols = n,
+                        .param = {trans_a, trans_b}};
+    return gcn_op_run(ctx, &spec, out);
 }
 
 gcn_status gcn_matmul(gcn_ctx *ctx, gcn_tensor *a, gcn_tensor *b, bool trans_a, bool trans_b,
@@ -130,6 +136,11 @@ static gcn_status add_backward(gcn_ctx *ctx, gcn_node *nd)
     return pass_grad(ctx, nd->in[1], nd->out->grad, 1.0f);
 }
 
+static gcn_status add_forward(gcn_ctx *ctx, gcn_op_spec *sp, gcn_tensor *c)
+{
+    return ctx->be->add(ctx, NUMEL(c), sp->in[0]->data, sp->in[1]->data, c->data);
+}
+
 gcn_status gcn_add(gcn_ctx *ctx, gcn_tensor *a, gcn_tensor *b, gcn_tensor **out)
 {
     GCN_TRY(gcn_op_begin(ctx, out));
@@ -137,30 +148,21 @@ gcn_status gcn_add(gcn_ctx *ctx, gcn_tensor *a, gcn_tensor *b, gcn_tensor **out)
     GCN_TRY(gcn_check_tensor(ctx, b, "add b"));
     if (a->rows != b->rows || a->cols != b->cols)
         return shape_error(ctx, "add", a, b);
-    gcn_tensor *c = NULL;
-    gcn_node *nd;
-    gcn_status st;
-    GCN_CHECK(gcn_tensor_create(ctx, &c, a->rows, a->cols));
-    GCN_CHECK(ctx->be->add(ctx, NUMEL(a), a->data, b->data, c->data));
     gcn_tensor *in[2] = {a, b};
-    GCN_CHECK(gcn_tape_record(ctx, "add", add_backward, in, 2, c, &nd));
-    *out = c;
-    return GCN_OK;
-cleanup:
-    gcn_tensor_free(&c);
-    return st;
+    gcn_op_spec spec = {.name = "add", .forward = add_forward, .backward = add_backward,
+                        .in = in, .n_in = 2, .rows = a->rows, .cols = a->cols};
+    return gcn_op_run(ctx, &spec, out);
 }
 
 static gcn_status add_bias_backward(gcn_ctx *ctx, gcn_node *nd)
 {
-    gcn_tensor *x = nd->in[0], *bias = nd->in[1], *dy = nd->out->grad;
-    GCN_TRY(pass_grad(ctx, x, dy, 1.0f));
-    if (!bias->requires_grad)
-        return GCN_OK;
-    float *buf;
-    bool acc;
-    GCN_TRY(gcn_grad_slot(ctx, bias, &buf, &acc));
-    return ctx->be->col_sum(ctx, dy->rows, dy->cols, dy->data, buf, acc);
+    GCN_TRY(pass_grad(ctx, nd->in[0], nd->out->grad, 1.0f));
+    return bias_grad(ctx, nd->in[1], nd->out->grad);
+}
+
+static gcn_status add_bias_forward(gcn_ctx *ctx, gcn_op_spec *sp, gcn_tensor *y)
+{
+    return ctx->be->add_bias(ctx, y->rows, y->cols, sp->in[0]->data, sp->in[1]->data, y->data);
 }
 
 gcn_status gcn_add_bias(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *bias, gcn_tensor **out)
@@ -170,18 +172,11 @@ gcn_status gcn_add_bias(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *bias, gcn_tenso
     GCN_TRY(gcn_check_tensor(ctx, bias, "add_bias bias"));
     if (bias->rows != 1 || bias->cols != x->cols)
         return shape_error(ctx, "add_bias (bias must be [1, cols of x])", x, bias);
-    gcn_tensor *y = NULL;
-    gcn_node *nd;
-    gcn_status st;
-    GCN_CHECK(gcn_tensor_create(ctx, &y, x->rows, x->cols));
-    GCN_CHECK(ctx->be->add_bias(ctx, x->rows, x->cols, x->data, bias->data, y->data));
     gcn_tensor *in[2] = {x, bias};
-    GCN_CHECK(gcn_tape_record(ctx, "add_bias", add_bias_backward, in, 2, y, &nd));
-    *out = y;
-    return GCN_OK;
-cleanup:
-    gcn_tensor_free(&y);
-    return st;
+    gcn_op_spec spec = {.name = "add_bias", .forward = add_bias_forward,
+                        .backward = add_bias_backward, .in = in, .n_in = 2, .rows = x->rows,
+                        .cols = x->cols};
+    return gcn_op_run(ctx, &spec, out);
 }
 
 static gcn_status scale_backward(gcn_ctx *ctx, gcn_node *nd)
@@ -189,23 +184,19 @@ static gcn_status scale_backward(gcn_ctx *ctx, gcn_node *nd)
     return pass_grad(ctx, nd->in[0], nd->out->grad, (float)nd->param[0]);
 }
 
+static gcn_status scale_forward(gcn_ctx *ctx, gcn_op_spec *sp, gcn_tensor *y)
+{
+    return ctx->be->axpby(ctx, NUMEL(y), (float)sp->param[0], sp->in[0]->data, 0.0f, y->data);
+}
+
 gcn_status gcn_scale(gcn_ctx *ctx, gcn_tensor *x, float alpha, gcn_tensor **out)
 {
     GCN_TRY(gcn_op_begin(ctx, out));
     GCN_TRY(gcn_check_tensor(ctx, x, "scale input"));
-    gcn_tensor *y = NULL;
-    gcn_node *nd;
-    gcn_status st;
-    GCN_CHECK(gcn_tensor_create(ctx, &y, x->rows, x->cols));
-    GCN_CHECK(ctx->be->axpby(ctx, NUMEL(x), alpha, x->data, 0.0f, y->data));
-    GCN_CHECK(gcn_tape_record(ctx, "scale", scale_backward, &x, 1, y, &nd));
-    if (nd)
-        nd->param[0] = alpha;
-    *out = y;
-    return GCN_OK;
-cleanup:
-    gcn_tensor_free(&y);
-    return st;
+    gcn_op_spec spec = {.name = "scale", .forward = scale_forward, .backward = scale_backward,
+                        .in = &x, .n_in = 1, .rows = x->rows, .cols = x->cols,
+                        .param = {alpha}};
+    return gcn_op_run(ctx, &spec, out);
 }
 
 static gcn_status relu_backward(gcn_ctx *ctx, gcn_node *nd)
@@ -217,21 +208,18 @@ static gcn_status relu_backward(gcn_ctx *ctx, gcn_node *nd)
     return ctx->be->relu_backward(ctx, NUMEL(x), nd->out->data, nd->out->grad->data, buf, acc);
 }
 
+static gcn_status relu_forward(gcn_ctx *ctx, gcn_op_spec *sp, gcn_tensor *y)
+{
+    return ctx->be->relu(ctx, NUMEL(y), sp->in[0]->data, y->data);
+}
+
 gcn_status gcn_relu(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out)
 {
     GCN_TRY(gcn_op_begin(ctx, out));
     GCN_TRY(gcn_check_tensor(ctx, x, "relu input"));
-    gcn_tensor *y = NULL;
-    gcn_node *nd;
-    gcn_status st;
-    GCN_CHECK(gcn_tensor_create(ctx, &y, x->rows, x->cols));
-    GCN_CHECK(ctx->be->relu(ctx, NUMEL(x), x->data, y->data));
-    GCN_CHECK(gcn_tape_record(ctx, "relu", relu_backward, &x, 1, y, &nd));
-    *out = y;
-    return GCN_OK;
-cleanup:
-    gcn_tensor_free(&y);
-    return st;
+    gcn_op_spec spec = {.name = "relu", .forward = relu_forward, .backward = relu_backward,
+                        .in = &x, .n_in = 1, .rows = x->rows, .cols = x->cols};
+    return gcn_op_run(ctx, &spec, out);
 }
 
 static gcn_status elu_backward(gcn_ctx *ctx, gcn_node *nd)
@@ -244,25 +232,21 @@ static gcn_status elu_backward(gcn_ctx *ctx, gcn_node *nd)
                                  nd->out->grad->data, buf, acc);
 }
 
+static gcn_status elu_forward(gcn_ctx *ctx, gcn_op_spec *sp, gcn_tensor *y)
+{
+    return ctx->be->elu(ctx, NUMEL(y), sp->in[0]->data, (float)sp->param[0], y->data);
+}
+
 gcn_status gcn_elu(gcn_ctx *ctx, gcn_tensor *x, float alpha, gcn_tensor **out)
 {
     GCN_TRY(gcn_op_begin(ctx, out));
     GCN_TRY(gcn_check_tensor(ctx, x, "elu input"));
     if (!(alpha > 0.0f))
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "elu: alpha = %g must be > 0", (double)alpha);
-    gcn_tensor *y = NULL;
-    gcn_node *nd;
-    gcn_status st;
-    GCN_CHECK(gcn_tensor_create(ctx, &y, x->rows, x->cols));
-    GCN_CHECK(ctx->be->elu(ctx, NUMEL(x), x->data, alpha, y->data));
-    GCN_CHECK(gcn_tape_record(ctx, "elu", elu_backward, &x, 1, y, &nd));
-    if (nd)
-        nd->param[0] = alpha;
-    *out = y;
-    return GCN_OK;
-cleanup:
-    gcn_tensor_free(&y);
-    return st;
+    gcn_op_spec spec = {.name = "elu", .forward = elu_forward, .backward = elu_backward,
+                        .in = &x, .n_in = 1, .rows = x->rows, .cols = x->cols,
+                        .param = {alpha}};
+    return gcn_op_run(ctx, &spec, out);
 }
 
 /* d x = s dy;  d s = sum(x * dy). */
@@ -282,6 +266,11 @@ static gcn_status scale_by_backward(gcn_ctx *ctx, gcn_node *nd)
     return GCN_OK;
 }
 
+static gcn_status scale_by_forward(gcn_ctx *ctx, gcn_op_spec *sp, gcn_tensor *y)
+{
+    return ctx->be->scale_by(ctx, NUMEL(y), sp->in[0]->data, sp->in[1]->data, y->data, false);
+}
+
 gcn_status gcn_scale_by(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *s, gcn_tensor **out)
 {
     GCN_TRY(gcn_op_begin(ctx, out));
@@ -290,18 +279,11 @@ gcn_status gcn_scale_by(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *s, gcn_tensor *
     if (s->rows != 1 || s->cols != 1)
         return GCN_ERROR(ctx, GCN_ERR_SHAPE, "scale_by: s must be [1, 1], got [%lld, %lld]",
                          (long long)s->rows, (long long)s->cols);
-    gcn_tensor *y = NULL;
-    gcn_node *nd;
-    gcn_status st;
-    GCN_CHECK(gcn_tensor_create(ctx, &y, x->rows, x->cols));
-    GCN_CHECK(ctx->be->scale_by(ctx, NUMEL(x), x->data, s->data, y->data, false));
     gcn_tensor *in[2] = {x, s};
-    GCN_CHECK(gcn_tape_record(ctx, "scale_by", scale_by_backward, in, 2, y, &nd));
-    *out = y;
-    return GCN_OK;
-cleanup:
-    gcn_tensor_free(&y);
-    return st;
+    gcn_op_spec spec = {.name = "scale_by", .forward = scale_by_forward,
+                        .backward = scale_by_backward, .in = in, .n_in = 2, .rows = x->rows,
+                        .cols = x->cols};
+    return gcn_op_run(ctx, &spec, out);
 }
 
 /* Backward regenerates the mask from the saved stream offset: no mask is
@@ -316,6 +298,12 @@ static gcn_status dropout_backward(gcn_ctx *ctx, gcn_node *nd)
                             ctx->rng_key, nd->offset, acc);
 }
 
+static gcn_status dropout_forward(gcn_ctx *ctx, gcn_op_spec *sp, gcn_tensor *y)
+{
+    return ctx->be->dropout(ctx, NUMEL(y), sp->in[0]->data, y->data, (float)sp->param[0],
+                            ctx->rng_key, sp->offset, false);
+}
+
 gcn_status gcn_dropout(gcn_ctx *ctx, gcn_tensor *x, float p, bool training, gcn_tensor **out)
 {
     GCN_TRY(gcn_op_begin(ctx, out));
@@ -324,20 +312,9 @@ gcn_status gcn_dropout(gcn_ctx *ctx, gcn_tensor *x, float p, bool training, gcn_
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "dropout: p = %g is not in [0, 1)", (double)p);
     if (!training || p == 0.0f)
         return gcn_scale(ctx, x, 1.0f, out);
-    gcn_tensor *y = NULL;
-    gcn_node *nd;
-    gcn_status st;
-    gcn_draw_offset offset = gcn_rng_reserve_dropout(ctx, (uint64_t)NUMEL(x));
-    GCN_CHECK(gcn_tensor_create(ctx, &y, x->rows, x->cols));
-    GCN_CHECK(ctx->be->dropout(ctx, NUMEL(x), x->data, y->data, p, ctx->rng_key, offset, false));
-    GCN_CHECK(gcn_tape_record(ctx, "dropout", dropout_backward, &x, 1, y, &nd));
-    if (nd) {
-        nd->param[0] = p;
-        nd->offset = offset;
-    }
-    *out = y;
-    return GCN_OK;
-cleanup:
-    gcn_tensor_free(&y);
-    return st;
+    gcn_op_spec spec = {.name = "dropout", .forward = dropout_forward,
+                        .backward = dropout_backward, .in = &x, .n_in = 1, .rows = x->rows,
+                        .cols = x->cols, .param = {p},
+                        .offset = gcn_rng_reserve_dropout(ctx, (uint64_t)NUMEL(x))};
+    return gcn_op_run(ctx, &spec, out);
 }

@@ -17,22 +17,22 @@ extern "C" {
 
 /* out = op(a) . op(b), op(x) = x^T when the flag is set.
  * a [m, k] (or [k, m] transposed), b [k, n] (or [n, k]) -> out [m, n]. */
-gcn_status gcn_matmul(gcn_ctx *ctx, gcn_tensor *a, gcn_tensor *b, bool trans_a, bool trans_b,
-                      gcn_tensor **out);
+GCN_API gcn_status gcn_matmul(gcn_ctx *ctx, gcn_tensor *a, gcn_tensor *b, bool trans_a,
+                              bool trans_b, gcn_tensor **out);
 
 /* out = x . w + bias, the bias row added to every row, in one op with one
  * output (a linear layer): x [m, k], w [k, n], bias [1, n] -> out [m, n]. */
-gcn_status gcn_matmul_bias(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *w, gcn_tensor *bias,
-                           gcn_tensor **out);
+GCN_API gcn_status gcn_matmul_bias(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *w, gcn_tensor *bias,
+                                   gcn_tensor **out);
 
 /* out = a + b, same shapes. */
-gcn_status gcn_add(gcn_ctx *ctx, gcn_tensor *a, gcn_tensor *b, gcn_tensor **out);
+GCN_API gcn_status gcn_add(gcn_ctx *ctx, gcn_tensor *a, gcn_tensor *b, gcn_tensor **out);
 
 /* out = x + bias broadcast over rows: x [n, f], bias [1, f]. */
-gcn_status gcn_add_bias(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *bias, gcn_tensor **out);
+GCN_API gcn_status gcn_add_bias(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *bias, gcn_tensor **out);
 
 /* out = alpha * x. */
-gcn_status gcn_scale(gcn_ctx *ctx, gcn_tensor *x, float alpha, gcn_tensor **out);
+GCN_API gcn_status gcn_scale(gcn_ctx *ctx, gcn_tensor *x, float alpha, gcn_tensor **out);
 
 typedef enum gcn_activation {
     GCN_ACT_NONE = 0, /* identity */
@@ -41,20 +41,21 @@ typedef enum gcn_activation {
 } gcn_activation;
 
 /* out = max(x, 0). */
-gcn_status gcn_relu(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out);
+GCN_API gcn_status gcn_relu(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out);
 
 /* out = x for x > 0, alpha (exp(x) - 1) otherwise (alpha > 0). */
-gcn_status gcn_elu(gcn_ctx *ctx, gcn_tensor *x, float alpha, gcn_tensor **out);
+GCN_API gcn_status gcn_elu(gcn_ctx *ctx, gcn_tensor *x, float alpha, gcn_tensor **out);
 
 /* out = s * x with s a [1, 1] tensor, differentiable in both (a trainable
  * scalar such as GIN's epsilon). */
-gcn_status gcn_scale_by(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *s, gcn_tensor **out);
+GCN_API gcn_status gcn_scale_by(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *s, gcn_tensor **out);
 
 /* Inverted dropout.  training: each element is kept with probability 1 - p
  * and scaled by 1 / (1 - p); the mask comes from the context's dropout
  * random stream, so it is identical on every backend for one seed.
  * !training or p == 0: out is a copy of x.  p in [0, 1). */
-gcn_status gcn_dropout(gcn_ctx *ctx, gcn_tensor *x, float p, bool training, gcn_tensor **out);
+GCN_API gcn_status gcn_dropout(gcn_ctx *ctx, gcn_tensor *x, float p, bool training,
+                               gcn_tensor **out);
 
 /* Batch normalisation over rows, as PyTorch's BatchNorm1d.
  * x [n, f]; gamma, beta [1, f] (affine parameters, may require grad);
@@ -62,9 +63,10 @@ gcn_status gcn_dropout(gcn_ctx *ctx, gcn_tensor *x, float p, bool training, gcn_
  * r = (1 - momentum) r + momentum * batch_stat, the variance unbiased).
  * training: normalise with the batch mean and biased variance (n >= 2);
  * otherwise with the running statistics. */
-gcn_status gcn_batchnorm(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *gamma, gcn_tensor *beta,
-                         gcn_tensor *running_mean, gcn_tensor *running_var, bool training,
-                         float momentum, float eps, gcn_tensor **out);
+GCN_API gcn_status gcn_batchnorm(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *gamma,
+                                 gcn_tensor *beta, gcn_tensor *running_mean,
+                                 gcn_tensor *running_var, bool training, float momentum,
+                                 float eps, gcn_tensor **out);
 
 /* The tail of a network block as one op:
  *     out = dropout_p(act(batchnorm(x + bias)))
@@ -87,44 +89,44 @@ typedef struct gcn_epilogue {
 } gcn_epilogue;
 
 /* x [n, f] -> out [n, f]. */
-gcn_status gcn_apply_epilogue(gcn_ctx *ctx, gcn_tensor *x, const gcn_epilogue *e, bool training,
-                              gcn_tensor **out);
+GCN_API gcn_status gcn_apply_epilogue(gcn_ctx *ctx, gcn_tensor *x, const gcn_epilogue *e,
+                                      bool training, gcn_tensor **out);
 
 /* out [n, k] = gcn_apply_epilogue(x) w for w [f, k], bit for bit, without
  * keeping the epilogue's output for backward: backward recomputes it from x
  * (one more pass over [n, f]) where gcn_apply_epilogue then gcn_matmul
  * would hold it from forward to backward for w's gradient. */
-gcn_status gcn_epilogue_matmul(gcn_ctx *ctx, gcn_tensor *x, const gcn_epilogue *e, bool training,
-                               gcn_tensor *w, gcn_tensor **out);
+GCN_API gcn_status gcn_epilogue_matmul(gcn_ctx *ctx, gcn_tensor *x, const gcn_epilogue *e,
+                                       bool training, gcn_tensor *w, gcn_tensor **out);
 
 /* Row-wise log_softmax: x [n, c] -> out [n, c]. */
-gcn_status gcn_log_softmax(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out);
+GCN_API gcn_status gcn_log_softmax(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out);
 
 /* Negative log-likelihood averaged over the listed rows:
  * out [1, 1] = -mean_{i in rows} logp[i, labels[i]].
  * logp [n, c]; labels has n entries in [0, c); rows lists row ids in [0, n)
  * whose labels must be valid (>= 0). */
-gcn_status gcn_nll_loss(gcn_ctx *ctx, gcn_tensor *logp, const gcn_index *labels,
-                        const gcn_index *rows, gcn_tensor **out);
+GCN_API gcn_status gcn_nll_loss(gcn_ctx *ctx, gcn_tensor *logp, const gcn_index *labels,
+                                const gcn_index *rows, gcn_tensor **out);
 
 /* Cross-entropy of the listed rows in one op: gcn_nll_loss(gcn_log_softmax(
  * logits)) without the [n, c] log-probabilities, and its backward in one
  * pass over the listed rows (the others get zero gradient). */
-gcn_status gcn_cross_entropy(gcn_ctx *ctx, gcn_tensor *logits, const gcn_index *labels,
-                             const gcn_index *rows, gcn_tensor **out);
+GCN_API gcn_status gcn_cross_entropy(gcn_ctx *ctx, gcn_tensor *logits, const gcn_index *labels,
+                                     const gcn_index *rows, gcn_tensor **out);
 
 /* Columns side by side: parts[i] [n, f_i] -> out [n, sum f_i]. */
-gcn_status gcn_concat_cols(gcn_ctx *ctx, gcn_tensor *const *parts, int n_parts,
-                           gcn_tensor **out);
+GCN_API gcn_status gcn_concat_cols(gcn_ctx *ctx, gcn_tensor *const *parts, int n_parts,
+                                   gcn_tensor **out);
 
 /* out [1, 1] = sum (or mean) of all elements. */
-gcn_status gcn_sum(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out);
-gcn_status gcn_mean(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out);
+GCN_API gcn_status gcn_sum(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out);
+GCN_API gcn_status gcn_mean(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out);
 
 /* Fraction of the listed rows whose argmax over columns equals the label
  * (ties go to the lowest column).  Not differentiable.  0 rows gives 0. */
-gcn_status gcn_accuracy(gcn_ctx *ctx, const gcn_tensor *scores, const gcn_index *labels,
-                        const gcn_index *rows, double *acc);
+GCN_API gcn_status gcn_accuracy(gcn_ctx *ctx, const gcn_tensor *scores, const gcn_index *labels,
+                                const gcn_index *rows, double *acc);
 
 #ifdef __cplusplus
 }

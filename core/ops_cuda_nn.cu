@@ -8,7 +8,6 @@
  * kernels mirror. */
 
 #define MAX_SUM_BLOCKS 1024
-#define WARP 32
 
 #define ACC(p, acc) ((acc) ? (p) : 0.0f)
 
@@ -24,8 +23,8 @@ __device__ static void block_tree_sum(double *sh)
     }
 }
 
-/* Thread t of block b adds f(i) for i = b * 256 + t, then every
- * gridDim.x * 256; the block's 256 sums are added by a halving tree into
+/* Thread t of block b adds f(i) for i = b * GCN_THREADS + t, then every
+ * gridDim.x * GCN_THREADS; the block's sums are added by a halving tree into
  * partial[b]. */
 template <class F>
 __global__ void sum_partial_kernel(int64_t n, F f, double *partial)
@@ -42,7 +41,7 @@ __global__ void sum_partial_kernel(int64_t n, F f, double *partial)
         partial[blockIdx.x] = sh[0];
 }
 
-/* One block: thread t adds partials t, t + 256, ...; a halving tree gives the
+/* One block: thread t adds partials t, t + GCN_THREADS, ...; a halving tree gives the
  * total, which thread 0 hands to fin. */
 template <class Fin>
 __global__ void sum_finish_kernel(int64_t n_partial, const double *partial, Fin fin)
@@ -247,14 +246,14 @@ gcn_status gcn_cuda_nll_backward(gcn_ctx *ctx, int64_t n, int64_t cols, const in
  * the same order on every run. */
 __device__ static double warp_sum(double v)
 {
-    for (int o = WARP / 2; o > 0; o >>= 1)
+    for (int o = GCN_WARP / 2; o > 0; o >>= 1)
         v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
 
 __device__ static float warp_max(float v)
 {
-    for (int o = WARP / 2; o > 0; o >>= 1) {
+    for (int o = GCN_WARP / 2; o > 0; o >>= 1) {
         float w = __shfl_xor_sync(0xffffffffu, v, o);
         v = w > v ? w : v;
     }
@@ -266,11 +265,11 @@ __device__ static float warp_max(float v)
 __device__ static double warp_log_sum_exp(const float *xr, int64_t cols, int lane)
 {
     float mx = xr[0];
-    for (int64_t j = lane; j < cols; j += WARP)
+    for (int64_t j = lane; j < cols; j += GCN_WARP)
         mx = xr[j] > mx ? xr[j] : mx;
     mx = warp_max(mx);
     double s = 0.0;
-    for (int64_t j = lane; j < cols; j += WARP)
+    for (int64_t j = lane; j < cols; j += GCN_WARP)
         s += exp(__dsub_rn(xr[j], mx));
     return __dadd_rn(mx, log(warp_sum(s)));
 }
@@ -278,20 +277,20 @@ __device__ static double warp_log_sum_exp(const float *xr, int64_t cols, int lan
 /* One warp per row (grid-stride over rows); lane l takes columns l, l + 32, ... */
 __global__ void log_softmax_kernel(int64_t rows, int64_t cols, const float *x, float *y)
 {
-    int lane = threadIdx.x % WARP;
-    int64_t warps = (int64_t)gridDim.x * (blockDim.x / WARP);
-    for (int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / WARP; r < rows;
+    int lane = threadIdx.x % GCN_WARP;
+    int64_t warps = (int64_t)gridDim.x * (blockDim.x / GCN_WARP);
+    for (int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / GCN_WARP; r < rows;
          r += warps) {
         const float *xr = x + r * cols;
         double lse = warp_log_sum_exp(xr, cols, lane);
-        for (int64_t j = lane; j < cols; j += WARP)
+        for (int64_t j = lane; j < cols; j += GCN_WARP)
             y[r * cols + j] = (float)__dsub_rn(xr[j], lse);
     }
 }
 
 static unsigned warp_blocks(int64_t rows)
 {
-    return gcn_blocks(rows, GCN_THREADS / WARP);
+    return gcn_blocks(rows, GCN_THREADS / GCN_WARP);
 }
 
 gcn_status gcn_cuda_log_softmax(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
@@ -311,16 +310,16 @@ gcn_status gcn_cuda_log_softmax(gcn_ctx *ctx, int64_t rows, int64_t cols, const 
 __global__ void log_softmax_backward_kernel(int64_t rows, int64_t cols, const float *y,
                                             const float *dy, float *dx, bool acc)
 {
-    int lane = threadIdx.x % WARP;
-    int64_t warps = (int64_t)gridDim.x * (blockDim.x / WARP);
-    for (int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / WARP; r < rows;
+    int lane = threadIdx.x % GCN_WARP;
+    int64_t warps = (int64_t)gridDim.x * (blockDim.x / GCN_WARP);
+    for (int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / GCN_WARP; r < rows;
          r += warps) {
         int64_t base = r * cols;
         double s = 0.0;
-        for (int64_t j = lane; j < cols; j += WARP)
+        for (int64_t j = lane; j < cols; j += GCN_WARP)
             s += dy[base + j];
         s = warp_sum(s);
-        for (int64_t j = lane; j < cols; j += WARP) {
+        for (int64_t j = lane; j < cols; j += GCN_WARP) {
             float g = (float)__dsub_rn(dy[base + j], __dmul_rn(exp((double)y[base + j]), s));
             dx[base + j] = g + ACC(dx[base + j], acc);
         }
@@ -349,9 +348,9 @@ __global__ void cross_entropy_rows_kernel(int64_t cols, const float *x, const in
                                           const int32_t *rows, int64_t n_rows, float *lse,
                                           double *terms)
 {
-    int lane = threadIdx.x % WARP;
-    int64_t warps = (int64_t)gridDim.x * (blockDim.x / WARP);
-    for (int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / WARP; i < n_rows;
+    int lane = threadIdx.x % GCN_WARP;
+    int64_t warps = (int64_t)gridDim.x * (blockDim.x / GCN_WARP);
+    for (int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / GCN_WARP; i < n_rows;
          i += warps) {
         int32_t r = rows[i], c = labels[r];
         const float *xr = x + (int64_t)r * cols;
@@ -397,14 +396,14 @@ __global__ void cross_entropy_backward_kernel(int64_t cols, const float *x,
                                               int64_t n_rows, const float *lse, const float *dy,
                                               float *dx)
 {
-    int lane = threadIdx.x % WARP;
-    int64_t warps = (int64_t)gridDim.x * (blockDim.x / WARP);
+    int lane = threadIdx.x % GCN_WARP;
+    int64_t warps = (int64_t)gridDim.x * (blockDim.x / GCN_WARP);
     float g = dy[0] / (float)n_rows;
-    for (int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / WARP; i < n_rows;
+    for (int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / GCN_WARP; i < n_rows;
          i += warps) {
         int64_t base = (int64_t)rows[i] * cols;
         int32_t c = labels[rows[i]];
-        for (int64_t j = lane; j < cols; j += WARP) {
+        for (int64_t j = lane; j < cols; j += GCN_WARP) {
             float p = (float)exp(__dsub_rn(x[base + j], lse[i]));
             atomicAdd(&dx[base + j], __fmul_rn(g, j == c ? __fsub_rn(p, 1.0f) : p));
         }

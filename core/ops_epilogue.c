@@ -141,20 +141,6 @@ static int stage_inputs(const gcn_epilogue *e, bool batch_stats, gcn_tensor **in
     return n;
 }
 
-/* What backward needs on the node; takes over mean and invstd. */
-static void save_node(gcn_node *nd, const gcn_epilogue_args *a, int flags, gcn_tensor **mean,
-                      gcn_tensor **invstd)
-{
-    nd->saved[0] = *mean;
-    nd->saved[1] = *invstd;
-    *mean = *invstd = NULL;
-    nd->param[0] = flags;
-    nd->param[1] = a->act;
-    nd->param[2] = a->alpha;
-    nd->param[3] = a->p;
-    nd->offset = a->offset;
-}
-
 /* Backward recomputes the epilogue's output into the buffer that then takes
  * its gradient: dW = e^T dY first, then de = dY W^T over e, then the
  * epilogue's backward, which may write dx over de.  The same backend calls
@@ -186,6 +172,37 @@ cleanup:
     return st;
 }
 
+/* epilogue_op's operands besides the spec's inputs. */
+typedef struct epilogue_call {
+    const gcn_epilogue *e;
+    bool training;
+    gcn_tensor *w; /* or NULL */
+} epilogue_call;
+
+/* y = epilogue(x), or with w, y = epilogue(x) w through a temporary; puts
+ * what backward needs besides the inputs into the spec. */
+static gcn_status epilogue_forward(gcn_ctx *ctx, gcn_op_spec *sp, gcn_tensor *y)
+{
+    const epilogue_call *c = sp->args;
+    gcn_tensor *x = sp->in[0], *ex = NULL;
+    gcn_epilogue_args a;
+    gcn_status st;
+    GCN_TRY(prepare(ctx, x, c->e, c->training, &a, &sp->saved[0], &sp->saved[1]));
+    sp->param[1] = a.act;
+    sp->param[2] = a.alpha;
+    sp->param[3] = a.p;
+    sp->offset = a.offset;
+    if (!c->w)
+        return ctx->be->epilogue_forward(ctx, &a, y->data);
+    GCN_CHECK(gcn_tensor_create(ctx, &ex, x->rows, x->cols));
+    GCN_CHECK(ctx->be->epilogue_forward(ctx, &a, ex->data));
+    GCN_CHECK(ctx->be->gemm(ctx, false, false, x->rows, y->cols, x->cols, 1.0f, ex->data, x->cols,
+                            c->w->data, c->w->cols, 0.0f, y->data, y->cols));
+cleanup:
+    gcn_tensor_free(&ex);
+    return st;
+}
+
 /* y = epilogue(x), or with w, y = epilogue(x) w without keeping epilogue(x). */
 static gcn_status epilogue_op(gcn_ctx *ctx, gcn_tensor *x, const gcn_epilogue *e, bool training,
                               gcn_tensor *w, gcn_tensor **out)
@@ -201,36 +218,19 @@ static gcn_status epilogue_op(gcn_ctx *ctx, gcn_tensor *x, const gcn_epilogue *e
                              (long long)x->rows, (long long)x->cols, (long long)w->rows,
                              (long long)w->cols);
     }
-    gcn_epilogue_args a;
-    gcn_tensor *y = NULL, *ex = NULL, *mean = NULL, *invstd = NULL;
-    gcn_node *nd;
-    gcn_status st;
-    GCN_CHECK(prepare(ctx, x, e, training, &a, &mean, &invstd));
-    GCN_CHECK(gcn_tensor_create(ctx, &ex, x->rows, x->cols));
-    GCN_CHECK(ctx->be->epilogue_forward(ctx, &a, ex->data));
-    if (w) {
-        GCN_CHECK(gcn_tensor_create(ctx, &y, x->rows, w->cols));
-        GCN_CHECK(ctx->be->gemm(ctx, false, false, x->rows, w->cols, x->cols, 1.0f, ex->data,
-                                x->cols, w->data, w->cols, 0.0f, y->data, w->cols));
-        gcn_tensor_free(&ex);
-    } else {
-        y = ex;
-        ex = NULL;
-    }
     gcn_tensor *in[5] = {x, w};
-    int flags, n_in = stage_inputs(e, a.batch_stats, in, w ? 2 : 1, &flags);
-    GCN_CHECK(gcn_tape_record(ctx, w ? "epilogue_matmul" : "epilogue",
-                              w ? epilogue_matmul_backward : epilogue_backward, in, n_in, y, &nd));
-    if (nd)
-        save_node(nd, &a, flags, &mean, &invstd);
-    *out = y;
-    y = NULL;
-cleanup:
-    gcn_tensor_free(&ex);
-    gcn_tensor_free(&mean);
-    gcn_tensor_free(&invstd);
-    gcn_tensor_free(&y);
-    return st;
+    int flags, n_in = stage_inputs(e, e->gamma && training, in, w ? 2 : 1, &flags);
+    epilogue_call call = {e, training, w};
+    gcn_op_spec spec = {.name = w ? "epilogue_matmul" : "epilogue",
+                        .forward = epilogue_forward,
+                        .backward = w ? epilogue_matmul_backward : epilogue_backward,
+                        .in = in,
+                        .n_in = n_in,
+                        .rows = x->rows,
+                        .cols = w ? w->cols : x->cols,
+                        .args = &call,
+                        .param = {flags}};
+    return gcn_op_run(ctx, &spec, out);
 }
 
 gcn_status gcn_apply_epilogue(gcn_ctx *ctx, gcn_tensor *x, const gcn_epilogue *e, bool training,

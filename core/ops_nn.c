@@ -26,6 +26,32 @@ static gcn_status batchnorm_backward(gcn_ctx *ctx, gcn_node *nd)
                                             (float)nd->param[1], dy, dx, dg, db, ax, ag, ab);
 }
 
+/* batchnorm's operands besides in and param. */
+typedef struct batchnorm_args {
+    gcn_tensor *running_mean, *running_var;
+    float momentum;
+} batchnorm_args;
+
+static gcn_status batchnorm_forward(gcn_ctx *ctx, gcn_op_spec *sp, gcn_tensor *y)
+{
+    const batchnorm_args *r = sp->args;
+    gcn_tensor *x = sp->in[0], *gamma = sp->in[1], *beta = sp->in[2];
+    float eps = (float)sp->param[1];
+    if (sp->param[0] == 0) {
+        GCN_TRY(ctx->be->batchnorm_eval(ctx, x->rows, x->cols, x->data, gamma->data, beta->data,
+                                        r->running_mean->data, r->running_var->data, eps,
+                                        y->data));
+        sp->saved[0] = gcn_tensor_retain(r->running_mean);
+        sp->saved[1] = gcn_tensor_retain(r->running_var);
+        return GCN_OK;
+    }
+    GCN_TRY(gcn_tensor_create(ctx, &sp->saved[0], 1, x->cols));
+    GCN_TRY(gcn_tensor_create(ctx, &sp->saved[1], 1, x->cols));
+    return ctx->be->batchnorm_train(ctx, x->rows, x->cols, x->data, gamma->data, beta->data,
+                                    y->data, sp->saved[0]->data, sp->saved[1]->data,
+                                    r->running_mean->data, r->running_var->data, r->momentum, eps);
+}
+
 gcn_status gcn_batchnorm(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *gamma, gcn_tensor *beta,
                          gcn_tensor *running_mean, gcn_tensor *running_var, bool training,
                          float momentum, float eps, gcn_tensor **out)
@@ -43,39 +69,12 @@ gcn_status gcn_batchnorm(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *gamma, gcn_ten
     if (training && x->rows < 2)
         return GCN_ERROR(ctx, GCN_ERR_SHAPE,
                          "batchnorm: training needs at least 2 rows, got %lld", (long long)x->rows);
-    gcn_tensor *y = NULL, *mean = NULL, *invstd = NULL;
-    gcn_node *nd;
-    gcn_status st;
-    GCN_CHECK(gcn_tensor_create(ctx, &y, x->rows, x->cols));
-    if (training) {
-        GCN_CHECK(gcn_tensor_create(ctx, &mean, 1, x->cols));
-        GCN_CHECK(gcn_tensor_create(ctx, &invstd, 1, x->cols));
-        GCN_CHECK(ctx->be->batchnorm_train(ctx, x->rows, x->cols, x->data, gamma->data,
-                                           beta->data, y->data, mean->data, invstd->data,
-                                           running_mean->data, running_var->data, momentum, eps));
-    } else {
-        GCN_CHECK(ctx->be->batchnorm_eval(ctx, x->rows, x->cols, x->data, gamma->data,
-                                          beta->data, running_mean->data, running_var->data, eps,
-                                          y->data));
-        mean = gcn_tensor_retain(running_mean);
-        invstd = gcn_tensor_retain(running_var);
-    }
     gcn_tensor *in[3] = {x, gamma, beta};
-    GCN_CHECK(gcn_tape_record(ctx, "batchnorm", batchnorm_backward, in, 3, y, &nd));
-    if (nd) {
-        nd->saved[0] = mean;
-        nd->saved[1] = invstd;
-        mean = invstd = NULL;
-        nd->param[0] = training;
-        nd->param[1] = eps;
-    }
-    *out = y;
-    y = NULL;
-cleanup:
-    gcn_tensor_free(&mean);
-    gcn_tensor_free(&invstd);
-    gcn_tensor_free(&y);
-    return st;
+    batchnorm_args args = {running_mean, running_var, momentum};
+    gcn_op_spec spec = {.name = "batchnorm", .forward = batchnorm_forward,
+                        .backward = batchnorm_backward, .in = in, .n_in = 3, .rows = x->rows,
+                        .cols = x->cols, .args = &args, .param = {training, eps}};
+    return gcn_op_run(ctx, &spec, out);
 }
 
 /* ---- log_softmax and NLL ------------------------------------------------- */
@@ -90,23 +89,21 @@ static gcn_status log_softmax_backward(gcn_ctx *ctx, gcn_node *nd)
                                          nd->out->grad->data, buf, acc);
 }
 
+static gcn_status log_softmax_forward(gcn_ctx *ctx, gcn_op_spec *sp, gcn_tensor *y)
+{
+    return ctx->be->log_softmax(ctx, y->rows, y->cols, sp->in[0]->data, y->data);
+}
+
 gcn_status gcn_log_softmax(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out)
 {
     GCN_TRY(gcn_op_begin(ctx, out));
     GCN_TRY(gcn_check_tensor(ctx, x, "log_softmax input"));
     if (x->cols < 1)
         return GCN_ERROR(ctx, GCN_ERR_SHAPE, "log_softmax: input has no columns");
-    gcn_tensor *y = NULL;
-    gcn_node *nd;
-    gcn_status st;
-    GCN_CHECK(gcn_tensor_create(ctx, &y, x->rows, x->cols));
-    GCN_CHECK(ctx->be->log_softmax(ctx, x->rows, x->cols, x->data, y->data));
-    GCN_CHECK(gcn_tape_record(ctx, "log_softmax", log_softmax_backward, &x, 1, y, &nd));
-    *out = y;
-    return GCN_OK;
-cleanup:
-    gcn_tensor_free(&y);
-    return st;
+    gcn_op_spec spec = {.name = "log_softmax", .forward = log_softmax_forward,
+                        .backward = log_softmax_backward, .in = &x, .n_in = 1, .rows = x->rows,
+                        .cols = x->cols};
+    return gcn_op_run(ctx, &spec, out);
 }
 
 static gcn_status nll_backward(gcn_ctx *ctx, gcn_node *nd)
@@ -139,6 +136,14 @@ static gcn_status check_labels(gcn_ctx *ctx, const gcn_tensor *scores, const gcn
     return GCN_OK;
 }
 
+/* index = {labels, rows} */
+static gcn_status nll_forward(gcn_ctx *ctx, gcn_op_spec *sp, gcn_tensor *y)
+{
+    gcn_tensor *logp = sp->in[0];
+    const gcn_index *labels = sp->index[0], *rows = sp->index[1];
+    return ctx->be->nll(ctx, logp->cols, logp->data, labels->data, rows->data, rows->n, y->data);
+}
+
 gcn_status gcn_nll_loss(gcn_ctx *ctx, gcn_tensor *logp, const gcn_index *labels,
                         const gcn_index *rows, gcn_tensor **out)
 {
@@ -146,22 +151,10 @@ gcn_status gcn_nll_loss(gcn_ctx *ctx, gcn_tensor *logp, const gcn_index *labels,
     GCN_TRY(check_labels(ctx, logp, labels, rows, "nll_loss"));
     if (rows->n == 0)
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "nll_loss: the row list is empty");
-    gcn_tensor *y = NULL;
-    gcn_node *nd;
-    gcn_status st;
-    GCN_CHECK(gcn_tensor_create(ctx, &y, 1, 1));
-    GCN_CHECK(ctx->be->nll(ctx, logp->cols, logp->data, labels->data, rows->data, rows->n,
-                           y->data));
-    GCN_CHECK(gcn_tape_record(ctx, "nll_loss", nll_backward, &logp, 1, y, &nd));
-    if (nd) {
-        nd->index[0] = gcn_index_retain((gcn_index *)labels);
-        nd->index[1] = gcn_index_retain((gcn_index *)rows);
-    }
-    *out = y;
-    return GCN_OK;
-cleanup:
-    gcn_tensor_free(&y);
-    return st;
+    gcn_op_spec spec = {.name = "nll_loss", .forward = nll_forward, .backward = nll_backward,
+                        .in = &logp, .n_in = 1, .rows = 1, .cols = 1,
+                        .index = {labels, rows}};
+    return gcn_op_run(ctx, &spec, out);
 }
 
 static gcn_status cross_entropy_backward(gcn_ctx *ctx, gcn_node *nd)
@@ -176,6 +169,16 @@ static gcn_status cross_entropy_backward(gcn_ctx *ctx, gcn_node *nd)
                                            nd->out->grad->data, buf, acc);
 }
 
+/* index = {labels, rows}; saved = {lse} */
+static gcn_status cross_entropy_forward(gcn_ctx *ctx, gcn_op_spec *sp, gcn_tensor *y)
+{
+    gcn_tensor *x = sp->in[0];
+    const gcn_index *labels = sp->index[0], *rows = sp->index[1];
+    GCN_TRY(gcn_tensor_create(ctx, &sp->saved[0], rows->n, 1));
+    return ctx->be->cross_entropy(ctx, x->cols, x->data, labels->data, rows->data, rows->n,
+                                  sp->saved[0]->data, y->data);
+}
+
 gcn_status gcn_cross_entropy(gcn_ctx *ctx, gcn_tensor *logits, const gcn_index *labels,
                              const gcn_index *rows, gcn_tensor **out)
 {
@@ -185,26 +188,10 @@ gcn_status gcn_cross_entropy(gcn_ctx *ctx, gcn_tensor *logits, const gcn_index *
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "cross_entropy: the row list is empty");
     if (logits->cols < 1)
         return GCN_ERROR(ctx, GCN_ERR_SHAPE, "cross_entropy: the scores have no columns");
-    gcn_tensor *y = NULL, *lse = NULL;
-    gcn_node *nd;
-    gcn_status st;
-    GCN_CHECK(gcn_tensor_create(ctx, &y, 1, 1));
-    GCN_CHECK(gcn_tensor_create(ctx, &lse, rows->n, 1));
-    GCN_CHECK(ctx->be->cross_entropy(ctx, logits->cols, logits->data, labels->data, rows->data,
-                                     rows->n, lse->data, y->data));
-    GCN_CHECK(gcn_tape_record(ctx, "cross_entropy", cross_entropy_backward, &logits, 1, y, &nd));
-    if (nd) {
-        nd->saved[0] = lse;
-        lse = NULL;
-        nd->index[0] = gcn_index_retain((gcn_index *)labels);
-        nd->index[1] = gcn_index_retain((gcn_index *)rows);
-    }
-    *out = y;
-    y = NULL;
-cleanup:
-    gcn_tensor_free(&lse);
-    gcn_tensor_free(&y);
-    return st;
+    gcn_op_spec spec = {.name = "cross_entropy", .forward = cross_entropy_forward,
+                        .backward = cross_entropy_backward, .in = &logits, .n_in = 1, .rows = 1,
+                        .cols = 1, .index = {labels, rows}};
+    return gcn_op_run(ctx, &spec, out);
 }
 
 gcn_status gcn_count_correct(gcn_ctx *ctx, const gcn_tensor *scores, const gcn_index *labels,
@@ -258,6 +245,18 @@ static gcn_status concat_backward(gcn_ctx *ctx, gcn_node *nd)
     return GCN_OK;
 }
 
+static gcn_status concat_forward(gcn_ctx *ctx, gcn_op_spec *sp, gcn_tensor *y)
+{
+    int64_t col = 0;
+    for (int i = 0; i < sp->n_in; i++) {
+        gcn_tensor *p = sp->in[i];
+        GCN_TRY(ctx->be->copy_cols(ctx, y->rows, p->cols, p->data, p->cols, y->data + col,
+                                   y->cols, false));
+        col += p->cols;
+    }
+    return GCN_OK;
+}
+
 gcn_status gcn_concat_cols(gcn_ctx *ctx, gcn_tensor *const *parts, int n_parts, gcn_tensor **out)
 {
     GCN_TRY(gcn_op_begin(ctx, out));
@@ -270,22 +269,10 @@ gcn_status gcn_concat_cols(gcn_ctx *ctx, gcn_tensor *const *parts, int n_parts, 
                              i, (long long)parts[i]->rows, (long long)parts[0]->rows);
         cols += parts[i]->cols;
     }
-    gcn_tensor *y = NULL;
-    gcn_node *nd;
-    gcn_status st;
-    GCN_CHECK(gcn_tensor_create(ctx, &y, parts[0]->rows, cols));
-    int64_t col = 0;
-    for (int i = 0; i < n_parts; i++) {
-        GCN_CHECK(ctx->be->copy_cols(ctx, y->rows, parts[i]->cols, parts[i]->data,
-                                     parts[i]->cols, y->data + col, cols, false));
-        col += parts[i]->cols;
-    }
-    GCN_CHECK(gcn_tape_record(ctx, "concat_cols", concat_backward, parts, n_parts, y, &nd));
-    *out = y;
-    return GCN_OK;
-cleanup:
-    gcn_tensor_free(&y);
-    return st;
+    gcn_op_spec spec = {.name = "concat_cols", .forward = concat_forward,
+                        .backward = concat_backward, .in = parts, .n_in = n_parts,
+                        .rows = parts[0]->rows, .cols = cols};
+    return gcn_op_run(ctx, &spec, out);
 }
 
 static gcn_status sum_backward(gcn_ctx *ctx, gcn_node *nd)
@@ -298,27 +285,25 @@ static gcn_status sum_backward(gcn_ctx *ctx, gcn_node *nd)
                                  acc);
 }
 
+/* param = {scale} */
+static gcn_status sum_forward(gcn_ctx *ctx, gcn_op_spec *sp, gcn_tensor *y)
+{
+    float scale = (float)sp->param[0];
+    GCN_TRY(ctx->be->sum(ctx, NUMEL(sp->in[0]), sp->in[0]->data, y->data));
+    if (scale != 1.0f)
+        return ctx->be->axpby(ctx, 1, scale, y->data, 0.0f, y->data);
+    return GCN_OK;
+}
+
 /* out = scale * sum(x). */
 static gcn_status scaled_sum(gcn_ctx *ctx, gcn_tensor *x, float scale, const char *op,
                              gcn_tensor **out)
 {
     GCN_TRY(gcn_op_begin(ctx, out));
     GCN_TRY(gcn_check_tensor(ctx, x, op));
-    gcn_tensor *y = NULL;
-    gcn_node *nd;
-    gcn_status st;
-    GCN_CHECK(gcn_tensor_create(ctx, &y, 1, 1));
-    GCN_CHECK(ctx->be->sum(ctx, NUMEL(x), x->data, y->data));
-    if (scale != 1.0f)
-        GCN_CHECK(ctx->be->axpby(ctx, 1, scale, y->data, 0.0f, y->data));
-    GCN_CHECK(gcn_tape_record(ctx, op, sum_backward, &x, 1, y, &nd));
-    if (nd)
-        nd->param[0] = scale;
-    *out = y;
-    return GCN_OK;
-cleanup:
-    gcn_tensor_free(&y);
-    return st;
+    gcn_op_spec spec = {.name = op, .forward = sum_forward, .backward = sum_backward, .in = &x,
+                        .n_in = 1, .rows = 1, .cols = 1, .param = {scale}};
+    return gcn_op_run(ctx, &spec, out);
 }
 
 gcn_status gcn_sum(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out)

@@ -3,6 +3,15 @@
 #ifndef GCN_STATUS_H
 #define GCN_STATUS_H
 
+/* Marks the library's public functions: the shared library is built with
+ * hidden visibility, so only declarations carrying GCN_API are exported
+ * (`make check-abi` holds it to that). */
+#if defined(__GNUC__)
+#define GCN_API __attribute__((visibility("default")))
+#else
+#define GCN_API
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -23,7 +32,7 @@ typedef enum gcn_status {
 } gcn_status;
 
 /* A static, human-readable name for a status ("shape mismatch", ...). */
-const char *gcn_status_str(gcn_status st);
+GCN_API const char *gcn_status_str(gcn_status st);
 
 #ifdef __cplusplus
 }

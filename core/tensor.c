@@ -60,15 +60,29 @@ gcn_status gcn_tensor_from_host(gcn_ctx *ctx, gcn_tensor **out, const float *hos
     return st;
 }
 
-gcn_status gcn_tensor_to_host(gcn_ctx *ctx, const gcn_tensor *t, float *host)
+/* Copies t's values into to_host, or from_host's into t (the other NULL). */
+static gcn_status host_copy(gcn_ctx *ctx, const gcn_tensor *t, float *to_host,
+                            const float *from_host)
 {
     if (!ctx)
         return GCN_ERR_INVALID_ARG;
     GCN_TRY(gcn_check_tensor(ctx, t, "tensor"));
-    GCN_ARG(ctx, host || t->rows * t->cols == 0);
+    GCN_ARG(ctx, to_host || from_host || t->rows * t->cols == 0);
     if (t->rows * t->cols == 0)
         return GCN_OK;
-    return ctx->be->download(ctx, host, t->data, tensor_bytes(t->rows, t->cols));
+    size_t bytes = tensor_bytes(t->rows, t->cols);
+    return from_host ? ctx->be->upload(ctx, t->data, from_host, bytes)
+                     : ctx->be->download(ctx, to_host, t->data, bytes);
+}
+
+gcn_status gcn_tensor_to_host(gcn_ctx *ctx, const gcn_tensor *t, float *host)
+{
+    return host_copy(ctx, t, host, NULL);
+}
+
+gcn_status gcn_tensor_copy_from_host(gcn_ctx *ctx, gcn_tensor *t, const float *host)
+{
+    return host_copy(ctx, t, NULL, host);
 }
 
 gcn_status gcn_tensor_clone(gcn_ctx *ctx, const gcn_tensor *src, gcn_tensor **out)

@@ -15,6 +15,7 @@
 gcn_dataset_opts gcn_dataset_default_opts(void)
 {
     return (gcn_dataset_opts){
+        .size = sizeof(gcn_dataset_opts),
         .root = "data",
         .features = NULL,
         .normalize_features = false,
@@ -102,7 +103,7 @@ static bool sniff_mtx(gcn_ctx *ctx, const char *path)
 {
     gcn_reader r;
     char *line = NULL;
-    if (gcn_reader_open(ctx, &r, path) != GCN_OK)
+    if (gcn_reader_open(ctx, &r, path, NULL) != GCN_OK)
         return false;
     bool mtx = gcn_reader_line(&r, &line) == GCN_OK && line &&
                strncmp(line, "%%MatrixMarket", 14) == 0;
@@ -340,7 +341,9 @@ gcn_status gcn_dataset_load(gcn_ctx *ctx, gcn_dataset **out, const char *spec,
 {
     GCN_ARG(ctx, out && spec && spec[0]);
     *out = NULL;
-    gcn_dataset_opts o = opts ? *opts : gcn_dataset_default_opts();
+    gcn_dataset_opts o = gcn_dataset_default_opts();
+    if (opts)
+        GCN_TRY(gcn_struct_import(ctx, "gcn_dataset_opts", &o, &o, sizeof o, opts));
     if (!o.root)
         o.root = "data";
     gcn_reorder_opts reorder = gcn_reorder_default_opts(GCN_REORDER_NONE);

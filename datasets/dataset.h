@@ -37,6 +37,7 @@ typedef struct gcn_dataset {
 } gcn_dataset;
 
 typedef struct gcn_dataset_opts {
+    size_t size; /* sizeof in the caller's build, set by gcn_dataset_default_opts */
     const char *root;      /* where names resolve; default "data" */
     /* NULL or "file": the dataset's own features (an error if a format that
      * should have them lacks the file); "random:D": D seeded N(0,1) columns
@@ -61,7 +62,7 @@ typedef struct gcn_dataset_opts {
     const char *reorder;
 } gcn_dataset_opts;
 
-gcn_dataset_opts gcn_dataset_default_opts(void);
+GCN_API gcn_dataset_opts gcn_dataset_default_opts(void);
 
 /* Loads a dataset.  spec is one of
  *   - a name: "ogbn-arxiv" / "ogbn_arxiv" (any ogbn-*), "cora", "citeseer",
@@ -74,11 +75,11 @@ gcn_dataset_opts gcn_dataset_default_opts(void);
  *     "synthetic" (= sbm with its defaults).
  * opts may be NULL for the defaults.  Errors name the file and line.
  * Caller frees with gcn_dataset_free. */
-gcn_status gcn_dataset_load(gcn_ctx *ctx, gcn_dataset **ds, const char *spec,
-                            const gcn_dataset_opts *opts);
+GCN_API gcn_status gcn_dataset_load(gcn_ctx *ctx, gcn_dataset **ds, const char *spec,
+                                    const gcn_dataset_opts *opts);
 
 /* Accepts NULL and sets *ds to NULL. */
-void gcn_dataset_free(gcn_dataset **ds);
+GCN_API void gcn_dataset_free(gcn_dataset **ds);
 
 /* Computes the reordering o of ds->graph and applies it to the graph, the
  * feature rows, the labels and the split lists (ids renumbered, each list
@@ -86,12 +87,12 @@ void gcn_dataset_free(gcn_dataset **ds);
  * ids again.  GCN_REORDER_NONE changes nothing and leaves ds->reorder NULL.
  * A dataset already reordered is GCN_ERR_STATE.  On failure ds is as it
  * was. */
-gcn_status gcn_dataset_reorder(gcn_ctx *ctx, gcn_dataset *ds, const gcn_reorder_opts *o);
+GCN_API gcn_status gcn_dataset_reorder(gcn_ctx *ctx, gcn_dataset *ds, const gcn_reorder_opts *o);
 
 /* One paragraph: name, nodes, edges, degree statistics, features, classes,
  * split, reordering.  Writes at most size bytes (NUL-terminated) and
  * returns the length the whole text needs, as snprintf does. */
-int gcn_dataset_describe(const gcn_dataset *ds, char *buf, size_t size);
+GCN_API int gcn_dataset_describe(const gcn_dataset *ds, char *buf, size_t size);
 
 typedef enum gcn_adjacency {
     GCN_ADJ_GCN = 0, /* D^-1/2 (A + I) D^-1/2 */
@@ -102,8 +103,8 @@ typedef enum gcn_adjacency {
  * community levels of its METIS reordering attached (gcn_reorder_attach),
  * so the selector tries the subgraph kernels.  Caller frees with
  * gcn_csr_free. */
-gcn_status gcn_dataset_adjacency(gcn_ctx *ctx, const gcn_dataset *ds, gcn_adjacency kind,
-                                 gcn_csr **out);
+GCN_API gcn_status gcn_dataset_adjacency(gcn_ctx *ctx, const gcn_dataset *ds, gcn_adjacency kind,
+                                         gcn_csr **out);
 
 /* Features, labels and split on the context's device.  Every field is a new
  * reference the caller frees; a field is NULL where the dataset has nothing
@@ -114,21 +115,21 @@ typedef struct gcn_dataset_device {
     gcn_index *train, *valid, *test;
 } gcn_dataset_device;
 
-gcn_status gcn_dataset_upload(gcn_ctx *ctx, const gcn_dataset *ds, gcn_dataset_device *out);
-void gcn_dataset_device_free(gcn_dataset_device *dev);
+GCN_API gcn_status gcn_dataset_upload(gcn_ctx *ctx, const gcn_dataset *ds, gcn_dataset_device *out);
+GCN_API void gcn_dataset_device_free(gcn_dataset_device *dev);
 
 /* Replaces the features: "random:D", "degree" or "none" (see opts). */
-gcn_status gcn_dataset_substitute_features(gcn_ctx *ctx, gcn_dataset *ds, const char *how);
+GCN_API gcn_status gcn_dataset_substitute_features(gcn_ctx *ctx, gcn_dataset *ds, const char *how);
 
 /* Divides each feature row by its sum; rows summing to 0 stay 0. */
-gcn_status gcn_dataset_normalize_features(gcn_ctx *ctx, gcn_dataset *ds);
+GCN_API gcn_status gcn_dataset_normalize_features(gcn_ctx *ctx, gcn_dataset *ds);
 
 /* Draws a split from GCN_RNG_SPLIT: per class, train_per_class labelled
  * nodes (fewer if the class is small) for training, then n_valid and n_test
  * of the remaining labelled nodes, each list sorted ascending.  Replaces any
  * split the dataset had. */
-gcn_status gcn_dataset_draw_split(gcn_ctx *ctx, gcn_dataset *ds, int32_t train_per_class,
-                                  int32_t n_valid, int32_t n_test);
+GCN_API gcn_status gcn_dataset_draw_split(gcn_ctx *ctx, gcn_dataset *ds, int32_t train_per_class,
+                                          int32_t n_valid, int32_t n_test);
 
 /* ---- synthetic data --------------------------------------------------- */
 
@@ -138,6 +139,7 @@ gcn_status gcn_dataset_draw_split(gcn_ctx *ctx, gcn_dataset *ds, int32_t train_p
  * N(0, feature_signal^2 I); planted split of train_per_class per class,
  * n_valid, n_test. */
 typedef struct gcn_sbm_opts {
+    size_t size; /* sizeof in the caller's build, set by gcn_sbm_default_opts */
     int32_t n_nodes;      /* 3000 */
     int32_t n_classes;    /* 6 */
     int32_t n_features;   /* 64 */
@@ -147,11 +149,11 @@ typedef struct gcn_sbm_opts {
     int32_t train_per_class, n_valid, n_test; /* 20, 500, 1000 */
 } gcn_sbm_opts;
 
-gcn_sbm_opts gcn_sbm_default_opts(void);
+GCN_API gcn_sbm_opts gcn_sbm_default_opts(void);
 
 /* Draws from GCN_RNG_DATA and GCN_RNG_SPLIT: the same context seed gives
  * the same dataset.  The graph is symmetric without self-loops. */
-gcn_status gcn_dataset_sbm(gcn_ctx *ctx, gcn_dataset **out, const gcn_sbm_opts *opts);
+GCN_API gcn_status gcn_dataset_sbm(gcn_ctx *ctx, gcn_dataset **out, const gcn_sbm_opts *opts);
 
 /* R-MAT (Chakrabarti et al.; Graph500's Kronecker generator): n_edges
  * distinct directed edges without self-loops among n_nodes nodes, each
@@ -160,21 +162,21 @@ gcn_status gcn_dataset_sbm(gcn_ctx *ctx, gcn_dataset **out, const gcn_sbm_opts *
  * from GCN_RNG_DATA.  Duplicates are redrawn in rounds, so n_edges may be
  * at most half of the n_nodes (n_nodes - 1) ordered pairs; a graph that
  * still lacks edges after 64 rounds is returned with a warning. */
-gcn_status gcn_graph_rmat(gcn_ctx *ctx, gcn_graph **out, int32_t n_nodes, int64_t n_edges,
-                          double a, double b, double c);
+GCN_API gcn_status gcn_graph_rmat(gcn_ctx *ctx, gcn_graph **out, int32_t n_nodes,
+                                  int64_t n_edges, double a, double b, double c);
 
 /* Chung-Lu: n_edges distinct directed edges without self-loops, each
  * endpoint drawn with probability proportional to weight[i] (the expected
  * degree sequence; finite, >= 0, at least two positive).  Draws from
  * GCN_RNG_DATA; the same limits on n_edges as gcn_graph_rmat. */
-gcn_status gcn_graph_chung_lu(gcn_ctx *ctx, gcn_graph **out, int32_t n_nodes,
-                              const double *weight, int64_t n_edges);
+GCN_API gcn_status gcn_graph_chung_lu(gcn_ctx *ctx, gcn_graph **out, int32_t n_nodes,
+                                      const double *weight, int64_t n_edges);
 
 /* A power-law expected degree sequence w_i ~ (i + 1)^(-1 / (gamma - 1)),
  * gamma > 1, scaled to sum to 2 * n_edges and capped at n_nodes - 1, for
  * gcn_graph_chung_lu.  weight has n_nodes entries. */
-gcn_status gcn_powerlaw_weights(gcn_ctx *ctx, int32_t n_nodes, int64_t n_edges, double gamma,
-                                double *weight);
+GCN_API gcn_status gcn_powerlaw_weights(gcn_ctx *ctx, int32_t n_nodes, int64_t n_edges,
+                                        double gamma, double *weight);
 
 #ifdef __cplusplus
 }

@@ -14,27 +14,19 @@ static bool has_suffix(const char *s, const char *suffix)
 }
 
 /* Raw ids of both endpoints, interleaved, to be renumbered. */
-static gcn_status read_pairs(gcn_reader *r, char sep, gcn_i64vec *ids)
+static gcn_status pair_record(gcn_reader *r, char **f, void *user)
 {
-    char *line, *f[3];
-    int nf;
-    for (;;) {
-        GCN_TRY(gcn_reader_line(r, &line));
-        if (!line)
-            return GCN_OK;
-        const char *p = line + strspn(line, " \t");
-        if (!*p || *p == '#' || *p == '%')
-            continue;
-        int64_t s, d;
-        float w;
-        GCN_TRY(gcn_reader_fields(r, line, sep, f, 2, 3, &nf));
-        GCN_TRY(gcn_reader_int(r, f[0], 1, 0, INT64_MAX, "source node id", &s));
-        GCN_TRY(gcn_reader_int(r, f[1], 2, 0, INT64_MAX, "target node id", &d));
-        if (nf == 3)
-            GCN_TRY(gcn_reader_float(r, f[2], 3, &w));
-        GCN_TRY(gcn_i64vec_push(r->ctx, ids, s));
-        GCN_TRY(gcn_i64vec_push(r->ctx, ids, d));
-    }
+    gcn_i64vec *ids = user;
+    int64_t s, d;
+    float w;
+    if (!f)
+        return ids->len ? GCN_OK : gcn_reader_fail(r, GCN_ERR_FORMAT, "empty file: no edges");
+    GCN_TRY(gcn_reader_int(r, f[0], 1, 0, INT64_MAX, "source node id", &s));
+    GCN_TRY(gcn_reader_int(r, f[1], 2, 0, INT64_MAX, "target node id", &d));
+    if (r->n_fields == 3)
+        GCN_TRY(gcn_reader_float(r, f[2], 3, &w));
+    GCN_TRY(gcn_i64vec_push(r->ctx, ids, s));
+    return gcn_i64vec_push(r->ctx, ids, d);
 }
 
 /* Builds the graph from interleaved 0-based ids. */
@@ -59,130 +51,120 @@ cleanup:
 
 gcn_status gcn_load_edgelist(gcn_ctx *ctx, const char *path, gcn_dataset *ds)
 {
-    gcn_reader r;
     gcn_i64vec ids = {0};
-    GCN_TRY(gcn_reader_open(ctx, &r, path));
+    const gcn_record_fmt fmt = {
+        .sep = has_suffix(path, ".csv") || has_suffix(path, ".csv.gz") ? ',' : 0,
+        .min_fields = 2,
+        .max_fields = 3,
+        .comments = "#%",
+    };
     gcn_status st = GCN_OK;
-    char sep = has_suffix(path, ".csv") || has_suffix(path, ".csv.gz") ? ',' : 0;
-    GCN_CHECK(read_pairs(&r, sep, &ids));
-    if (ids.len == 0) {
-        st = gcn_reader_fail(&r, GCN_ERR_FORMAT, "empty file: no edges");
-        goto cleanup;
-    }
+    GCN_CHECK(gcn_read_records(ctx, path, &fmt, pair_record, &ids));
     GCN_CHECK(gcn_compact_ids(ctx, ids.data, ids.len, &ds->n_nodes));
     GCN_CHECK(set_graph_pairs(ctx, ds, &ids));
 cleanup:
     free(ids.data);
-    gcn_reader_close(&r);
     return st;
 }
 
-typedef struct mtx_header {
+/* A Matrix Market file: its banner, then records with "%" comments: the
+ * size line and the entries (2 fields for a pattern matrix, else 3), read
+ * into src and dst. */
+typedef struct mtx_file {
     bool pattern, symmetric;
-    int64_t n, entries;
-} mtx_header;
+    int64_t n, entries, seen; /* n < 0 until the size line */
+    gcn_i32vec src, dst;
+} mtx_file;
+
+static const gcn_record_fmt mtx_banner = {.min_fields = 5, .max_fields = 5};
+static const gcn_record_fmt mtx_size = {.min_fields = 3, .max_fields = 3, .comments = "%"};
 
 /* "%%MatrixMarket matrix coordinate <field> <symmetry>" */
-static gcn_status read_banner(gcn_reader *r, mtx_header *h)
+static gcn_status read_banner(gcn_reader *r, mtx_file *m)
 {
-    char *line, *f[6];
-    int nf;
+    char *line;
     GCN_TRY(gcn_reader_line(r, &line));
     if (!line)
         return gcn_reader_fail(r, GCN_ERR_FORMAT, "empty file");
     if (strncasecmp(line, "%%MatrixMarket", 14) != 0)
         return gcn_reader_fail(r, GCN_ERR_FORMAT, "missing the %%%%MatrixMarket banner");
-    GCN_TRY(gcn_reader_fields(r, line, 0, f, 5, 5, &nf));
+    GCN_TRY(gcn_reader_split(r, line));
+    char **f = r->fields;
     if (strcasecmp(f[1], "matrix") != 0 || strcasecmp(f[2], "coordinate") != 0)
         return gcn_reader_fail(r, GCN_ERR_UNSUPPORTED,
                                "only 'matrix coordinate' is supported, not '%.20s %.20s'", f[1],
                                f[2]);
-    h->pattern = strcasecmp(f[3], "pattern") == 0;
-    if (!h->pattern && strcasecmp(f[3], "real") != 0 && strcasecmp(f[3], "integer") != 0)
+    m->pattern = strcasecmp(f[3], "pattern") == 0;
+    if (!m->pattern && strcasecmp(f[3], "real") != 0 && strcasecmp(f[3], "integer") != 0)
         return gcn_reader_fail(r, GCN_ERR_UNSUPPORTED,
                                "field '%.20s': expected pattern, real or integer", f[3]);
-    h->symmetric = strcasecmp(f[4], "symmetric") == 0;
-    if (!h->symmetric && strcasecmp(f[4], "general") != 0)
+    m->symmetric = strcasecmp(f[4], "symmetric") == 0;
+    if (!m->symmetric && strcasecmp(f[4], "general") != 0)
         return gcn_reader_fail(r, GCN_ERR_UNSUPPORTED,
                                "symmetry '%.20s': expected general or symmetric", f[4]);
     return GCN_OK;
 }
 
-static gcn_status read_size(gcn_reader *r, mtx_header *h)
+/* "rows cols entries"; the records after it are entries. */
+static gcn_status size_record(gcn_reader *r, char **f, mtx_file *m)
 {
-    char *line, *f[3];
-    int nf;
-    for (;;) {
-        GCN_TRY(gcn_reader_line(r, &line));
-        if (!line)
-            return gcn_reader_fail(r, GCN_ERR_FORMAT, "file ends before the size line");
-        if (line[0] != '%' && !gcn_line_blank(line))
-            break;
-    }
     int64_t rows, cols;
-    GCN_TRY(gcn_reader_fields(r, line, 0, f, 3, 3, &nf));
     GCN_TRY(gcn_reader_int(r, f[0], 1, 0, GCN_DS_MAX_NODES, "row count", &rows));
     GCN_TRY(gcn_reader_int(r, f[1], 2, 0, GCN_DS_MAX_NODES, "column count", &cols));
-    GCN_TRY(gcn_reader_int(r, f[2], 3, 0, INT64_MAX, "entry count", &h->entries));
+    GCN_TRY(gcn_reader_int(r, f[2], 3, 0, INT64_MAX, "entry count", &m->entries));
     if (rows != cols)
         return gcn_reader_fail(r, GCN_ERR_UNSUPPORTED,
                                "%lld x %lld matrix: a graph needs a square one", (long long)rows,
                                (long long)cols);
-    h->n = rows;
+    m->n = rows;
+    r->fmt.min_fields = r->fmt.max_fields = m->pattern ? 2 : 3;
     return GCN_OK;
 }
 
-static gcn_status read_entries(gcn_reader *r, const mtx_header *h, gcn_i32vec *src,
-                               gcn_i32vec *dst)
+/* "row col [value]", 1-based; a symmetric matrix stores one triangle. */
+static gcn_status mtx_record(gcn_reader *r, char **f, void *user)
 {
-    char *line, *f[3];
-    int nf, want = h->pattern ? 2 : 3;
-    int64_t seen = 0;
-    for (;;) {
-        GCN_TRY(gcn_reader_line(r, &line));
-        if (!line)
-            break;
-        if (line[0] == '%' || gcn_line_blank(line))
-            continue;
-        if (seen == h->entries)
-            return gcn_reader_fail(r, GCN_ERR_FORMAT, "more entries than the %lld of the size line",
-                                   (long long)h->entries);
-        int64_t i, j;
-        float v;
-        GCN_TRY(gcn_reader_fields(r, line, 0, f, want, want, &nf));
-        GCN_TRY(gcn_reader_int(r, f[0], 1, 1, h->n, "row index", &i));
-        GCN_TRY(gcn_reader_int(r, f[1], 2, 1, h->n, "column index", &j));
-        if (!h->pattern)
-            GCN_TRY(gcn_reader_float(r, f[2], 3, &v));
-        GCN_TRY(gcn_i32vec_push(r->ctx, src, (int32_t)(i - 1)));
-        GCN_TRY(gcn_i32vec_push(r->ctx, dst, (int32_t)(j - 1)));
-        if (h->symmetric && i != j) {
-            GCN_TRY(gcn_i32vec_push(r->ctx, src, (int32_t)(j - 1)));
-            GCN_TRY(gcn_i32vec_push(r->ctx, dst, (int32_t)(i - 1)));
-        }
-        seen++;
-    }
-    if (seen != h->entries)
-        return gcn_reader_fail(r, GCN_ERR_FORMAT, "file ends after %lld of %lld entries",
-                               (long long)seen, (long long)h->entries);
-    return GCN_OK;
+    mtx_file *m = user;
+    int64_t i, j;
+    float v;
+    if (!f && m->n < 0)
+        return gcn_reader_fail(r, GCN_ERR_FORMAT, "file ends before the size line");
+    if (!f)
+        return m->seen == m->entries
+                   ? GCN_OK
+                   : gcn_reader_fail(r, GCN_ERR_FORMAT, "file ends after %lld of %lld entries",
+                                     (long long)m->seen, (long long)m->entries);
+    if (m->n < 0)
+        return size_record(r, f, m);
+    if (m->seen++ == m->entries)
+        return gcn_reader_fail(r, GCN_ERR_FORMAT, "more entries than the %lld of the size line",
+                               (long long)m->entries);
+    GCN_TRY(gcn_reader_int(r, f[0], 1, 1, m->n, "row index", &i));
+    GCN_TRY(gcn_reader_int(r, f[1], 2, 1, m->n, "column index", &j));
+    if (!m->pattern)
+        GCN_TRY(gcn_reader_float(r, f[2], 3, &v));
+    GCN_TRY(gcn_i32vec_push(r->ctx, &m->src, (int32_t)(i - 1)));
+    GCN_TRY(gcn_i32vec_push(r->ctx, &m->dst, (int32_t)(j - 1)));
+    if (!m->symmetric || i == j)
+        return GCN_OK;
+    GCN_TRY(gcn_i32vec_push(r->ctx, &m->src, (int32_t)(j - 1)));
+    return gcn_i32vec_push(r->ctx, &m->dst, (int32_t)(i - 1));
 }
 
 gcn_status gcn_load_mtx(gcn_ctx *ctx, const char *path, gcn_dataset *ds)
 {
     gcn_reader r;
-    gcn_i32vec src = {0}, dst = {0};
-    mtx_header h;
-    GCN_TRY(gcn_reader_open(ctx, &r, path));
+    mtx_file m = {.n = -1};
+    GCN_TRY(gcn_reader_open(ctx, &r, path, &mtx_banner));
     gcn_status st = GCN_OK;
-    GCN_CHECK(read_banner(&r, &h));
-    GCN_CHECK(read_size(&r, &h));
-    GCN_CHECK(read_entries(&r, &h, &src, &dst));
-    ds->n_nodes = (int32_t)h.n;
-    GCN_CHECK(gcn_ds_set_graph(ctx, ds, &src, &dst));
+    GCN_CHECK(read_banner(&r, &m));
+    r.fmt = mtx_size;
+    GCN_CHECK(gcn_reader_each(&r, mtx_record, &m));
+    ds->n_nodes = (int32_t)m.n;
+    GCN_CHECK(gcn_ds_set_graph(ctx, ds, &m.src, &m.dst));
 cleanup:
-    free(src.data);
-    free(dst.data);
+    free(m.src.data);
+    free(m.dst.data);
     gcn_reader_close(&r);
     return st;
 }

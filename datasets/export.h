@@ -16,7 +16,7 @@ extern "C" {
  *   edge_index.npy int64   [2, nnz]  source row, target column of every stored entry
  *   y.npy          int64   [n_nodes]  (-1 = unlabelled)
  *   train_idx.npy, valid_idx.npy, test_idx.npy  int64 node ids */
-gcn_status gcn_dataset_export_npy(gcn_ctx *ctx, const gcn_dataset *ds, const char *dir);
+GCN_API gcn_status gcn_dataset_export_npy(gcn_ctx *ctx, const gcn_dataset *ds, const char *dir);
 
 /* Creates dir if needed and writes the graph's CSR matrix, each file
  * through a temporary file renamed into place:
@@ -24,7 +24,7 @@ gcn_status gcn_dataset_export_npy(gcn_ctx *ctx, const gcn_dataset *ds, const cha
  *   row_ptr.npy int64   [n_nodes + 1]
  *   col_idx.npy int64   [nnz]
  *   values.npy  float32 [nnz]  (ones when the graph stores no values) */
-gcn_status gcn_graph_export_npy(gcn_ctx *ctx, const gcn_graph *g, const char *dir);
+GCN_API gcn_status gcn_graph_export_npy(gcn_ctx *ctx, const gcn_graph *g, const char *dir);
 
 #ifdef __cplusplus
 }

@@ -26,50 +26,50 @@ typedef struct gcn_graph {
 
 /* A graph with n_nodes rows and room for nnz entries; row_ptr is zeroed,
  * col_idx (and values, when with_values) are uninitialised.  Caller frees. */
-gcn_status gcn_graph_create(gcn_ctx *ctx, gcn_graph **out, int32_t n_nodes, int64_t nnz,
-                            bool with_values);
+GCN_API gcn_status gcn_graph_create(gcn_ctx *ctx, gcn_graph **out, int32_t n_nodes, int64_t nnz,
+                                    bool with_values);
 
 /* Builds the unweighted CSR of n_edges directed edges src[e] -> dst[e]:
  * sorted, duplicates merged, self-loops kept.  Ids outside [0, n_nodes)
  * are GCN_ERR_INVALID_ARG.  Caller frees. */
-gcn_status gcn_graph_from_coo(gcn_ctx *ctx, gcn_graph **out, int32_t n_nodes, int64_t n_edges,
-                              const int32_t *src, const int32_t *dst);
+GCN_API gcn_status gcn_graph_from_coo(gcn_ctx *ctx, gcn_graph **out, int32_t n_nodes,
+                                      int64_t n_edges, const int32_t *src, const int32_t *dst);
 
 /* Checks that g is well formed (row_ptr monotone from 0 to nnz, columns in
  * range, strictly ascending within each row); GCN_ERR_FORMAT otherwise. */
-gcn_status gcn_graph_validate(gcn_ctx *ctx, const gcn_graph *g);
+GCN_API gcn_status gcn_graph_validate(gcn_ctx *ctx, const gcn_graph *g);
 
-gcn_status gcn_graph_clone(gcn_ctx *ctx, const gcn_graph *g, gcn_graph **out);
+GCN_API gcn_status gcn_graph_clone(gcn_ctx *ctx, const gcn_graph *g, gcn_graph **out);
 
 /* A^T.  Values move with their entries. */
-gcn_status gcn_graph_transpose(gcn_ctx *ctx, const gcn_graph *g, gcn_graph **out);
+GCN_API gcn_status gcn_graph_transpose(gcn_ctx *ctx, const gcn_graph *g, gcn_graph **out);
 
 /* The structure of A + B, both n x n (unweighted: the result has no
  * values). */
-gcn_status gcn_graph_union(gcn_ctx *ctx, const gcn_graph *a, const gcn_graph *b,
-                           gcn_graph **out);
+GCN_API gcn_status gcn_graph_union(gcn_ctx *ctx, const gcn_graph *a, const gcn_graph *b,
+                                   gcn_graph **out);
 
 /* The structure of A + A^T (unweighted: the result has no values). */
-gcn_status gcn_graph_symmetrize(gcn_ctx *ctx, const gcn_graph *g, gcn_graph **out);
+GCN_API gcn_status gcn_graph_symmetrize(gcn_ctx *ctx, const gcn_graph *g, gcn_graph **out);
 
 /* A without its diagonal entries. */
-gcn_status gcn_graph_remove_self_loops(gcn_ctx *ctx, const gcn_graph *g, gcn_graph **out);
+GCN_API gcn_status gcn_graph_remove_self_loops(gcn_ctx *ctx, const gcn_graph *g, gcn_graph **out);
 
 /* A with every diagonal entry present: existing ones are kept with their
  * value, missing ones are added with value 1. */
-gcn_status gcn_graph_add_self_loops(gcn_ctx *ctx, const gcn_graph *g, gcn_graph **out);
+GCN_API gcn_status gcn_graph_add_self_loops(gcn_ctx *ctx, const gcn_graph *g, gcn_graph **out);
 
 /* The GCN propagation matrix D^-1/2 (A + I) D^-1/2 of Kipf & Welling as CSR
  * values: self-loops are added where missing (existing ones keep their
  * weight), d_i is the row sum of A + I, and entry (i, j) becomes
  * a_ij / sqrt(d_i d_j).  Symmetric when A is. */
-gcn_status gcn_graph_gcn_norm(gcn_ctx *ctx, const gcn_graph *g, gcn_graph **out);
+GCN_API gcn_status gcn_graph_gcn_norm(gcn_ctx *ctx, const gcn_graph *g, gcn_graph **out);
 
 /* Whether A equals A^T in structure and values. */
-bool gcn_graph_is_symmetric(const gcn_graph *g);
+GCN_API bool gcn_graph_is_symmetric(const gcn_graph *g);
 
 /* Number of diagonal entries. */
-int64_t gcn_graph_count_self_loops(const gcn_graph *g);
+GCN_API int64_t gcn_graph_count_self_loops(const gcn_graph *g);
 
 #define GCN_DEGREE_BUCKETS 33
 
@@ -83,14 +83,14 @@ typedef struct gcn_degree_stats {
     int64_t hist[GCN_DEGREE_BUCKETS];
 } gcn_degree_stats;
 
-void gcn_graph_degree_stats(const gcn_graph *g, gcn_degree_stats *stats);
+GCN_API void gcn_graph_degree_stats(const gcn_graph *g, gcn_degree_stats *stats);
 
 /* Uploads g as a gcn_csr on the context's device (values NULL: all ones).
  * Caller frees with gcn_csr_free. */
-gcn_status gcn_graph_to_csr(gcn_ctx *ctx, const gcn_graph *g, gcn_csr **out);
+GCN_API gcn_status gcn_graph_to_csr(gcn_ctx *ctx, const gcn_graph *g, gcn_csr **out);
 
 /* Accepts NULL and sets *g to NULL. */
-void gcn_graph_free(gcn_graph **g);
+GCN_API void gcn_graph_free(gcn_graph **g);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,5 @@
 /* Internal to datasets/: allocation and growable-array helpers, the
- * streaming line reader every parser uses, the format loaders and the
+ * record reader every parser uses, the format loaders and the
  * binary cache.  Not installed. */
 #ifndef GCN_DATASETS_INTERNAL_H
 #define GCN_DATASETS_INTERNAL_H
@@ -48,10 +48,21 @@ static inline gcn_status gcn_i64vec_push(gcn_ctx *ctx, gcn_i64vec *v, int64_t x)
     return GCN_OK;
 }
 
-/* ---- line reader ----------------------------------------------------- */
+/* ---- record reader --------------------------------------------------- */
+
+/* How a format's lines become records. */
+typedef struct gcn_record_fmt {
+    char sep;                   /* ',' for CSV; 0: fields separated by runs of blanks */
+    int min_fields, max_fields; /* a record with another count is an error naming both */
+    bool rest;                  /* the last of max_fields runs to the end of the line */
+    const char *comments;       /* a line whose first non-blank character is one of
+                                 * these is skipped; NULL: no comments */
+    bool blank_records;         /* blank lines are records (one line per node), not
+                                 * skipped */
+} gcn_record_fmt;
 
 /* Streams a plain or gzip file (zlib detects which) one line at a time
- * through a single buffer. */
+ * through a single buffer and splits its lines into fields. */
 typedef struct gcn_reader {
     gcn_ctx *ctx;
     gzFile gz;
@@ -60,16 +71,43 @@ typedef struct gcn_reader {
     size_t cap, start, end; /* unread bytes are buf[start, end) */
     long line_no;           /* of the line last returned */
     bool eof;
+    gcn_record_fmt fmt;     /* the records to read next; a parser may change it */
+    char **fields;          /* of the last record: n_fields of them, at most
+                             * fmt.max_fields stored (fields_cap slots) */
+    int n_fields, fields_cap;
 } gcn_reader;
 
-/* Opens path; GCN_ERR_IO names it when missing or unreadable. */
-gcn_status gcn_reader_open(gcn_ctx *ctx, gcn_reader *r, const char *path);
+/* Called by gcn_reader_each with each record's fields (r->n_fields of
+ * them, NUL-terminated, surrounding blanks removed, valid until it returns
+ * and modifiable), then once with fields NULL at the end of the file, so
+ * that checks of the whole file fail naming it; a failure stops the
+ * reading and is returned. */
+typedef gcn_status (*gcn_record_fn)(gcn_reader *r, char **fields, void *user);
 
-/* The next line, NUL-terminated, without its "\n" or "\r\n"; *line is NULL
- * at the end of the file.  The line stays valid until the next call and
- * may be modified.  Fails on corrupt or truncated gzip data, NUL bytes and
- * lines over 64 MiB. */
+/* Opens path, passes its records of fmt to fn (gcn_reader_each) and closes
+ * it.  Fails naming the file, and the line where there is one: missing or
+ * unreadable files (GCN_ERR_IO), a field count outside the format's range,
+ * what gcn_reader_line fails on, and what fn fails on. */
+gcn_status gcn_read_records(gcn_ctx *ctx, const char *path, const gcn_record_fmt *fmt,
+                            gcn_record_fn fn, void *user);
+
+/* The parts of gcn_read_records, for a file that opens with a header to
+ * check before it is split: gcn_reader_open (fmt NULL: lines only),
+ * gcn_reader_line, gcn_reader_split, then gcn_reader_each on the records
+ * that follow, and gcn_reader_close. */
+gcn_status gcn_reader_open(gcn_ctx *ctx, gcn_reader *r, const char *path,
+                           const gcn_record_fmt *fmt);
+gcn_status gcn_reader_each(gcn_reader *r, gcn_record_fn fn, void *user);
+
+/* The next line as it is, NUL-terminated, without its "\n" or "\r\n";
+ * *line is NULL at the end of the file.  The line stays valid until the
+ * next call and may be modified.  Fails on corrupt or truncated gzip data,
+ * NUL bytes and lines over 64 MiB. */
 gcn_status gcn_reader_line(gcn_reader *r, char **line);
+
+/* Splits a line in place into r->fields as the format says; a field count
+ * outside [fmt.min_fields, fmt.max_fields] is an error naming both. */
+gcn_status gcn_reader_split(gcn_reader *r, char *line);
 
 void gcn_reader_close(gcn_reader *r);
 
@@ -80,12 +118,6 @@ gcn_status gcn_reader_fail(gcn_reader *r, gcn_status st, const char *fmt, ...)
 #endif
     ;
 
-/* Splits line in place at sep (',' for CSV) or at runs of blanks (sep 0),
- * into at most max_fields fields; a line with fewer than min_fields or more
- * than max_fields fields is an error naming both counts. */
-gcn_status gcn_reader_fields(gcn_reader *r, char *line, char sep, char **fields, int min_fields,
-                             int max_fields, int *n_fields);
-
 /* Parses field number col (1-based, for the message) as an integer in
  * [lo, hi]; `what` names it in errors ("node id"). */
 gcn_status gcn_reader_int(gcn_reader *r, const char *field, int col, int64_t lo, int64_t hi,
@@ -93,9 +125,6 @@ gcn_status gcn_reader_int(gcn_reader *r, const char *field, int col, int64_t lo,
 
 /* Parses a float; non-numbers are GCN_ERR_FORMAT, NaN/Inf GCN_ERR_NUMERIC. */
 gcn_status gcn_reader_float(gcn_reader *r, const char *field, int col, float *out);
-
-/* Whether the line is empty or only blanks. */
-bool gcn_line_blank(const char *line);
 
 /* ---- paths ---------------------------------------------------------- */
 
@@ -170,6 +199,15 @@ gcn_status gcn_ds_check_split(gcn_ctx *ctx, const gcn_dataset *ds, const char *w
 /* Builds ds->graph from an edge list and sets n_raw_edges. */
 gcn_status gcn_ds_set_graph(gcn_ctx *ctx, gcn_dataset *ds, const gcn_i32vec *src,
                             const gcn_i32vec *dst);
+
+/* Edges read from "src dst" records, node ids in [0, hi]. */
+typedef struct gcn_edge_list {
+    int64_t hi, max_id; /* max_id: the largest id read, -1 before any */
+    gcn_i32vec src, dst;
+} gcn_edge_list;
+
+/* Appends the edge in a record's first two fields. */
+gcn_status gcn_edge_list_add(gcn_reader *r, char **f, gcn_edge_list *e);
 
 /* ---- binary cache (cache.c) ------------------------------------------ */
 

@@ -12,7 +12,16 @@ const char *const gcn_ogb_files[] = {
     "raw/num-node-list.csv.gz", "raw/num-edge-list.csv.gz", "raw/node-label.csv.gz",
     "raw/edge.csv.gz", "raw/node-feat.csv.gz", NULL};
 
-#define OGB_MAX_FEATURES (1 << 20)
+/* Most comma-separated columns a label or feature line may have. */
+#define OGB_MAX_COLUMNS (1 << 20)
+
+/* The raw/ CSV files hold one line per node or edge, blank lines included
+ * (a blank label is an unlabelled node); label and feature files take their
+ * width from the first line. */
+static const gcn_record_fmt ogb_edges = {
+    .sep = ',', .min_fields = 2, .max_fields = 2, .blank_records = true};
+static const gcn_record_fmt ogb_rows = {
+    .sep = ',', .min_fields = 1, .max_fields = OGB_MAX_COLUMNS, .blank_records = true};
 
 gcn_status gcn_ogb_scheme(gcn_ctx *ctx, const char *dir, const char *wanted, char **scheme)
 {
@@ -61,161 +70,128 @@ cleanup:
     return st;
 }
 
+/* Checks n, the records read so far, against the count that `source`
+ * gives for `what`: before a record (f set) there must be room for it, at
+ * the end of the file (f NULL) there must be as many. */
+static gcn_status check_count(gcn_reader *r, char **f, int64_t n, int64_t count,
+                              const char *what, const char *source)
+{
+    if (f && n >= count)
+        return gcn_reader_fail(r, GCN_ERR_FORMAT, "more %s than the %lld of %s", what,
+                               (long long)count, source);
+    if (!f && n == 0 && count > 0)
+        return gcn_reader_fail(r, GCN_ERR_FORMAT, "empty file: 0 %s, %s says %lld", what,
+                               source, (long long)count);
+    if (!f && n != count)
+        return gcn_reader_fail(r, GCN_ERR_FORMAT, "%lld %s, but %s says %lld", (long long)n,
+                               what, source, (long long)count);
+    return GCN_OK;
+}
+
 /* node-label.csv.gz: one line per node.  A single column gives the class
  * (empty or "nan" = unlabelled); several columns (multi-task labels, as in
  * ogbn-proteins) are counted but not kept, with a notice. */
+typedef struct label_file {
+    int64_t n_nodes;
+    int width; /* of the first line; 0 before it */
+    int32_t max_label;
+    gcn_i32vec labels;
+} label_file;
+
+static gcn_status label_record(gcn_reader *r, char **f, void *user)
+{
+    label_file *l = user;
+    int64_t y = -1;
+    GCN_TRY(check_count(r, f, l->labels.len, l->n_nodes, "labels", "num-node-list.csv.gz"));
+    if (!f)
+        return GCN_OK;
+    if (l->width == 0)
+        r->fmt.min_fields = r->fmt.max_fields = l->width = r->n_fields;
+    if (l->width == 1 && *f[0] && strcmp(f[0], "nan") != 0 && strcmp(f[0], "NaN") != 0)
+        GCN_TRY(gcn_reader_int(r, f[0], 1, -1, GCN_DS_MAX_CLASSES - 1, "label", &y));
+    l->max_label = (int32_t)y > l->max_label ? (int32_t)y : l->max_label;
+    return gcn_i32vec_push(r->ctx, &l->labels, (int32_t)y);
+}
+
 static gcn_status read_labels(gcn_ctx *ctx, const char *path, int64_t n_nodes, gcn_dataset *ds)
 {
-    gcn_reader r;
-    gcn_i32vec v = {0};
-    GCN_TRY(gcn_reader_open(ctx, &r, path));
-    gcn_status st = GCN_OK;
-    char *line, *f[1];
-    int nf, width = 0;
-    int32_t max_label = -1;
-    for (;;) {
-        GCN_CHECK(gcn_reader_line(&r, &line));
-        if (!line)
-            break;
-        if (v.len >= n_nodes) {
-            st = gcn_reader_fail(&r, GCN_ERR_FORMAT,
-                                 "more labels than the %lld nodes of num-node-list.csv.gz",
-                                 (long long)n_nodes);
-            goto cleanup;
-        }
-        int cols = 1;
-        for (const char *p = line; *p; p++)
-            cols += *p == ',';
-        if (width == 0)
-            width = cols;
-        if (cols != width) {
-            st = gcn_reader_fail(&r, GCN_ERR_FORMAT, "expected %d columns, found %d", width, cols);
-            goto cleanup;
-        }
-        int64_t y = -1;
-        if (width == 1) {
-            GCN_CHECK(gcn_reader_fields(&r, line, ',', f, 1, 1, &nf));
-            if (*f[0] && strcmp(f[0], "nan") != 0 && strcmp(f[0], "NaN") != 0)
-                GCN_CHECK(gcn_reader_int(&r, f[0], 1, -1, GCN_DS_MAX_CLASSES - 1, "label", &y));
-        }
-        max_label = (int32_t)y > max_label ? (int32_t)y : max_label;
-        GCN_CHECK(gcn_i32vec_push(ctx, &v, (int32_t)y));
-    }
-    if (v.len != n_nodes) {
-        st = gcn_reader_fail(&r, GCN_ERR_FORMAT,
-                             v.len ? "%lld labels, but num-node-list.csv.gz says %lld nodes"
-                                   : "empty file: %lld labels, num-node-list.csv.gz says %lld",
-                             (long long)v.len, (long long)n_nodes);
-        goto cleanup;
-    }
-    if (width > 1) {
+    label_file l = {n_nodes, 0, -1, {0}};
+    gcn_status st = gcn_read_records(ctx, path, &ogb_rows, label_record, &l);
+    if (st == GCN_OK && l.width > 1)
         gcn_log(ctx, GCN_LOG_WARN, "%s: %d label columns (multi-task labels): not loaded", path,
-                width);
-        goto cleanup;
+                l.width);
+    if (st != GCN_OK || l.width > 1) {
+        free(l.labels.data);
+        return st;
     }
-    ds->labels = v.data;
-    ds->n_classes = max_label + 1;
-    v.data = NULL;
-cleanup:
-    free(v.data);
-    gcn_reader_close(&r);
-    return st;
+    ds->labels = l.labels.data;
+    ds->n_classes = l.max_label + 1;
+    return GCN_OK;
+}
+
+/* edge.csv.gz: as many "src,dst" lines as num-edge-list.csv.gz says. */
+typedef struct edge_file {
+    int64_t n_edges;
+    gcn_edge_list edges;
+} edge_file;
+
+static gcn_status edge_record(gcn_reader *r, char **f, void *user)
+{
+    edge_file *e = user;
+    GCN_TRY(check_count(r, f, e->edges.src.len, e->n_edges, "edges", "num-edge-list.csv.gz"));
+    return f ? gcn_edge_list_add(r, f, &e->edges) : GCN_OK;
 }
 
 static gcn_status read_edges(gcn_ctx *ctx, const char *path, int64_t n_edges, gcn_dataset *ds)
 {
-    gcn_reader r;
-    gcn_i32vec src = {0}, dst = {0};
-    GCN_TRY(gcn_reader_open(ctx, &r, path));
-    gcn_status st = GCN_OK;
-    char *line, *f[2];
-    int nf;
-    int64_t hi = (int64_t)ds->n_nodes - 1;
-    for (;;) {
-        GCN_CHECK(gcn_reader_line(&r, &line));
-        if (!line)
-            break;
-        if (src.len >= n_edges) {
-            st = gcn_reader_fail(&r, GCN_ERR_FORMAT,
-                                 "more edges than the %lld of num-edge-list.csv.gz",
-                                 (long long)n_edges);
-            goto cleanup;
-        }
-        int64_t s, d;
-        GCN_CHECK(gcn_reader_fields(&r, line, ',', f, 2, 2, &nf));
-        GCN_CHECK(gcn_reader_int(&r, f[0], 1, 0, hi, "source node id", &s));
-        GCN_CHECK(gcn_reader_int(&r, f[1], 2, 0, hi, "target node id", &d));
-        GCN_CHECK(gcn_i32vec_push(ctx, &src, (int32_t)s));
-        GCN_CHECK(gcn_i32vec_push(ctx, &dst, (int32_t)d));
-    }
-    if (src.len != n_edges) {
-        st = gcn_reader_fail(&r, GCN_ERR_FORMAT,
-                             src.len ? "%lld edges, but num-edge-list.csv.gz says %lld"
-                                     : "empty file: %lld edges, num-edge-list.csv.gz says %lld",
-                             (long long)src.len, (long long)n_edges);
-        goto cleanup;
-    }
-    GCN_CHECK(gcn_ds_set_graph(ctx, ds, &src, &dst));
-cleanup:
-    free(src.data);
-    free(dst.data);
-    gcn_reader_close(&r);
+    edge_file e = {n_edges, {.hi = (int64_t)ds->n_nodes - 1, .max_id = -1}};
+    gcn_status st = gcn_read_records(ctx, path, &ogb_edges, edge_record, &e);
+    if (st == GCN_OK)
+        st = gcn_ds_set_graph(ctx, ds, &e.edges.src, &e.edges.dst);
+    free(e.edges.src.data);
+    free(e.edges.dst.data);
     return st;
 }
 
 /* node-feat.csv.gz: n_nodes lines of D comma-separated finite floats. */
+typedef struct feature_file {
+    gcn_dataset *ds;
+    int64_t row;
+    int width; /* of the first line; 0 before it */
+} feature_file;
+
+static gcn_status feature_record(gcn_reader *r, char **f, void *user)
+{
+    feature_file *ff = user;
+    gcn_dataset *ds = ff->ds;
+    GCN_TRY(check_count(r, f, ff->row, ds->n_nodes, "rows", "num-node-list.csv.gz"));
+    if (!f)
+        return GCN_OK;
+    if (ff->width == 0) {
+        r->fmt.min_fields = r->fmt.max_fields = ff->width = r->n_fields;
+        if ((int64_t)ff->width * ds->n_nodes > GCN_DS_MAX_FEATURE_VALUES)
+            return gcn_reader_fail(r, GCN_ERR_UNSUPPORTED, "too many feature columns");
+        GCN_TRY(gcn_ds_malloc(r->ctx, (void **)&ds->features,
+                              (size_t)ds->n_nodes * (size_t)ff->width, sizeof(float)));
+    }
+    float *out = ds->features + ff->row++ * ff->width;
+    for (int k = 0; k < ff->width; k++)
+        GCN_TRY(gcn_reader_float(r, f[k], k + 1, &out[k]));
+    return GCN_OK;
+}
+
 static gcn_status read_features(gcn_ctx *ctx, const char *path, gcn_dataset *ds)
 {
-    gcn_reader r;
-    char **f = NULL;
-    int width = 0;
-    int64_t row = 0;
-    GCN_TRY(gcn_reader_open(ctx, &r, path));
-    gcn_status st = GCN_OK;
-    char *line;
-    int nf;
-    for (;;) {
-        GCN_CHECK(gcn_reader_line(&r, &line));
-        if (!line)
-            break;
-        if (row >= ds->n_nodes) {
-            st = gcn_reader_fail(&r, GCN_ERR_FORMAT, "more rows than the %d nodes", ds->n_nodes);
-            goto cleanup;
-        }
-        if (width == 0) {
-            width = 1;
-            for (const char *p = line; *p && width <= OGB_MAX_FEATURES; p++)
-                width += *p == ',';
-            if (width > OGB_MAX_FEATURES ||
-                (int64_t)width * ds->n_nodes > GCN_DS_MAX_FEATURE_VALUES) {
-                st = gcn_reader_fail(&r, GCN_ERR_UNSUPPORTED, "too many feature columns");
-                goto cleanup;
-            }
-            GCN_CHECK(gcn_ds_malloc(ctx, (void **)&f, (size_t)width, sizeof *f));
-            GCN_CHECK(gcn_ds_malloc(ctx, (void **)&ds->features,
-                                    (size_t)ds->n_nodes * (size_t)width, sizeof(float)));
-        }
-        GCN_CHECK(gcn_reader_fields(&r, line, ',', f, width, width, &nf));
-        float *out = ds->features + row * width;
-        for (int k = 0; k < width; k++)
-            GCN_CHECK(gcn_reader_float(&r, f[k], k + 1, &out[k]));
-        row++;
-    }
-    if (row != ds->n_nodes) {
-        st = gcn_reader_fail(&r, GCN_ERR_FORMAT, "%s%lld rows, but num-node-list.csv.gz says %d",
-                             row ? "" : "empty file: ", (long long)row, ds->n_nodes);
-        goto cleanup;
-    }
-    ds->n_features = width;
-    strcpy(ds->feature_source, "file");
-cleanup:
+    feature_file ff = {ds, 0, 0};
+    gcn_status st = gcn_read_records(ctx, path, &ogb_rows, feature_record, &ff);
     if (st != GCN_OK) {
         free(ds->features);
         ds->features = NULL;
+        return st;
     }
-    free(f);
-    gcn_reader_close(&r);
-    return st;
+    ds->n_features = ff.width;
+    strcpy(ds->feature_source, "file");
+    return GCN_OK;
 }
 
 static gcn_status ogb_split(gcn_ctx *ctx, const char *dir, const char *scheme, gcn_dataset *ds)

@@ -6,75 +6,67 @@
 
 #include "internal.h"
 
+/* Count files and node-id lists: one number a line, blank lines skipped. */
+static const gcn_record_fmt one_number = {.sep = ',', .min_fields = 1, .max_fields = 1};
+
+typedef struct count_file {
+    int64_t max, *count;
+    bool found;
+} count_file;
+
+static gcn_status count_record(gcn_reader *r, char **f, void *user)
+{
+    count_file *c = user;
+    if (!f)
+        return c->found ? GCN_OK
+                        : gcn_reader_fail(r, GCN_ERR_FORMAT, "empty file, expected a count");
+    if (c->found)
+        return gcn_reader_fail(r, GCN_ERR_FORMAT,
+                               "expected a single count (one graph), found a second line");
+    c->found = true;
+    return gcn_reader_int(r, f[0], 1, 0, c->max, "count", c->count);
+}
+
 gcn_status gcn_read_count(gcn_ctx *ctx, const char *path, int64_t max, int64_t *count)
 {
-    gcn_reader r;
-    GCN_TRY(gcn_reader_open(ctx, &r, path));
-    gcn_status st = GCN_OK;
-    bool found = false;
-    char *line, *f[1];
-    int nf;
-    for (;;) {
-        GCN_CHECK(gcn_reader_line(&r, &line));
-        if (!line)
-            break;
-        if (gcn_line_blank(line))
-            continue;
-        if (found) {
-            st = gcn_reader_fail(&r, GCN_ERR_FORMAT,
-                                 "expected a single count (one graph), found a second line");
-            goto cleanup;
-        }
-        GCN_CHECK(gcn_reader_fields(&r, line, ',', f, 1, 1, &nf));
-        GCN_CHECK(gcn_reader_int(&r, f[0], 1, 0, max, "count", count));
-        found = true;
-    }
-    if (!found)
-        st = gcn_reader_fail(&r, GCN_ERR_FORMAT, "empty file, expected a count");
-cleanup:
-    gcn_reader_close(&r);
-    return st;
+    count_file c = {max, count, false};
+    return gcn_read_records(ctx, path, &one_number, count_record, &c);
+}
+
+typedef struct id_list {
+    int32_t n_nodes;
+    uint8_t *seen; /* [n_nodes]: the tag of the list holding each node, or 0 */
+    uint8_t tag;
+    gcn_i32vec ids;
+} id_list;
+
+static gcn_status id_record(gcn_reader *r, char **f, void *user)
+{
+    static const char *const list_name[] = {"", "train", "valid", "test"};
+    id_list *l = user;
+    int64_t id;
+    if (!f)
+        return l->ids.len ? GCN_OK
+                          : gcn_reader_fail(r, GCN_ERR_FORMAT, "empty file, expected node ids");
+    GCN_TRY(gcn_reader_int(r, f[0], 1, 0, (int64_t)l->n_nodes - 1, "node id", &id));
+    if (l->seen[id])
+        return gcn_reader_fail(r, GCN_ERR_FORMAT, "node %lld is listed twice (also in %s)",
+                               (long long)id, list_name[l->seen[id] & 3]);
+    l->seen[id] = l->tag;
+    return gcn_i32vec_push(r->ctx, &l->ids, (int32_t)id);
 }
 
 gcn_status gcn_read_id_list(gcn_ctx *ctx, const char *path, int32_t n_nodes, uint8_t *seen,
                             uint8_t tag, int32_t **ids, int32_t *n_ids)
 {
-    static const char *const list_name[] = {"", "train", "valid", "test"};
-    gcn_reader r;
-    gcn_i32vec v = {0};
-    *ids = NULL;
-    *n_ids = 0;
-    GCN_TRY(gcn_reader_open(ctx, &r, path));
-    gcn_status st = GCN_OK;
-    char *line, *f[1];
-    int nf;
-    for (;;) {
-        GCN_CHECK(gcn_reader_line(&r, &line));
-        if (!line)
-            break;
-        if (gcn_line_blank(line))
-            continue;
-        int64_t id;
-        GCN_CHECK(gcn_reader_fields(&r, line, ',', f, 1, 1, &nf));
-        GCN_CHECK(gcn_reader_int(&r, f[0], 1, 0, (int64_t)n_nodes - 1, "node id", &id));
-        if (seen[id]) {
-            st = gcn_reader_fail(&r, GCN_ERR_FORMAT, "node %lld is listed twice (also in %s)",
-                                 (long long)id, list_name[seen[id] & 3]);
-            goto cleanup;
-        }
-        seen[id] = tag;
-        GCN_CHECK(gcn_i32vec_push(ctx, &v, (int32_t)id));
+    id_list l = {n_nodes, seen, tag, {0}};
+    gcn_status st = gcn_read_records(ctx, path, &one_number, id_record, &l);
+    if (st != GCN_OK) {
+        free(l.ids.data);
+        l.ids = (gcn_i32vec){0};
     }
-    if (v.len == 0) {
-        st = gcn_reader_fail(&r, GCN_ERR_FORMAT, "empty file, expected node ids");
-        goto cleanup;
-    }
-    *ids = v.data;
-    *n_ids = (int32_t)v.len;
-    v.data = NULL;
-cleanup:
-    free(v.data);
-    gcn_reader_close(&r);
+    *ids = l.ids.data;
+    *n_ids = (int32_t)l.ids.len;
     return st;
 }
 
@@ -191,4 +183,15 @@ gcn_status gcn_ds_set_graph(gcn_ctx *ctx, gcn_dataset *ds, const gcn_i32vec *src
     GCN_TRY(gcn_graph_from_coo(ctx, &ds->graph, ds->n_nodes, src->len, src->data, dst->data));
     ds->n_raw_edges = ds->graph->nnz;
     return GCN_OK;
+}
+
+gcn_status gcn_edge_list_add(gcn_reader *r, char **f, gcn_edge_list *e)
+{
+    int64_t s, d;
+    GCN_TRY(gcn_reader_int(r, f[0], 1, 0, e->hi, "source node id", &s));
+    GCN_TRY(gcn_reader_int(r, f[1], 2, 0, e->hi, "target node id", &d));
+    e->max_id = s > e->max_id ? s : e->max_id;
+    e->max_id = d > e->max_id ? d : e->max_id;
+    GCN_TRY(gcn_i32vec_push(r->ctx, &e->src, (int32_t)s));
+    return gcn_i32vec_push(r->ctx, &e->dst, (int32_t)d);
 }

@@ -1,6 +1,6 @@
-/* The streaming line reader (gzread through one buffer), field splitting and
- * strict number parsing shared by every parser, plus small memory and path
- * helpers. */
+/* The record reader every parser reads through (lines streamed through one
+ * gzread buffer, split into fields as the format says, "file:line" errors)
+ * with strict number parsing, plus small memory and path helpers. */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -13,6 +13,7 @@
 
 #define READER_START_BYTES ((size_t)1 << 18)
 #define READER_MAX_LINE ((size_t)64 << 20)
+#define READER_START_FIELDS 8
 
 gcn_status gcn_ds_malloc(gcn_ctx *ctx, void **p, size_t count, size_t size)
 {
@@ -69,10 +70,13 @@ gcn_status gcn_reader_fail(gcn_reader *r, gcn_status st, const char *fmt, ...)
     return GCN_ERROR(r->ctx, st, "%s:%ld: %s", r->path, r->line_no, msg);
 }
 
-gcn_status gcn_reader_open(gcn_ctx *ctx, gcn_reader *r, const char *path)
+gcn_status gcn_reader_open(gcn_ctx *ctx, gcn_reader *r, const char *path,
+                           const gcn_record_fmt *fmt)
 {
     memset(r, 0, sizeof *r);
     r->ctx = ctx;
+    if (fmt)
+        r->fmt = *fmt;
     struct stat sb;
     if (stat(path, &sb) != 0)
         return GCN_ERROR(ctx, GCN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
@@ -80,11 +84,13 @@ gcn_status gcn_reader_open(gcn_ctx *ctx, gcn_reader *r, const char *path)
         return GCN_ERROR(ctx, GCN_ERR_IO, "%s: is a directory, expected a file", path);
     r->path = strdup(path);
     r->buf = malloc(READER_START_BYTES);
-    if (!r->path || !r->buf) {
+    r->fields = malloc(READER_START_FIELDS * sizeof *r->fields);
+    if (!r->path || !r->buf || !r->fields) {
         gcn_reader_close(r);
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory for reading %s", path);
     }
     r->cap = READER_START_BYTES;
+    r->fields_cap = READER_START_FIELDS;
     r->gz = gzopen(path, "rb");
     if (!r->gz) {
         int err = errno;
@@ -102,6 +108,7 @@ void gcn_reader_close(gcn_reader *r)
         gzclose(r->gz);
     free(r->buf);
     free(r->path);
+    free(r->fields);
     memset(r, 0, sizeof *r);
 }
 
@@ -173,65 +180,122 @@ gcn_status gcn_reader_line(gcn_reader *r, char **line)
     }
 }
 
-bool gcn_line_blank(const char *line)
-{
-    for (; *line; line++)
-        if (*line != ' ' && *line != '\t' && *line != '\r' && *line != '\f' && *line != '\v')
-            return false;
-    return true;
-}
-
 static bool is_blank(char c)
 {
     return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v';
 }
 
-gcn_status gcn_reader_fields(gcn_reader *r, char *line, char sep, char **fields, int min_fields,
-                             int max_fields, int *n_fields)
+/* Stores field p when it is within max_fields (growing the array) and
+ * counts it either way. */
+static gcn_status add_field(gcn_reader *r, char *p)
 {
-    int n = 0;
+    int n = r->n_fields;
+    if (n < r->fmt.max_fields) {
+        if (n == r->fields_cap) {
+            char **f = realloc(r->fields, 2 * (size_t)r->fields_cap * sizeof *f);
+            if (!f)
+                return GCN_ERROR(r->ctx, GCN_ERR_NOMEM, "out of host memory reading %s",
+                                 r->path);
+            r->fields = f;
+            r->fields_cap *= 2;
+        }
+        r->fields[n] = p;
+    }
+    r->n_fields++;
+    return GCN_OK;
+}
+
+/* The field starting at p, blanks trimmed off its end, runs to the end of
+ * the line: the last field of a format with rest set. */
+static gcn_status add_rest(gcn_reader *r, char *p)
+{
+    size_t len = strlen(p);
+    while (len > 0 && is_blank(p[len - 1]))
+        p[--len] = '\0';
+    return add_field(r, p);
+}
+
+gcn_status gcn_reader_split(gcn_reader *r, char *line)
+{
+    const gcn_record_fmt *fmt = &r->fmt;
     char *p = line;
-    if (sep == 0) {
-        for (;;) {
-            while (is_blank(*p))
-                p++;
+    r->n_fields = 0;
+    for (;;) {
+        while (is_blank(*p))
+            p++;
+        if (fmt->rest && r->n_fields == fmt->max_fields - 1 && (*p || fmt->sep)) {
+            GCN_TRY(add_rest(r, p));
+            break;
+        }
+        if (fmt->sep == 0) {
             if (!*p)
                 break;
-            if (n < max_fields)
-                fields[n] = p;
-            n++;
+            GCN_TRY(add_field(r, p));
             while (*p && !is_blank(*p))
                 p++;
             if (*p)
                 *p++ = '\0';
+            continue;
         }
-    } else {
-        for (;;) {
-            char *end = strchr(p, sep);
-            if (end)
-                *end = '\0';
-            while (is_blank(*p))
-                p++;
-            size_t len = strlen(p);
-            while (len > 0 && is_blank(p[len - 1]))
-                p[--len] = '\0';
-            if (n < max_fields)
-                fields[n] = p;
-            n++;
-            if (!end)
-                break;
-            p = end + 1;
-        }
+        char *end = strchr(p, fmt->sep);
+        if (end)
+            *end = '\0';
+        GCN_TRY(add_rest(r, p));
+        if (!end)
+            break;
+        p = end + 1;
     }
-    *n_fields = n;
-    if (n < min_fields || n > max_fields) {
-        if (min_fields == max_fields)
+    int n = r->n_fields;
+    if (n < fmt->min_fields || n > fmt->max_fields) {
+        if (fmt->min_fields == fmt->max_fields)
             return gcn_reader_fail(r, GCN_ERR_FORMAT, "expected %d columns, found %d",
-                                   min_fields, n);
+                                   fmt->min_fields, n);
         return gcn_reader_fail(r, GCN_ERR_FORMAT, "expected %d to %d columns, found %d",
-                               min_fields, max_fields, n);
+                               fmt->min_fields, fmt->max_fields, n);
     }
     return GCN_OK;
+}
+
+/* Whether the format skips this line: blank, or a comment. */
+static bool skipped(const gcn_record_fmt *fmt, const char *line)
+{
+    while (is_blank(*line))
+        line++;
+    if (!*line)
+        return !fmt->blank_records;
+    return fmt->comments && strchr(fmt->comments, *line);
+}
+
+/* The next record into r->fields; *more is false at the end of the file. */
+static gcn_status next_record(gcn_reader *r, bool *more)
+{
+    char *line;
+    do {
+        GCN_TRY(gcn_reader_line(r, &line));
+        *more = line != NULL;
+        if (!line)
+            return GCN_OK;
+    } while (skipped(&r->fmt, line));
+    return gcn_reader_split(r, line);
+}
+
+gcn_status gcn_reader_each(gcn_reader *r, gcn_record_fn fn, void *user)
+{
+    for (bool more = true; more;) {
+        GCN_TRY(next_record(r, &more));
+        GCN_TRY(fn(r, more ? r->fields : NULL, user));
+    }
+    return GCN_OK;
+}
+
+gcn_status gcn_read_records(gcn_ctx *ctx, const char *path, const gcn_record_fmt *fmt,
+                            gcn_record_fn fn, void *user)
+{
+    gcn_reader r;
+    GCN_TRY(gcn_reader_open(ctx, &r, path, fmt));
+    gcn_status st = gcn_reader_each(&r, fn, user);
+    gcn_reader_close(&r);
+    return st;
 }
 
 /* Strict decimal integer: optional sign, digits, nothing else. */

@@ -18,7 +18,7 @@ static const int32_t default_sizes[] = {16, 256, 4096};
 
 gcn_reorder_opts gcn_reorder_default_opts(gcn_reorder_method method)
 {
-    gcn_reorder_opts o = {.method = method};
+    gcn_reorder_opts o = {.size = sizeof o, .method = method};
     if (method == GCN_REORDER_METIS) {
         o.n_sizes = N_DEFAULT_SIZES;
         memcpy(o.sizes, default_sizes, sizeof default_sizes);
@@ -56,7 +56,8 @@ gcn_status gcn_reorder_parse(gcn_ctx *ctx, const char *spec, gcn_reorder_opts *o
         }
     if (strncmp(spec, "metis:", 6) != 0)
         return bad_spec(ctx, spec, "unknown method");
-    gcn_reorder_opts o = {.method = GCN_REORDER_METIS};
+    gcn_reorder_opts o = gcn_reorder_default_opts(GCN_REORDER_METIS);
+    o.n_sizes = 0;
     for (const char *p = spec + 6;;) {
         if (o.n_sizes == GCN_REORDER_MAX_LEVELS)
             return bad_spec(ctx, spec, "too many sizes");
@@ -433,7 +434,9 @@ gcn_status gcn_reorder_compute(gcn_ctx *ctx, const gcn_graph *g, const gcn_reord
 {
     GCN_ARG(ctx, g && o && out);
     *out = NULL;
+    gcn_reorder_opts ro = gcn_reorder_default_opts(GCN_REORDER_NONE);
+    GCN_TRY(gcn_struct_import(ctx, "gcn_reorder_opts", &ro, &ro, sizeof ro, o));
     uint32_t seed;
-    GCN_TRY(gcn_reorder_seed(ctx, o, &seed));
-    return gcn_reorder_compute_seeded(ctx, g, o, seed, out);
+    GCN_TRY(gcn_reorder_seed(ctx, &ro, &seed));
+    return gcn_reorder_compute_seeded(ctx, g, &ro, seed, out);
 }

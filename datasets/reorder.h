@@ -22,6 +22,7 @@ typedef enum gcn_reorder_method {
 #define GCN_REORDER_MAX_LEVELS 4
 
 typedef struct gcn_reorder_opts {
+    size_t size; /* sizeof in the caller's build, set by gcn_reorder_default_opts */
     gcn_reorder_method method;
     /* METIS: the community sizes (nodes a part), ascending; n_sizes 0 means
      * 16, 256 and 4096.  The levels are nested: each part of a size is the
@@ -47,15 +48,15 @@ typedef struct gcn_reorder {
     bool from_cache;
 } gcn_reorder;
 
-gcn_reorder_opts gcn_reorder_default_opts(gcn_reorder_method method);
+GCN_API gcn_reorder_opts gcn_reorder_default_opts(gcn_reorder_method method);
 
 /* Parses "none", "degree", "metis" (the default sizes) or "metis:S[,S...]"
  * (sizes in [2, 2^24], ascending); GCN_ERR_INVALID_ARG with a message
  * naming the spec otherwise (ctx may be NULL). */
-gcn_status gcn_reorder_parse(gcn_ctx *ctx, const char *spec, gcn_reorder_opts *out);
+GCN_API gcn_status gcn_reorder_parse(gcn_ctx *ctx, const char *spec, gcn_reorder_opts *out);
 
 /* Writes the spec that gcn_reorder_parse reads back ("metis:16,256,4096"). */
-int gcn_reorder_describe(const gcn_reorder_opts *o, char *buf, size_t size);
+GCN_API int gcn_reorder_describe(const gcn_reorder_opts *o, char *buf, size_t size);
 
 /* Computes the reordering of g.  METIS partitions the structure of A + A^T
  * without self-loops (the graph may be directed or carry self-loops);
@@ -63,27 +64,28 @@ int gcn_reorder_describe(const gcn_reorder_opts *o, char *buf, size_t size);
  * with METIS_PartGraphKway, each of its parts again into the next smaller
  * size, and so on; within a part nodes keep their relative order.  METIS's
  * seed comes from the context's GCN_RNG_PARTITION stream.  Caller frees. */
-gcn_status gcn_reorder_compute(gcn_ctx *ctx, const gcn_graph *g, const gcn_reorder_opts *o,
-                               gcn_reorder **out);
+GCN_API gcn_status gcn_reorder_compute(gcn_ctx *ctx, const gcn_graph *g,
+                                       const gcn_reorder_opts *o, gcn_reorder **out);
 
 /* The permuted graph: row and column new = order-mapped, columns sorted in
  * each row, values moved with their entries.  Caller frees. */
-gcn_status gcn_graph_permute(gcn_ctx *ctx, const gcn_graph *g, const gcn_reorder *r,
-                             gcn_graph **out);
+GCN_API gcn_status gcn_graph_permute(gcn_ctx *ctx, const gcn_graph *g, const gcn_reorder *r,
+                                     gcn_graph **out);
 
 /* dst[new] = src[order[new]] for rows of `cols` floats (src, dst distinct). */
-void gcn_reorder_rows(const gcn_reorder *r, const float *src, int64_t cols, float *dst);
+GCN_API void gcn_reorder_rows(const gcn_reorder *r, const float *src, int64_t cols, float *dst);
 
 /* The inverse: dst[original] = src[position[original]]. */
-void gcn_reorder_rows_back(const gcn_reorder *r, const float *src, int64_t cols, float *dst);
+GCN_API void gcn_reorder_rows_back(const gcn_reorder *r, const float *src, int64_t cols,
+                                   float *dst);
 
 /* Attaches r's community levels to a, a matrix of the reordered graph
  * (n_nodes x n_nodes), so the selector also tries the subgraph kernels
  * (kernels/adaptgear.h); no levels attach nothing. */
-gcn_status gcn_reorder_attach(gcn_ctx *ctx, const gcn_reorder *r, gcn_csr *a);
+GCN_API gcn_status gcn_reorder_attach(gcn_ctx *ctx, const gcn_reorder *r, gcn_csr *a);
 
 /* Accepts NULL and sets *r to NULL. */
-void gcn_reorder_free(gcn_reorder **r);
+GCN_API void gcn_reorder_free(gcn_reorder **r);
 
 /* gcn_dataset_reorder (dataset.h) applies a reordering to a whole dataset. */
 

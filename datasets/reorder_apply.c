@@ -179,7 +179,10 @@ cleanup:
 
 gcn_status gcn_dataset_reorder(gcn_ctx *ctx, gcn_dataset *ds, const gcn_reorder_opts *o)
 {
-    return gcn_ds_reorder(ctx, ds, o, NULL, false);
+    GCN_ARG(ctx, o);
+    gcn_reorder_opts ro = gcn_reorder_default_opts(GCN_REORDER_NONE);
+    GCN_TRY(gcn_struct_import(ctx, "gcn_reorder_opts", &ro, &ro, sizeof ro, o));
+    return gcn_ds_reorder(ctx, ds, &ro, NULL, false);
 }
 
 gcn_status gcn_ds_original(gcn_ctx *ctx, const gcn_dataset *ds, gcn_dataset *out)

@@ -12,7 +12,7 @@
 
 gcn_sbm_opts gcn_sbm_default_opts(void)
 {
-    return (gcn_sbm_opts){.n_nodes = 3000, .n_classes = 6, .n_features = 64, .avg_degree = 8.0,
+    return (gcn_sbm_opts){.size = sizeof(gcn_sbm_opts), .n_nodes = 3000, .n_classes = 6, .n_features = 64, .avg_degree = 8.0,
                           .homophily = 0.8, .feature_signal = 0.25f, .train_per_class = 20,
                           .n_valid = 500, .n_test = 1000};
 }
@@ -145,7 +145,9 @@ gcn_status gcn_dataset_sbm(gcn_ctx *ctx, gcn_dataset **out, const gcn_sbm_opts *
 {
     GCN_ARG(ctx, out);
     *out = NULL;
-    gcn_sbm_opts o = opts ? *opts : gcn_sbm_default_opts();
+    gcn_sbm_opts o = gcn_sbm_default_opts();
+    if (opts)
+        GCN_TRY(gcn_struct_import(ctx, "gcn_sbm_opts", &o, &o, sizeof o, opts));
     gcn_dataset *ds = calloc(1, sizeof *ds);
     if (!ds)
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory");
@@ -233,9 +235,15 @@ static gcn_status gen_sbm(gcn_ctx *ctx, const char *spec, const char *args, gcn_
                  {"test", o.n_test, 0, INT32_MAX, true},
                  {NULL, 0, 0, 0, false}};
     GCN_TRY(parse_params(ctx, spec, args, p));
-    o = (gcn_sbm_opts){(int32_t)p[0].value, (int32_t)p[1].value, (int32_t)p[2].value,
-                       p[3].value, p[4].value, (float)p[5].value, (int32_t)p[6].value,
-                       (int32_t)p[7].value, (int32_t)p[8].value};
+    o.n_nodes = (int32_t)p[0].value;
+    o.n_classes = (int32_t)p[1].value;
+    o.n_features = (int32_t)p[2].value;
+    o.avg_degree = p[3].value;
+    o.homophily = p[4].value;
+    o.feature_signal = (float)p[5].value;
+    o.train_per_class = (int32_t)p[6].value;
+    o.n_valid = (int32_t)p[7].value;
+    o.n_test = (int32_t)p[8].value;
     return sbm_fill(ctx, ds, &o);
 }
 

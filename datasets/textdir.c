@@ -10,11 +10,41 @@
 const char *const gcn_textdir_files[] = {"meta.txt", "labels.txt", "edges.txt", "features.txt",
                                          "train.txt", "val.txt", "test.txt", NULL};
 
+/* The records of each file: "key value" lines with "#" comments; one label
+ * a line, blank lines included (the line is the node); "src dst" edges;
+ * "node col value" feature entries. */
+static const gcn_record_fmt meta_fmt = {
+    .min_fields = 1, .max_fields = 2, .rest = true, .comments = "#"};
+static const gcn_record_fmt labels_fmt = {
+    .min_fields = 1, .max_fields = 1, .blank_records = true};
+static const gcn_record_fmt edges_fmt = {.min_fields = 2, .max_fields = 2};
+static const gcn_record_fmt features_fmt = {.min_fields = 3, .max_fields = 3};
+
 /* Counts from meta.txt; -1 where absent. */
 typedef struct meta {
     int64_t n_nodes, n_features, n_classes;
     char name[64];
 } meta;
+
+static gcn_status meta_record(gcn_reader *r, char **f, void *user)
+{
+    meta *m = user;
+    if (!f)
+        return GCN_OK;
+    if (r->n_fields < 2)
+        return gcn_reader_fail(r, GCN_ERR_FORMAT, "key '%.40s' has no value", f[0]);
+    int64_t *slot = strcmp(f[0], "num_nodes") == 0      ? &m->n_nodes
+                    : strcmp(f[0], "num_features") == 0 ? &m->n_features
+                    : strcmp(f[0], "num_classes") == 0  ? &m->n_classes
+                                                        : NULL;
+    if (slot)
+        return gcn_reader_int(r, f[1], 2, 0,
+                              slot == &m->n_classes ? GCN_DS_MAX_CLASSES : GCN_DS_MAX_NODES, f[0],
+                              slot);
+    if (strcmp(f[0], "name") == 0)
+        snprintf(m->name, sizeof m->name, "%s", f[1]);
+    return GCN_OK;
+}
 
 static gcn_status read_meta(gcn_ctx *ctx, const char *path, meta *m)
 {
@@ -22,192 +52,138 @@ static gcn_status read_meta(gcn_ctx *ctx, const char *path, meta *m)
     m->name[0] = '\0';
     if (!gcn_path_is_file(path))
         return GCN_OK;
-    gcn_reader r;
-    GCN_TRY(gcn_reader_open(ctx, &r, path));
-    gcn_status st = GCN_OK;
-    char *line;
-    for (;;) {
-        GCN_CHECK(gcn_reader_line(&r, &line));
-        if (!line)
-            break;
-        char *key = line + strspn(line, " \t");
-        if (!*key || *key == '#')
-            continue;
-        char *value = key + strcspn(key, " \t");
-        if (*value)
-            *value++ = '\0';
-        value += strspn(value, " \t");
-        if (!*value) {
-            st = gcn_reader_fail(&r, GCN_ERR_FORMAT, "key '%.40s' has no value", key);
-            goto cleanup;
-        }
-        int64_t *slot = strcmp(key, "num_nodes") == 0      ? &m->n_nodes
-                        : strcmp(key, "num_features") == 0 ? &m->n_features
-                        : strcmp(key, "num_classes") == 0  ? &m->n_classes
-                                                           : NULL;
-        if (slot)
-            GCN_CHECK(gcn_reader_int(&r, value, 2, 0,
-                                     slot == &m->n_classes ? GCN_DS_MAX_CLASSES : GCN_DS_MAX_NODES,
-                                     key, slot));
-        else if (strcmp(key, "name") == 0)
-            snprintf(m->name, sizeof m->name, "%s", value);
-    }
-cleanup:
-    gcn_reader_close(&r);
-    return st;
+    return gcn_read_records(ctx, path, &meta_fmt, meta_record, m);
 }
 
 /* labels.txt: one label per node, -1 = none. */
+typedef struct label_file {
+    const meta *m;
+    gcn_i32vec labels;
+    int32_t max_label;
+} label_file;
+
+static gcn_status label_record(gcn_reader *r, char **f, void *user)
+{
+    label_file *l = user;
+    const meta *m = l->m;
+    int64_t n = l->labels.len, y;
+    if (!f)
+        return n > 0 && (m->n_nodes < 0 || n == m->n_nodes)
+                   ? GCN_OK
+                   : gcn_reader_fail(r, GCN_ERR_FORMAT,
+                                     "%s%lld labels, but meta.txt's num_nodes is %lld",
+                                     n ? "" : "empty file: ", (long long)n,
+                                     (long long)m->n_nodes);
+    if (m->n_nodes >= 0 && n >= m->n_nodes)
+        return gcn_reader_fail(r, GCN_ERR_FORMAT, "more labels than meta.txt's num_nodes %lld",
+                               (long long)m->n_nodes);
+    if (n >= GCN_DS_MAX_NODES)
+        return gcn_reader_fail(r, GCN_ERR_UNSUPPORTED, "too many nodes");
+    GCN_TRY(gcn_reader_int(r, f[0], 1, -1,
+                           m->n_classes >= 0 ? m->n_classes - 1 : GCN_DS_MAX_CLASSES - 1, "label",
+                           &y));
+    l->max_label = (int32_t)y > l->max_label ? (int32_t)y : l->max_label;
+    return gcn_i32vec_push(r->ctx, &l->labels, (int32_t)y);
+}
+
 static gcn_status read_labels(gcn_ctx *ctx, const char *path, const meta *m, gcn_dataset *ds)
 {
-    gcn_reader r;
-    gcn_i32vec v = {0};
-    GCN_TRY(gcn_reader_open(ctx, &r, path));
-    gcn_status st = GCN_OK;
-    int64_t hi = m->n_classes >= 0 ? m->n_classes - 1 : GCN_DS_MAX_CLASSES - 1;
-    int32_t max_label = -1;
-    char *line, *f[1];
-    int nf;
-    for (;;) {
-        GCN_CHECK(gcn_reader_line(&r, &line));
-        if (!line)
-            break;
-        if (m->n_nodes >= 0 && v.len >= m->n_nodes) {
-            st = gcn_reader_fail(&r, GCN_ERR_FORMAT, "more labels than meta.txt's num_nodes %lld",
-                                 (long long)m->n_nodes);
-            goto cleanup;
-        }
-        int64_t y;
-        GCN_CHECK(gcn_reader_fields(&r, line, 0, f, 1, 1, &nf));
-        GCN_CHECK(gcn_reader_int(&r, f[0], 1, -1, hi, "label", &y));
-        max_label = (int32_t)y > max_label ? (int32_t)y : max_label;
-        GCN_CHECK(gcn_i32vec_push(ctx, &v, (int32_t)y));
-        if (v.len > GCN_DS_MAX_NODES) {
-            st = gcn_reader_fail(&r, GCN_ERR_UNSUPPORTED, "too many nodes");
-            goto cleanup;
-        }
+    label_file l = {m, {0}, -1};
+    gcn_status st = gcn_read_records(ctx, path, &labels_fmt, label_record, &l);
+    if (st != GCN_OK) {
+        free(l.labels.data);
+        return st;
     }
-    if (v.len == 0 || (m->n_nodes >= 0 && v.len != m->n_nodes)) {
-        st = gcn_reader_fail(&r, GCN_ERR_FORMAT, "%s%lld labels, but meta.txt's num_nodes is %lld",
-                             v.len ? "" : "empty file: ", (long long)v.len, (long long)m->n_nodes);
-        goto cleanup;
-    }
-    ds->n_nodes = (int32_t)v.len;
-    ds->n_classes = m->n_classes >= 0 ? (int32_t)m->n_classes : max_label + 1;
-    ds->labels = v.data;
-    v.data = NULL;
-cleanup:
-    free(v.data);
-    gcn_reader_close(&r);
-    return st;
+    ds->n_nodes = (int32_t)l.labels.len;
+    ds->n_classes = m->n_classes >= 0 ? (int32_t)m->n_classes : l.max_label + 1;
+    ds->labels = l.labels.data;
+    return GCN_OK;
 }
 
 /* edges.txt: "src dst" per line; ids must be below the node count when it
  * is known, else it becomes max id + 1. */
-static gcn_status read_edges(gcn_ctx *ctx, const char *path, gcn_dataset *ds, bool n_known)
+static gcn_status edge_record(gcn_reader *r, char **f, void *user)
 {
-    gcn_reader r;
-    gcn_i32vec src = {0}, dst = {0};
-    GCN_TRY(gcn_reader_open(ctx, &r, path));
-    gcn_status st = GCN_OK;
-    int64_t hi = n_known ? (int64_t)ds->n_nodes - 1 : GCN_DS_MAX_NODES - 1, max_id = -1;
-    char *line, *f[2];
-    int nf;
-    for (;;) {
-        GCN_CHECK(gcn_reader_line(&r, &line));
-        if (!line)
-            break;
-        if (gcn_line_blank(line))
-            continue;
-        int64_t s, d;
-        GCN_CHECK(gcn_reader_fields(&r, line, 0, f, 2, 2, &nf));
-        GCN_CHECK(gcn_reader_int(&r, f[0], 1, 0, hi, "source node id", &s));
-        GCN_CHECK(gcn_reader_int(&r, f[1], 2, 0, hi, "target node id", &d));
-        max_id = s > max_id ? s : max_id;
-        max_id = d > max_id ? d : max_id;
-        GCN_CHECK(gcn_i32vec_push(ctx, &src, (int32_t)s));
-        GCN_CHECK(gcn_i32vec_push(ctx, &dst, (int32_t)d));
-    }
-    if (src.len == 0) {
-        st = gcn_reader_fail(&r, GCN_ERR_FORMAT, "empty file, expected edges");
-        goto cleanup;
-    }
-    if (!n_known)
-        ds->n_nodes = (int32_t)(max_id + 1);
-    GCN_CHECK(gcn_ds_set_graph(ctx, ds, &src, &dst));
-cleanup:
-    free(src.data);
-    free(dst.data);
-    gcn_reader_close(&r);
-    return st;
+    gcn_edge_list *e = user;
+    if (!f)
+        return e->src.len ? GCN_OK
+                          : gcn_reader_fail(r, GCN_ERR_FORMAT, "empty file, expected edges");
+    return gcn_edge_list_add(r, f, e);
 }
 
-/* Stores one features.txt entry, checking it against the matrix size. */
-static gcn_status put_feature(gcn_reader *r, char **f, gcn_dataset *ds)
+static gcn_status read_edges(gcn_ctx *ctx, const char *path, gcn_dataset *ds, bool n_known)
 {
-    int64_t node, col;
-    float value;
-    GCN_TRY(gcn_reader_int(r, f[0], 1, 0, (int64_t)ds->n_nodes - 1, "node id", &node));
-    GCN_TRY(gcn_reader_int(r, f[1], 2, 0, (int64_t)ds->n_features - 1, "feature column", &col));
-    GCN_TRY(gcn_reader_float(r, f[2], 3, &value));
-    ds->features[node * ds->n_features + col] = value;
-    return GCN_OK;
+    gcn_edge_list e = {.hi = n_known ? (int64_t)ds->n_nodes - 1 : GCN_DS_MAX_NODES - 1,
+                       .max_id = -1};
+    gcn_status st = gcn_read_records(ctx, path, &edges_fmt, edge_record, &e);
+    if (st == GCN_OK && !n_known)
+        ds->n_nodes = (int32_t)(e.max_id + 1);
+    if (st == GCN_OK)
+        st = gcn_ds_set_graph(ctx, ds, &e.src, &e.dst);
+    free(e.src.data);
+    free(e.dst.data);
+    return st;
 }
 
 /* features.txt: sparse "node col value" entries of a dense n x d matrix,
  * d from meta.txt or the largest column + 1 (then read in two passes). */
+static gcn_status column_record(gcn_reader *r, char **f, void *user)
+{
+    int64_t *max_col = user, col;
+    if (!f)
+        return GCN_OK;
+    GCN_TRY(gcn_reader_int(r, f[1], 2, 0, INT32_MAX - 1, "feature column", &col));
+    *max_col = col > *max_col ? col : *max_col;
+    return GCN_OK;
+}
+
+typedef struct feature_file {
+    gcn_dataset *ds;
+    int64_t entries;
+} feature_file;
+
+/* Stores one entry, checking it against the matrix size. */
+static gcn_status feature_record(gcn_reader *r, char **f, void *user)
+{
+    feature_file *ff = user;
+    gcn_dataset *ds = ff->ds;
+    int64_t node, col;
+    float value;
+    if (!f)
+        return ff->entries ? GCN_OK
+                           : gcn_reader_fail(r, GCN_ERR_FORMAT,
+                                             "empty file, expected feature entries");
+    GCN_TRY(gcn_reader_int(r, f[0], 1, 0, (int64_t)ds->n_nodes - 1, "node id", &node));
+    GCN_TRY(gcn_reader_int(r, f[1], 2, 0, (int64_t)ds->n_features - 1, "feature column", &col));
+    GCN_TRY(gcn_reader_float(r, f[2], 3, &value));
+    ds->features[node * ds->n_features + col] = value;
+    ff->entries++;
+    return GCN_OK;
+}
+
 static gcn_status read_features(gcn_ctx *ctx, const char *path, const meta *m, gcn_dataset *ds)
 {
-    gcn_reader r;
-    gcn_status st = GCN_OK;
-    char *line, *f[3];
-    int nf;
-    int64_t d = m->n_features, max_col = -1, entries = 0;
+    int64_t d = m->n_features, max_col = -1;
     if (d < 0) {
-        GCN_TRY(gcn_reader_open(ctx, &r, path));
-        for (;;) {
-            GCN_CHECK(gcn_reader_line(&r, &line));
-            if (!line)
-                break;
-            if (gcn_line_blank(line))
-                continue;
-            int64_t col;
-            GCN_CHECK(gcn_reader_fields(&r, line, 0, f, 3, 3, &nf));
-            GCN_CHECK(gcn_reader_int(&r, f[1], 2, 0, INT32_MAX - 1, "feature column", &col));
-            max_col = col > max_col ? col : max_col;
-        }
-        gcn_reader_close(&r);
+        GCN_TRY(gcn_read_records(ctx, path, &features_fmt, column_record, &max_col));
         d = max_col + 1;
     }
     if (d * (int64_t)ds->n_nodes > GCN_DS_MAX_FEATURE_VALUES)
         return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "%s: %lld x %lld features: too large", path,
                          (long long)ds->n_nodes, (long long)d);
-    ds->n_features = (int32_t)d;
     GCN_TRY(gcn_ds_calloc(ctx, (void **)&ds->features, (size_t)ds->n_nodes * (size_t)d,
                           sizeof(float)));
-    GCN_CHECK(gcn_reader_open(ctx, &r, path));
-    for (;;) {
-        GCN_CHECK(gcn_reader_line(&r, &line));
-        if (!line)
-            break;
-        if (gcn_line_blank(line))
-            continue;
-        GCN_CHECK(gcn_reader_fields(&r, line, 0, f, 3, 3, &nf));
-        GCN_CHECK(put_feature(&r, f, ds));
-        entries++;
-    }
-    if (entries == 0)
-        st = gcn_reader_fail(&r, GCN_ERR_FORMAT, "empty file, expected feature entries");
-    else
-        strcpy(ds->feature_source, "file");
-cleanup:
-    gcn_reader_close(&r);
+    ds->n_features = (int32_t)d;
+    feature_file ff = {ds, 0};
+    gcn_status st = gcn_read_records(ctx, path, &features_fmt, feature_record, &ff);
     if (st != GCN_OK) {
         free(ds->features);
         ds->features = NULL;
         ds->n_features = 0;
+        return st;
     }
-    return st;
+    strcpy(ds->feature_source, "file");
+    return GCN_OK;
 }
 
 gcn_status gcn_load_textdir(gcn_ctx *ctx, const char *dir, gcn_dataset *ds)

@@ -1,6 +1,7 @@
 /* The dataset fuzzing harness: turns arbitrary bytes into dataset files in
  * a scratch folder (optionally gzip-compressed and cut short), loads them
- * through the public API (or the cache reader), and exercises the result. */
+ * through the public API (or the cache reader), exercises the result and
+ * returns how it went. */
 #include <dirent.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -111,31 +112,35 @@ static gcn_ctx *new_ctx(void)
     return gcn_ctx_create(&ctx, &o) == GCN_OK ? ctx : NULL;
 }
 
-/* What a trainer does with a loaded dataset. */
-static void use(gcn_ctx *ctx, const gcn_dataset *ds)
+/* What a trainer does with a loaded dataset; the first failure. */
+static gcn_status use(gcn_ctx *ctx, const gcn_dataset *ds)
 {
     char text[2048];
     gcn_dataset_describe(ds, text, sizeof text);
     gcn_csr *a = NULL;
-    if (gcn_dataset_adjacency(ctx, ds, GCN_ADJ_GCN, &a) == GCN_OK)
-        gcn_csr_free(&a);
-    if (gcn_dataset_adjacency(ctx, ds, GCN_ADJ_RAW, &a) == GCN_OK)
-        gcn_csr_free(&a);
+    gcn_status st = gcn_dataset_adjacency(ctx, ds, GCN_ADJ_GCN, &a);
+    gcn_csr_free(&a);
+    if (st == GCN_OK)
+        st = gcn_dataset_adjacency(ctx, ds, GCN_ADJ_RAW, &a);
+    gcn_csr_free(&a);
     gcn_dataset_device dev;
-    if (gcn_dataset_upload(ctx, ds, &dev) == GCN_OK)
+    if (st == GCN_OK && (st = gcn_dataset_upload(ctx, ds, &dev)) == GCN_OK)
         gcn_dataset_device_free(&dev);
+    return st;
 }
 
-static void load(const char *spec, const gcn_dataset_opts *o)
+static gcn_status load(const char *spec, const gcn_dataset_opts *o)
 {
     gcn_ctx *ctx = new_ctx();
     if (!ctx)
-        return;
+        return GCN_ERR_NOMEM;
     gcn_dataset *ds = NULL;
-    if (gcn_dataset_load(ctx, &ds, spec, o) == GCN_OK)
-        use(ctx, ds);
+    gcn_status st = gcn_dataset_load(ctx, &ds, spec, o);
+    if (st == GCN_OK)
+        st = use(ctx, ds);
     gcn_dataset_free(&ds);
     gcn_ctx_free(&ctx);
+    return st;
 }
 
 /* Splits at SEP into at most MAX_SECTIONS sections; returns how many. */
@@ -166,45 +171,46 @@ static gcn_dataset_opts opts_from(uint8_t flags)
     return o;
 }
 
-static int one_file(const uint8_t *data, size_t size, const char *name, const char *csv_name)
+static gcn_status one_file(const uint8_t *data, size_t size, const char *name,
+                           const char *csv_name)
 {
     if (size < 1)
-        return 0;
+        return GCN_ERR_INVALID_ARG;
     char *dir = scratch();
     if (!dir)
-        return 0;
+        return GCN_ERR_IO;
     uint8_t flags = data[0];
     const char *rel = flags & 32 ? csv_name : name;
     write_file(dir, rel, data + 1, size - 1, flags & 1, (flags >> 1) & 15);
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, rel);
     gcn_dataset_opts o = opts_from(0);
-    load(path, &o);
+    gcn_status st = load(path, &o);
     rmtree(dir);
     free(dir);
-    return 0;
+    return st;
 }
 
-int gcn_fuzz_edgelist(const uint8_t *data, size_t size)
+gcn_status gcn_fuzz_edgelist(const uint8_t *data, size_t size)
 {
     return one_file(data, size, "g.txt", "g.csv");
 }
 
-int gcn_fuzz_mtx(const uint8_t *data, size_t size)
+gcn_status gcn_fuzz_mtx(const uint8_t *data, size_t size)
 {
     return one_file(data, size, "g.mtx", "g.mtx.gz");
 }
 
-int gcn_fuzz_textdir(const uint8_t *data, size_t size)
+gcn_status gcn_fuzz_textdir(const uint8_t *data, size_t size)
 {
     static const char *const files[] = {"d/meta.txt",  "d/edges.txt", "d/labels.txt",
                                         "d/features.txt", "d/train.txt", "d/val.txt",
                                         "d/test.txt"};
     if (size < 1)
-        return 0;
+        return GCN_ERR_INVALID_ARG;
     char *dir = scratch();
     if (!dir)
-        return 0;
+        return GCN_ERR_IO;
     const uint8_t *sec[MAX_SECTIONS];
     size_t len[MAX_SECTIONS];
     int n = sections(data + 1, size - 1, sec, len);
@@ -213,13 +219,13 @@ int gcn_fuzz_textdir(const uint8_t *data, size_t size)
     char path[4096];
     snprintf(path, sizeof path, "%s/d", dir);
     gcn_dataset_opts o = opts_from(data[0]);
-    load(path, &o);
+    gcn_status st = load(path, &o);
     rmtree(dir);
     free(dir);
-    return 0;
+    return st;
 }
 
-int gcn_fuzz_ogb(const uint8_t *data, size_t size)
+gcn_status gcn_fuzz_ogb(const uint8_t *data, size_t size)
 {
     static const char *const files[] = {
         "ogbn_f/raw/num-node-list.csv.gz", "ogbn_f/raw/num-edge-list.csv.gz",
@@ -227,10 +233,10 @@ int gcn_fuzz_ogb(const uint8_t *data, size_t size)
         "ogbn_f/raw/node-feat.csv.gz",     "ogbn_f/split/s/train.csv.gz",
         "ogbn_f/split/s/valid.csv.gz",     "ogbn_f/split/s/test.csv.gz"};
     if (size < 2)
-        return 0;
+        return GCN_ERR_INVALID_ARG;
     char *dir = scratch();
     if (!dir)
-        return 0;
+        return GCN_ERR_IO;
     const uint8_t *sec[MAX_SECTIONS];
     size_t len[MAX_SECTIONS];
     int n = sections(data + 2, size - 2, sec, len);
@@ -239,19 +245,20 @@ int gcn_fuzz_ogb(const uint8_t *data, size_t size)
     char path[4096];
     snprintf(path, sizeof path, "%s/ogbn_f", dir);
     gcn_dataset_opts o = opts_from(data[1] & 15);
-    load(path, &o);
+    gcn_status st = load(path, &o);
     rmtree(dir);
     free(dir);
-    return 0;
+    return st;
 }
 
-int gcn_fuzz_cache(const uint8_t *data, size_t size)
+gcn_status gcn_fuzz_cache(const uint8_t *data, size_t size)
 {
     char *dir = scratch();
     gcn_ctx *ctx = new_ctx();
     uint8_t *buf = malloc(size ? size : 1);
     gcn_cache_header h;
     memset(&h, 0, sizeof h);
+    gcn_status st = GCN_ERR_NOMEM;
     if (!dir || !ctx || !buf)
         goto cleanup;
     if (size)
@@ -269,8 +276,9 @@ int gcn_fuzz_cache(const uint8_t *data, size_t size)
     gcn_dataset ds;
     memset(&ds, 0, sizeof ds);
     bool hit = false;
-    if (gcn_cache_read(ctx, path, h.fingerprint, &ds, &hit) == GCN_OK && hit)
-        use(ctx, &ds);
+    st = gcn_cache_read(ctx, path, h.fingerprint, &ds, &hit);
+    if (st == GCN_OK)
+        st = hit ? use(ctx, &ds) : GCN_ERR_FORMAT;
     gcn_ds_clear(&ds);
 cleanup:
     free(buf);
@@ -278,5 +286,5 @@ cleanup:
     if (dir)
         rmtree(dir);
     free(dir);
-    return 0;
+    return st;
 }

@@ -21,22 +21,23 @@ extern "C" {
  * empty parts allowed), of nominal size sizes[l].  The arrays are copied.
  * The selector then also tries the subgraph kernels at each level.  Must
  * come before the matrix's first product (GCN_ERR_STATE after). */
-gcn_status gcn_csr_set_communities(gcn_ctx *ctx, gcn_csr *a, int n_levels, const int32_t *sizes,
-                                   const int32_t *n_parts, const int32_t *const *part_ptr);
+GCN_API gcn_status gcn_csr_set_communities(gcn_ctx *ctx, gcn_csr *a, int n_levels,
+                                           const int32_t *sizes, const int32_t *n_parts,
+                                           const int32_t *const *part_ptr);
 
 /* Number of community levels attached (0 when none). */
-int gcn_csr_community_levels(const gcn_csr *a);
+GCN_API int gcn_csr_community_levels(const gcn_csr *a);
 
 /* The nominal part size of a level, or 0 when there is no such level. */
-int32_t gcn_csr_community_size(const gcn_csr *a, int level);
+GCN_API int32_t gcn_csr_community_size(const gcn_csr *a, int level);
 
 /* Splits a at a community level into two new matrices of a's shape:
  * *intra holds the entries whose row and column lie in one part (block
  * diagonal; the level is attached to it as its only level), *inter the
  * others.  Entries keep their order within rows, so intra + inter = A
  * exactly.  Caller frees both with gcn_csr_free. */
-gcn_status gcn_csr_split(gcn_ctx *ctx, const gcn_csr *a, int level, gcn_csr **intra,
-                         gcn_csr **inter);
+GCN_API gcn_status gcn_csr_split(gcn_ctx *ctx, const gcn_csr *a, int level, gcn_csr **intra,
+                                 gcn_csr **inter);
 
 #ifdef __cplusplus
 }

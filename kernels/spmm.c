@@ -1,5 +1,7 @@
 /* The SpMM registry, kernel choice per context, plan caching on matrices,
  * and the differentiable op Y = A X with backward dX = A^T dY. */
+#include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +15,7 @@
  * docs/perf.md faster than cuSPARSE almost everywhere). */
 static const gcn_spmm_impl *const registry[] = {
     &gcn_spmm_cpu,
+#if GCN_WITH_CUDA /* a build without CUDA has none of these */
     &gcn_spmm_rowsplit,
     &gcn_spmm_cusparse,
     &gcn_spmm_accel,
@@ -21,6 +24,7 @@ static const gcn_spmm_impl *const registry[] = {
     &gcn_spmm_intra_dense,
     &gcn_spmm_inter_csr,
     &gcn_spmm_inter_coo,
+#endif
 };
 
 #define N_IMPLS ((int)(sizeof registry / sizeof registry[0]))
@@ -32,12 +36,77 @@ const gcn_spmm_impl *const *gcn_spmm_registry(int *n_impls)
     return registry;
 }
 
-const gcn_spmm_impl *gcn_spmm_find(const char *name)
+int gcn_spmm_count(const gcn_ctx *ctx)
 {
-    for (int i = 0; name && i < N_IMPLS; i++)
-        if (!strcmp(registry[i]->name, name))
-            return registry[i];
+    return N_IMPLS + (ctx ? ctx->n_spmm_user : 0);
+}
+
+const gcn_spmm_impl *gcn_spmm_at(const gcn_ctx *ctx, int i)
+{
+    return i < N_IMPLS ? registry[i] : ctx->spmm_user[i - N_IMPLS];
+}
+
+const gcn_spmm_impl *gcn_spmm_find(const gcn_ctx *ctx, const char *name)
+{
+    for (int i = 0; name && i < gcn_spmm_count(ctx); i++)
+        if (!strcmp(gcn_spmm_at(ctx, i)->name, name))
+            return gcn_spmm_at(ctx, i);
     return NULL;
+}
+
+/* A registered kernel: the caller's description in this build's layout,
+ * and its own copy of the name, in one allocation (gcn_ctx_free frees it
+ * through the impl, its first member). */
+typedef struct user_kernel {
+    gcn_spmm_impl impl;
+    char name[32];
+} user_kernel;
+
+static bool valid_name(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n >= sizeof((user_kernel *)0)->name)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)name[i]) && name[i] != '_' && name[i] != '-')
+            return false;
+    return strcmp(name, "auto") != 0 && strcmp(name, "auto-deterministic") != 0;
+}
+
+gcn_status gcn_spmm_register(gcn_ctx *ctx, const gcn_spmm_impl *kernel)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, kernel);
+    gcn_spmm_impl k = {.size = sizeof k};
+    GCN_TRY(gcn_struct_import(ctx, "gcn_spmm_impl", &k, &k, sizeof k, kernel));
+    if (!k.name || !valid_name(k.name))
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "spmm_register: kernel name '%s' is not 1-31 "
+                         "characters of letters, digits, '_' and '-'", k.name ? k.name : "(null)");
+    if (gcn_spmm_find(ctx, k.name))
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "spmm_register: a kernel named '%s' exists",
+                         k.name);
+    if (k.device != ctx->device)
+        return GCN_ERROR(ctx, GCN_ERR_DEVICE, "spmm_register: kernel '%s' is for %s, the context "
+                         "runs on %s", k.name, gcn_device_name(k.device),
+                         gcn_device_name(ctx->device));
+    const unsigned all_roles = GCN_SPMM_ROLE_WHOLE | GCN_SPMM_ROLE_INTRA | GCN_SPMM_ROLE_INTER |
+                               GCN_SPMM_ROLE_FUSED;
+    if (!k.supports || !k.plan || !k.run || k.roles == 0 || (k.roles & ~all_roles))
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "spmm_register: kernel '%s' needs supports, "
+                         "plan and run, and roles among GCN_SPMM_ROLE_*", k.name);
+    gcn_spmm_impl **list = realloc(ctx->spmm_user, (size_t)(ctx->n_spmm_user + 1) * sizeof *list);
+    if (!list)
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "spmm_register: out of host memory");
+    ctx->spmm_user = list;
+    user_kernel *u = malloc(sizeof *u);
+    if (!u)
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "spmm_register: out of host memory");
+    snprintf(u->name, sizeof u->name, "%s", k.name);
+    u->impl = k;
+    u->impl.name = u->name;
+    list[ctx->n_spmm_user++] = &u->impl;
+    return GCN_OK;
 }
 
 gcn_status gcn_spmm_set_kernel(gcn_ctx *ctx, const char *name)
@@ -46,7 +115,7 @@ gcn_status gcn_spmm_set_kernel(gcn_ctx *ctx, const char *name)
         return GCN_ERR_INVALID_ARG;
     GCN_ARG(ctx, name);
     if (!gcn_spmm_uses_sites(name)) {
-        const gcn_spmm_impl *impl = gcn_spmm_find(name);
+        const gcn_spmm_impl *impl = gcn_spmm_find(ctx, name);
         if (!impl || impl->device != ctx->device)
             return GCN_ERROR(ctx, GCN_ERR_NOT_FOUND, "spmm kernel '%s' does not exist for %s",
                              name, gcn_device_name(ctx->device));
@@ -115,7 +184,7 @@ static gcn_status spmm_apply(gcn_ctx *ctx, const gcn_csr *a, const float *x, flo
     gcn_prof_category prev = gcn_prof_enter(ctx, GCN_PROF_SPMM);
     gcn_status st = gcn_spmm_uses_sites(ctx->spmm_kernel)
                         ? gcn_spmm_site_apply(ctx, a, x, y, feat, accumulate)
-                        : gcn_spmm_run(ctx, gcn_spmm_find(ctx->spmm_kernel), a, x, y, feat,
+                        : gcn_spmm_run(ctx, gcn_spmm_find(ctx, ctx->spmm_kernel), a, x, y, feat,
                                        accumulate);
     gcn_prof_leave(ctx, prev);
     return st;

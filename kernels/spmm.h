@@ -25,12 +25,16 @@ enum {
     GCN_SPMM_ROLE_FUSED = 8
 };
 
-/* One SpMM implementation.  `plan` does all preprocessing for a matrix and
- * feature width (built once, cached on the matrix, freed with it); `run`
- * computes y = A x (or y += A x when accumulate) with x [n_cols, feat] and
- * y [n_rows, feat] row-major on the implementation's device, and allocates
- * nothing. */
+/* One SpMM implementation, built in or a program's own (gcn_spmm_register).
+ * `supports` says whether it can take a matrix at a width; `plan` does all
+ * preprocessing for a matrix and feature width (built once, cached on the
+ * matrix, freed with it by `free_plan`, which may be NULL when plans are
+ * always NULL); `run` computes y = A x (or y += A x when accumulate) with x
+ * [n_cols, feat] and y [n_rows, feat] row-major on the implementation's
+ * device, in the context's stream (gcn_ctx_stream), and allocates nothing.
+ * The matrix's arrays are gcn_csr_row_ptr and friends. */
 typedef struct gcn_spmm_impl {
+    size_t size;        /* sizeof(gcn_spmm_impl) in the describing build */
     const char *name;
     gcn_device device;
     bool deterministic; /* same bits on every run (no float atomics) */
@@ -44,10 +48,21 @@ typedef struct gcn_spmm_impl {
 
 /* The static table of every implementation built into the library, in
  * order of preference.  Tests and benchmarks loop over it. */
-const gcn_spmm_impl *const *gcn_spmm_registry(int *n_impls);
+GCN_API const gcn_spmm_impl *const *gcn_spmm_registry(int *n_impls);
 
-/* The implementation with this name, or NULL. */
-const gcn_spmm_impl *gcn_spmm_find(const char *name);
+/* Adds a program's own kernel to this context, after the built-in ones:
+ * gcn_spmm_set_kernel can force it by name, plan files can name it, and
+ * the selector times it in the roles it lists exactly like a built-in
+ * kernel (it must compute the same product up to float rounding).  The
+ * description is copied, its name too; the callbacks must stay valid while
+ * the context lives.  The name is 1 to 31 characters of [A-Za-z0-9_-], not
+ * taken by a built-in or an earlier registration; the device must be the
+ * context's; plan, run and supports are required, roles not empty. */
+GCN_API gcn_status gcn_spmm_register(gcn_ctx *ctx, const gcn_spmm_impl *kernel);
+
+/* The implementation with this name among the built-in ones and those
+ * registered on ctx (NULL: the built-in ones only), or NULL. */
+GCN_API const gcn_spmm_impl *gcn_spmm_find(const gcn_ctx *ctx, const char *name);
 
 /* Chooses what gcn_spmm uses on this context:
  *   "auto" (the default): the adaptive selector.  Each call site, a matrix
@@ -66,8 +81,8 @@ const gcn_spmm_impl *gcn_spmm_find(const char *name);
  *     first product when the matrix lacks the level).
  * Unknown kernel names and kernels for another device are
  * GCN_ERR_NOT_FOUND. */
-gcn_status gcn_spmm_set_kernel(gcn_ctx *ctx, const char *name);
-const char *gcn_spmm_kernel(const gcn_ctx *ctx);
+GCN_API gcn_status gcn_spmm_set_kernel(gcn_ctx *ctx, const char *name);
+GCN_API const char *gcn_spmm_kernel(const gcn_ctx *ctx);
 
 /* What a call site of the selector measured and chose. */
 typedef struct gcn_spmm_site_info {
@@ -88,7 +103,7 @@ typedef struct gcn_spmm_site_info {
 
 /* The call sites of a and of its stored transpose, in creation order, at
  * most max of them into out (may be NULL to count); returns their number. */
-int gcn_spmm_sites(const gcn_csr *a, gcn_spmm_site_info *out, int max);
+GCN_API int gcn_spmm_sites(const gcn_csr *a, gcn_spmm_site_info *out, int max);
 
 /* Plan files: the locked choices of the call sites of n matrices (tagged
  * by name, e.g. "gcn" and "raw"), written as text, so a later run skips
@@ -96,32 +111,33 @@ int gcn_spmm_sites(const gcn_csr *a, gcn_spmm_site_info *out, int max);
  * non-zeros and a fingerprint of its structure): a file for another graph
  * is GCN_ERR_FORMAT naming the file and line; then it locks the listed
  * sites.  Sites the file does not list are profiled as usual. */
-gcn_status gcn_spmm_plan_write(gcn_ctx *ctx, const char *path, const gcn_csr *const *mats,
-                               const char *const *tags, int n);
-gcn_status gcn_spmm_plan_read(gcn_ctx *ctx, const char *path, const gcn_csr *const *mats,
-                              const char *const *tags, int n);
+GCN_API gcn_status gcn_spmm_plan_write(gcn_ctx *ctx, const char *path,
+                                       const gcn_csr *const *mats, const char *const *tags,
+                                       int n);
+GCN_API gcn_status gcn_spmm_plan_read(gcn_ctx *ctx, const char *path, const gcn_csr *const *mats,
+                                      const char *const *tags, int n);
 
 /* The same through a stream the caller opened and closes (a memory stream
  * carries one run's choices to the next); `name` labels it in messages. */
-gcn_status gcn_spmm_plan_save(gcn_ctx *ctx, FILE *f, const gcn_csr *const *mats,
-                              const char *const *tags, int n);
-gcn_status gcn_spmm_plan_load(gcn_ctx *ctx, FILE *f, const char *name, const gcn_csr *const *mats,
-                              const char *const *tags, int n);
+GCN_API gcn_status gcn_spmm_plan_save(gcn_ctx *ctx, FILE *f, const gcn_csr *const *mats,
+                                      const char *const *tags, int n);
+GCN_API gcn_status gcn_spmm_plan_load(gcn_ctx *ctx, FILE *f, const char *name,
+                                      const gcn_csr *const *mats, const char *const *tags, int n);
 
 /* Runs one implementation directly, not differentiable: y (+)= A x with
  * raw device pointers.  The plan is built on first use and cached. */
-gcn_status gcn_spmm_run(gcn_ctx *ctx, const gcn_spmm_impl *impl, const gcn_csr *a,
-                        const float *x, float *y, int feat, bool accumulate);
+GCN_API gcn_status gcn_spmm_run(gcn_ctx *ctx, const gcn_spmm_impl *impl, const gcn_csr *a,
+                                const float *x, float *y, int feat, bool accumulate);
 
 /* The differentiable op: a [n, m] CSR, x [m, f] -> out [n, f].  Backward
  * gives dX = A^T dY through the matrix's stored transpose. */
-gcn_status gcn_spmm(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, gcn_tensor **out);
+GCN_API gcn_status gcn_spmm(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, gcn_tensor **out);
 
 /* GIN's aggregation with its self term in one op: a square [n, n], x [n, f]
  * -> out = A x + alpha x.  One output tensor where A x, alpha x and their
  * sum would be three (all kept for backward); dX = A^T dY + alpha dY. */
-gcn_status gcn_spmm_self(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, float alpha,
-                         gcn_tensor **out);
+GCN_API gcn_status gcn_spmm_self(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, float alpha,
+                                 gcn_tensor **out);
 
 #ifdef __cplusplus
 }

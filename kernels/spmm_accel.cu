@@ -200,7 +200,8 @@ static gcn_status accel_plan_create(gcn_ctx *ctx, const gcn_csr *a, int feat, vo
 {
     accel_plan *p = NULL;
     GCN_TRY(gcn_spmm_plan_new(ctx, a, feat, "accel", sizeof *p, plan, (void **)&p));
-    p->params.block_warps = gcn_spmm_knob("GCN_ACCEL_BLOCK_WARPS", 12, 1, 32);
+    p->params.block_warps =
+        gcn_spmm_knob("GCN_ACCEL_BLOCK_WARPS", 12, 1, GCN_MAX_THREADS / GCN_WARP);
     p->params.warp_nzs = gcn_spmm_knob("GCN_ACCEL_WARP_NZS", 32, 1, 1024);
     gcn_status st = GCN_OK;
     if (!p->head.empty) {
@@ -249,16 +250,17 @@ static gcn_status accel_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const fl
     if (threads <= ACCEL_SMALL_BLOCK && l->vec == 1) /* 40 registers: 4 blocks an SM */
         accel_kernel<1, ACCEL_SMALL_BLOCK, 4><<<grid, threads, smem, cs->stream>>>(args);
     else if (l->vec == 4)
-        accel_kernel<4, 1024, 1><<<grid, threads, smem, cs->stream>>>(args);
+        accel_kernel<4, GCN_MAX_THREADS, 1><<<grid, threads, smem, cs->stream>>>(args);
     else if (l->vec == 2)
-        accel_kernel<2, 1024, 1><<<grid, threads, smem, cs->stream>>>(args);
+        accel_kernel<2, GCN_MAX_THREADS, 1><<<grid, threads, smem, cs->stream>>>(args);
     else
-        accel_kernel<1, 1024, 1><<<grid, threads, smem, cs->stream>>>(args);
+        accel_kernel<1, GCN_MAX_THREADS, 1><<<grid, threads, smem, cs->stream>>>(args);
     GCN_LAUNCHED("accel_kernel");
     return GCN_OK;
 }
 
 const gcn_spmm_impl gcn_spmm_accel = {
+    .size = sizeof(gcn_spmm_impl),
     .name = "accel",
     .device = GCN_DEVICE_CUDA,
     .deterministic = false,

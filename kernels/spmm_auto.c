@@ -149,28 +149,33 @@ static bool fits(const gcn_ctx *ctx, const gcn_spmm_site *t, const gcn_spmm_impl
  * to stage, too sparse for dense blocks) is not split at all. */
 static gcn_status add_level(gcn_ctx *ctx, const gcn_csr *a, int level, gcn_spmm_site *t)
 {
-    int n;
-    const gcn_spmm_impl *const *reg = gcn_spmm_registry(&n);
+    int n = gcn_spmm_count(ctx);
     const gcn_csr *view, *intra, *inter;
     const gcn_csr_level *lv = &a->priv->level[level];
     char name[64];
     GCN_TRY(get_view(ctx, a, level, &view));
-    for (int i = 0; i < n; i++)
-        if (fits(ctx, t, reg[i], GCN_SPMM_ROLE_FUSED, view)) {
-            snprintf(name, sizeof name, "%s@%d", reg[i]->name, lv->size);
-            add(t, name, view, reg[i], NULL, NULL);
+    for (int i = 0; i < n; i++) {
+        const gcn_spmm_impl *k = gcn_spmm_at(ctx, i);
+        if (fits(ctx, t, k, GCN_SPMM_ROLE_FUSED, view)) {
+            snprintf(name, sizeof name, "%s@%d", k->name, lv->size);
+            add(t, name, view, k, NULL, NULL);
         }
+    }
     if (ctx->device != GCN_DEVICE_CUDA ||
         !gcn_level_worth_split(lv->part_ptr, lv->n_parts, lv->size, a->nnz, t->feat,
                                GCN_SMEM_BYTES))
         return GCN_OK;
     GCN_TRY(get_split(ctx, a, level, &intra, &inter));
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < n && fits(ctx, t, reg[i], GCN_SPMM_ROLE_INTRA, intra); j++)
-            if (fits(ctx, t, reg[j], GCN_SPMM_ROLE_INTER, inter)) {
-                snprintf(name, sizeof name, "%s+%s@%d", reg[i]->name, reg[j]->name, lv->size);
-                add(t, name, intra, reg[i], inter, reg[j]);
+    for (int i = 0; i < n; i++) {
+        const gcn_spmm_impl *ki = gcn_spmm_at(ctx, i);
+        for (int j = 0; j < n && fits(ctx, t, ki, GCN_SPMM_ROLE_INTRA, intra); j++) {
+            const gcn_spmm_impl *kj = gcn_spmm_at(ctx, j);
+            if (fits(ctx, t, kj, GCN_SPMM_ROLE_INTER, inter)) {
+                snprintf(name, sizeof name, "%s+%s@%d", ki->name, kj->name, lv->size);
+                add(t, name, intra, ki, inter, kj);
             }
+        }
+    }
     return GCN_OK;
 }
 
@@ -178,12 +183,11 @@ static gcn_status add_level(gcn_ctx *ctx, const gcn_csr *a, int level, gcn_spmm_
  * site is named after a level's strategy. */
 static void add_whole(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t)
 {
-    int n;
-    const gcn_spmm_impl *const *reg = gcn_spmm_registry(&n);
+    int n = gcn_spmm_count(ctx);
     const char *named = t->forced ? t->mode : t->only[0] ? t->only : NULL;
     for (int i = 0; i < n && !(named && strchr(named, '@')); i++)
-        if (fits(ctx, t, reg[i], GCN_SPMM_ROLE_WHOLE, a))
-            add(t, reg[i]->name, a, reg[i], NULL, NULL);
+        if (fits(ctx, t, gcn_spmm_at(ctx, i), GCN_SPMM_ROLE_WHOLE, a))
+            add(t, gcn_spmm_at(ctx, i)->name, a, gcn_spmm_at(ctx, i), NULL, NULL);
 }
 
 /* The community levels' candidates; for a named strategy (forced, or from

@@ -15,6 +15,11 @@ extern "C" {
  * with gcn_csr_free, before a. */
 gcn_status gcn_csr_level_view(gcn_ctx *ctx, const gcn_csr *a, int level, gcn_csr **view);
 
+/* The kernels ctx can run, i in [0, gcn_spmm_count(ctx)): the built-in
+ * registry in its order, then the program's registered ones. */
+int gcn_spmm_count(const gcn_ctx *ctx);
+const gcn_spmm_impl *gcn_spmm_at(const gcn_ctx *ctx, int i);
+
 /* The plan for (impl, feat) on a, built and cached on first use. */
 gcn_status gcn_spmm_get_plan(gcn_ctx *ctx, const gcn_spmm_impl *impl, const gcn_csr *a, int feat,
                              void **plan);

@@ -43,6 +43,7 @@ static void cpu_free_plan(void *plan)
 }
 
 const gcn_spmm_impl gcn_spmm_cpu = {
+    .size = sizeof(gcn_spmm_impl),
     .name = "cpu",
     .device = GCN_DEVICE_CPU,
     .deterministic = true,

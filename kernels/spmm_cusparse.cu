@@ -231,6 +231,7 @@ static gcn_status cusparse_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const
 }
 
 const gcn_spmm_impl gcn_spmm_cusparse = {
+    .size = sizeof(gcn_spmm_impl),
     .name = "cusparse",
     .device = GCN_DEVICE_CUDA,
     .deterministic = false,

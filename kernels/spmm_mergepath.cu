@@ -106,16 +106,17 @@ __device__ __forceinline__ void path_sum(const mp_args &a, const float *xt, int 
  * the row began before the worker (then added atomically); the non-zeros
  * of the row it stops inside are added atomically. */
 template <int V>
-__global__ void __launch_bounds__(1024) mergepath_kernel(const __grid_constant__ mp_args a)
+__global__ void __launch_bounds__(GCN_MAX_THREADS)
+    mergepath_kernel(const __grid_constant__ mp_args a)
 {
     int li;
     int64_t w;
-    if (a.lanes <= 32) {
-        const int lane = threadIdx.x & 31, slot = lane / a.lanes;
+    if (a.lanes <= GCN_WARP) {
+        const int lane = threadIdx.x % GCN_WARP, slot = lane / a.lanes;
         if (slot >= a.per_warp)
             return;
         li = lane % a.lanes;
-        w = (int64_t)blockIdx.x * a.per_block + (threadIdx.x >> 5) * a.per_warp + slot;
+        w = (int64_t)blockIdx.x * a.per_block + (threadIdx.x / GCN_WARP) * a.per_warp + slot;
     } else {
         li = threadIdx.x % a.lanes;
         w = (int64_t)blockIdx.x * a.per_block + threadIdx.x / a.lanes;
@@ -162,10 +163,10 @@ static void mergepath_free_plan(void *plan)
 }
 
 /* GCN_MERGEPATH_TILE columns per tile when set (> 0), else all, within what
- * one 1024-thread worker can hold. */
+ * one worker of GCN_MAX_THREADS threads can hold. */
 static gcn_feat_layout choose_layout(int feat, int vec)
 {
-    int widest = 1024 * vec;
+    int widest = GCN_MAX_THREADS * vec;
     int knob = gcn_spmm_knob("GCN_MERGEPATH_TILE", 0, 0, 1 << 30);
     int tile = knob > 0 && knob < widest ? knob : widest;
     return gcn_feat_layout_make(feat, vec, tile);
@@ -175,7 +176,7 @@ static gcn_feat_layout choose_layout(int feat, int vec)
 static int worker_threads(const gcn_feat_layout *l)
 {
     int lanes = gcn_mergepath_lanes(l->vecs);
-    return lanes <= 32 ? 32 / (32 / lanes) : lanes;
+    return lanes <= GCN_WARP ? GCN_WARP / (GCN_WARP / lanes) : lanes;
 }
 
 /* The rows several workers share, gathered from the GPU's per-worker
@@ -267,10 +268,10 @@ static gcn_status mergepath_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, cons
     int which = gcn_spmm_aligned(x, p->lay[0].vec) && gcn_spmm_aligned(y, p->lay[0].vec) ? 0 : 1;
     const gcn_feat_layout *l = &p->lay[which];
     int lanes = gcn_mergepath_lanes(l->vecs);
-    int per_warp = lanes <= 32 ? 32 / lanes : 1;
-    int per_block = lanes <= 32 ? (MP_THREADS / 32) * per_warp
-                                : (MP_THREADS / lanes > 1 ? MP_THREADS / lanes : 1);
-    int threads = lanes <= 32 ? MP_THREADS : per_block * lanes;
+    int per_warp = lanes <= GCN_WARP ? GCN_WARP / lanes : 1;
+    int per_block = lanes <= GCN_WARP ? (MP_THREADS / GCN_WARP) * per_warp
+                                      : (MP_THREADS / lanes > 1 ? MP_THREADS / lanes : 1);
+    int threads = lanes <= GCN_WARP ? MP_THREADS : per_block * lanes;
     mp_args args = {a->row_ptr, a->col_idx, a->values, x, y, p->coord, p->n_workers, feat,
                     l->tile, lanes, per_warp, per_block, accumulate};
     dim3 grid((unsigned)((p->n_workers + per_block - 1) / per_block), (unsigned)l->n_tiles);
@@ -285,6 +286,7 @@ static gcn_status mergepath_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, cons
 }
 
 const gcn_spmm_impl gcn_spmm_mergepath = {
+    .size = sizeof(gcn_spmm_impl),
     .name = "mergepath",
     .device = GCN_DEVICE_CUDA,
     .deterministic = false,

@@ -12,7 +12,7 @@
 #include "spmm_impls.h"
 
 #define RS_THREADS 256
-#define RS_WARPS (RS_THREADS / 32)
+#define RS_WARPS (RS_THREADS / GCN_WARP)
 /* Blocks an SM the register budget must allow (GCN_ROWSPLIT_MINBLOCKS): 3
  * (<= 80 registers) suits groups of 1..8 lanes, whose loads hold many
  * registers; 4 (<= 64, more warps in flight) suits 16- and 32-lane groups
@@ -70,7 +70,7 @@ __global__ void __launch_bounds__(RS_THREADS, MINB)
     rowsplit_kernel(const __grid_constant__ rs_args a)
 {
     const int lane = threadIdx.x & 31;
-    const int64_t warp = (int64_t)blockIdx.x * RS_WARPS + (threadIdx.x >> 5);
+    const int64_t warp = (int64_t)blockIdx.x * RS_WARPS + (threadIdx.x / GCN_WARP);
     const int col0 = (int)blockIdx.y * a.tile;
     const int nvec = min(a.tile, a.feat - col0) / V;
     if (warp < a.n_chunks)
@@ -247,6 +247,7 @@ static gcn_status rowsplit_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const
 }
 
 const gcn_spmm_impl gcn_spmm_rowsplit = {
+    .size = sizeof(gcn_spmm_impl),
     .name = "rowsplit",
     .device = GCN_DEVICE_CUDA,
     .deterministic = true,

@@ -24,9 +24,10 @@ typedef struct gcn_linear {
     gcn_tensor *weight, *bias;
 } gcn_linear;
 
-gcn_status gcn_linear_init(gcn_ctx *ctx, gcn_linear *l, int64_t in, int64_t out, bool bias);
-gcn_status gcn_linear_forward(gcn_ctx *ctx, const gcn_linear *l, gcn_tensor *x, gcn_tensor **y);
-void gcn_linear_release(gcn_linear *l);
+GCN_API gcn_status gcn_linear_init(gcn_ctx *ctx, gcn_linear *l, int64_t in, int64_t out, bool bias);
+GCN_API gcn_status gcn_linear_forward(gcn_ctx *ctx, const gcn_linear *l, gcn_tensor *x,
+                                      gcn_tensor **y);
+GCN_API void gcn_linear_release(gcn_linear *l);
 
 /* BatchNorm1d over rows: gamma 1, beta 0, running mean 0 and variance 1,
  * momentum 0.1, eps 1e-5 (PyTorch's defaults). */
@@ -37,13 +38,13 @@ typedef struct gcn_batchnorm1d {
     gcn_tensor *running_mean, *running_var; /* buffers */
 } gcn_batchnorm1d;
 
-gcn_status gcn_batchnorm1d_init(gcn_ctx *ctx, gcn_batchnorm1d *bn, int64_t feat);
-gcn_status gcn_batchnorm1d_forward(gcn_ctx *ctx, const gcn_batchnorm1d *bn, gcn_tensor *x,
-                                   bool training, gcn_tensor **y);
-void gcn_batchnorm1d_release(gcn_batchnorm1d *bn);
+GCN_API gcn_status gcn_batchnorm1d_init(gcn_ctx *ctx, gcn_batchnorm1d *bn, int64_t feat);
+GCN_API gcn_status gcn_batchnorm1d_forward(gcn_ctx *ctx, const gcn_batchnorm1d *bn,
+                                           gcn_tensor *x, bool training, gcn_tensor **y);
+GCN_API void gcn_batchnorm1d_release(gcn_batchnorm1d *bn);
 
 /* y = act(x) (ELU with alpha 1); the identity hands back a new reference to x itself. */
-gcn_status gcn_activate(gcn_ctx *ctx, gcn_activation act, gcn_tensor *x, gcn_tensor **y);
+GCN_API gcn_status gcn_activate(gcn_ctx *ctx, gcn_activation act, gcn_tensor *x, gcn_tensor **y);
 
 typedef enum gcn_conv_order {
     GCN_ORDER_AUTO = 0,        /* aggregate first when in < out or the input is cached,
@@ -66,24 +67,25 @@ typedef struct gcn_gcn_conv {
     const gcn_csr *cached_adj;
 } gcn_gcn_conv;
 
-gcn_status gcn_gcn_conv_init(gcn_ctx *ctx, gcn_gcn_conv *conv, int64_t in, int64_t out,
-                             bool bias);
+GCN_API gcn_status gcn_gcn_conv_init(gcn_ctx *ctx, gcn_gcn_conv *conv, int64_t in, int64_t out,
+                                     bool bias);
 /* Whether the layer aggregates before transforming (resolves AUTO). */
-bool gcn_gcn_conv_aggregates_first(const gcn_gcn_conv *conv);
-gcn_status gcn_gcn_conv_forward(gcn_ctx *ctx, gcn_gcn_conv *conv, const gcn_csr *adj,
-                                gcn_tensor *x, gcn_tensor **y);
+GCN_API bool gcn_gcn_conv_aggregates_first(const gcn_gcn_conv *conv);
+GCN_API gcn_status gcn_gcn_conv_forward(gcn_ctx *ctx, gcn_gcn_conv *conv, const gcn_csr *adj,
+                                        gcn_tensor *x, gcn_tensor **y);
 /* y = A x W without the bias, for a caller that adds conv->lin.bias in the
  * op that follows (gcn_apply_epilogue), saving a pass over y. */
-gcn_status gcn_gcn_conv_forward_nobias(gcn_ctx *ctx, gcn_gcn_conv *conv, const gcn_csr *adj,
-                                       gcn_tensor *x, gcn_tensor **y);
+GCN_API gcn_status gcn_gcn_conv_forward_nobias(gcn_ctx *ctx, gcn_gcn_conv *conv,
+                                               const gcn_csr *adj, gcn_tensor *x, gcn_tensor **y);
 /* gcn_gcn_conv_forward_nobias of gcn_apply_epilogue(x, in, training) for a
  * layer that transforms first, with the epilogue fused into the product
  * with W (gcn_epilogue_matmul), so that its output is not kept for
  * backward.  GCN_ERR_STATE for a layer that aggregates first. */
-gcn_status gcn_gcn_conv_forward_after(gcn_ctx *ctx, gcn_gcn_conv *conv, const gcn_csr *adj,
-                                      gcn_tensor *x, const gcn_epilogue *in, bool training,
-                                      gcn_tensor **y);
-void gcn_gcn_conv_release(gcn_gcn_conv *conv);
+GCN_API gcn_status gcn_gcn_conv_forward_after(gcn_ctx *ctx, gcn_gcn_conv *conv,
+                                              const gcn_csr *adj, gcn_tensor *x,
+                                              const gcn_epilogue *in, bool training,
+                                              gcn_tensor **y);
+GCN_API void gcn_gcn_conv_release(gcn_gcn_conv *conv);
 
 /* GINConv (Xu et al.): y = MLP((1 + eps) x + sum_{j in N(i)} x_j) with adj
  * the unnormalised adjacency without self-loops and MLP = Linear ->
@@ -98,22 +100,23 @@ typedef struct gcn_gin_conv {
     bool train_eps;
 } gcn_gin_conv;
 
-gcn_status gcn_gin_conv_init(gcn_ctx *ctx, gcn_gin_conv *conv, int64_t in, int64_t hidden,
-                             int64_t out, float eps, bool train_eps);
-gcn_status gcn_gin_conv_forward(gcn_ctx *ctx, const gcn_gin_conv *conv, const gcn_csr *adj,
-                                gcn_tensor *x, bool training, gcn_tensor **y);
+GCN_API gcn_status gcn_gin_conv_init(gcn_ctx *ctx, gcn_gin_conv *conv, int64_t in,
+                                     int64_t hidden, int64_t out, float eps, bool train_eps);
+GCN_API gcn_status gcn_gin_conv_forward(gcn_ctx *ctx, const gcn_gin_conv *conv,
+                                        const gcn_csr *adj, gcn_tensor *x, bool training,
+                                        gcn_tensor **y);
 /* The same without the MLP's last bias (conv->lin2.bias), for the caller to
  * add in the op that follows. */
-gcn_status gcn_gin_conv_forward_nobias(gcn_ctx *ctx, const gcn_gin_conv *conv,
-                                       const gcn_csr *adj, gcn_tensor *x, bool training,
-                                       gcn_tensor **y);
-void gcn_gin_conv_release(gcn_gin_conv *conv);
+GCN_API gcn_status gcn_gin_conv_forward_nobias(gcn_ctx *ctx, const gcn_gin_conv *conv,
+                                               const gcn_csr *adj, gcn_tensor *x, bool training,
+                                               gcn_tensor **y);
+GCN_API void gcn_gin_conv_release(gcn_gin_conv *conv);
 
 /* Appends the layer's trainable tensors to params (room for
  * GCN_LAYER_MAX_PARAMS) and returns how many; borrowed references. */
-int gcn_linear_params(const gcn_linear *l, gcn_tensor **params);
-int gcn_batchnorm1d_params(const gcn_batchnorm1d *bn, gcn_tensor **params);
-int gcn_gin_conv_params(const gcn_gin_conv *conv, gcn_tensor **params);
+GCN_API int gcn_linear_params(const gcn_linear *l, gcn_tensor **params);
+GCN_API int gcn_batchnorm1d_params(const gcn_batchnorm1d *bn, gcn_tensor **params);
+GCN_API int gcn_gin_conv_params(const gcn_gin_conv *conv, gcn_tensor **params);
 
 #ifdef __cplusplus
 }

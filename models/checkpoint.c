@@ -199,7 +199,7 @@ gcn_status gcn_trainer_load(gcn_ctx *ctx, gcn_trainer *tr, const char *path)
             goto cleanup;
         }
         if (bytes > 0)
-            GCN_CHECK(ctx->be->upload(ctx, gcn_tensor_data(list[i]), buf + off, bytes));
+            GCN_CHECK(gcn_tensor_copy_from_host(ctx, list[i], (const float *)(buf + off)));
         off += bytes;
     }
     tr->epoch = h.epoch;

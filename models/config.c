@@ -71,6 +71,24 @@ static gcn_status get_int(parser *p, const cJSON *v, const char *path, double lo
     return GCN_OK;
 }
 
+static gcn_status get_float(parser *p, const cJSON *v, const char *path, double lo, double hi,
+                            bool hi_open, const char *range, float *out)
+{
+    double d = 0.0;
+    GCN_TRY(get_number(p, v, path, lo, hi, hi_open, range, &d));
+    *out = (float)d;
+    return GCN_OK;
+}
+
+/* A count in [1, hi]. */
+static gcn_status get_count(parser *p, const cJSON *v, const char *path, double hi, int *out)
+{
+    int64_t i = 0;
+    GCN_TRY(get_int(p, v, path, 1, hi, &i));
+    *out = (int)i;
+    return GCN_OK;
+}
+
 static gcn_status get_bool(parser *p, const cJSON *v, const char *path, bool *out)
 {
     if (!cJSON_IsBool(v))
@@ -241,26 +259,26 @@ static gcn_status parse_optimizer(parser *p, const cJSON *obj, gcn_optim_opts *o
         char path[96];
         snprintf(path, sizeof path, "optimizer.%s", v->string);
         const char *k = v->string;
-        double d = 0.0;
         if (!strcmp(k, "type"))
             continue;
-        if (!strcmp(k, "lr") || !strcmp(k, "weight_decay") || !strcmp(k, "momentum") ||
-            !strcmp(k, "dampening")) {
-            GCN_TRY(get_number(p, v, path, 0, 10, false, "[0, 10]", &d));
-            float *f = !strcmp(k, "lr") ? &o->lr : !strcmp(k, "weight_decay") ? &o->weight_decay
-                     : !strcmp(k, "momentum") ? &o->momentum : &o->dampening;
-            *f = (float)d;
-        } else if (!strcmp(k, "beta1") || !strcmp(k, "beta2")) {
-            GCN_TRY(get_number(p, v, path, 0, 1, true, "[0, 1)", &d));
-            *(k[4] == '1' ? &o->beta1 : &o->beta2) = (float)d;
-        } else if (!strcmp(k, "eps")) {
-            GCN_TRY(get_number(p, v, path, 0, 1, false, "[0, 1]", &d));
-            o->eps = (float)d;
-        } else if (!strcmp(k, "nesterov")) {
+        if (!strcmp(k, "lr"))
+            GCN_TRY(get_float(p, v, path, 0, 10, false, "[0, 10]", &o->lr));
+        else if (!strcmp(k, "weight_decay"))
+            GCN_TRY(get_float(p, v, path, 0, 10, false, "[0, 10]", &o->weight_decay));
+        else if (!strcmp(k, "momentum"))
+            GCN_TRY(get_float(p, v, path, 0, 10, false, "[0, 10]", &o->momentum));
+        else if (!strcmp(k, "dampening"))
+            GCN_TRY(get_float(p, v, path, 0, 10, false, "[0, 10]", &o->dampening));
+        else if (!strcmp(k, "beta1"))
+            GCN_TRY(get_float(p, v, path, 0, 1, true, "[0, 1)", &o->beta1));
+        else if (!strcmp(k, "beta2"))
+            GCN_TRY(get_float(p, v, path, 0, 1, true, "[0, 1)", &o->beta2));
+        else if (!strcmp(k, "eps"))
+            GCN_TRY(get_float(p, v, path, 0, 1, false, "[0, 1]", &o->eps));
+        else if (!strcmp(k, "nesterov"))
             GCN_TRY(get_bool(p, v, path, &o->nesterov));
-        } else {
+        else
             return fail(p, path, "unknown key");
-        }
     }
     if (o->kind != GCN_OPTIM_SGD && (o->momentum != 0 || o->dampening != 0 || o->nesterov))
         return fail(p, "optimizer", "momentum, dampening and nesterov apply to sgd only");
@@ -332,7 +350,7 @@ static gcn_status parse_reorder(parser *p, const cJSON *v, char *out, size_t siz
         if (!strcmp(k->string, "method")) {
             GCN_TRY(get_choice(p, k, path, reorder_methods, 4, &method));
         } else if (!strcmp(k->string, "part_size") || !strcmp(k->string, "part_sizes")) {
-            bool list = k->string[9] == 's';
+            bool list = !strcmp(k->string, "part_sizes");
             if (list != cJSON_IsArray(k) || n > 0)
                 return fail(p, path, list ? "expected an array of integers" : "expected an integer");
             const cJSON *e = list ? k->child : k;
@@ -375,11 +393,10 @@ static gcn_status parse_top_key(parser *p, const cJSON *v, gcn_model_config *cfg
         return parse_optimizer(p, v, &cfg->optim);
     if (!strcmp(k, "dataset"))
         return parse_dataset(p, v, cfg);
-    if (!strcmp(k, "epochs") || !strcmp(k, "runs")) {
-        GCN_TRY(get_int(p, v, k, 1, k[0] == 'e' ? 1e7 : 1000, &i));
-        *(k[0] == 'e' ? &cfg->epochs : &cfg->runs) = (int)i;
-        return GCN_OK;
-    }
+    if (!strcmp(k, "epochs"))
+        return get_count(p, v, k, 1e7, &cfg->epochs);
+    if (!strcmp(k, "runs"))
+        return get_count(p, v, k, 1000, &cfg->runs);
     if (!strcmp(k, "seed")) {
         GCN_TRY(get_int(p, v, k, 0, 9007199254740991.0, &i));
         cfg->seed = (uint64_t)i;

@@ -64,25 +64,25 @@ typedef struct gcn_model_config {
 /* Every field at its default: no layers, Adam lr 0.01, 200 epochs, 1 run,
  * seed 0, device auto, fp32, spmm auto, CUDA graphs on, reorder auto, root
  * "data", features "file". */
-gcn_model_config gcn_model_config_default(void);
+GCN_API gcn_model_config gcn_model_config_default(void);
 
 /* Reads and validates a configuration.  On failure returns GCN_ERR_IO or
  * GCN_ERR_FORMAT and writes one line naming the file and the key path (or
  * line) into err:  "models/x.json: layers[2].dropout: expected a number in
  * [0, 1)". */
-gcn_status gcn_model_config_load(gcn_model_config *cfg, const char *path, char *err,
-                                 size_t err_size);
+GCN_API gcn_status gcn_model_config_load(gcn_model_config *cfg, const char *path, char *err,
+                                         size_t err_size);
 
 /* The same from a string; `source` names it in messages. */
-gcn_status gcn_model_config_parse(gcn_model_config *cfg, const char *json, const char *source,
-                                  char *err, size_t err_size);
+GCN_API gcn_status gcn_model_config_parse(gcn_model_config *cfg, const char *json,
+                                          const char *source, char *err, size_t err_size);
 
 /* CRC-32 of the architecture (layers and their widths), stored in
  * checkpoints so a resume refuses a different model. */
-uint32_t gcn_model_config_hash(const gcn_model_config *cfg);
+GCN_API uint32_t gcn_model_config_hash(const gcn_model_config *cfg);
 
 /* One line per layer, e.g. "gcn 256 batchnorm relu dropout 0.5". */
-int gcn_model_config_describe(const gcn_model_config *cfg, char *buf, size_t size);
+GCN_API int gcn_model_config_describe(const gcn_model_config *cfg, char *buf, size_t size);
 
 #ifdef __cplusplus
 }

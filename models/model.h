@@ -17,33 +17,33 @@ typedef struct gcn_model gcn_model;
 /* Builds the layers for in_feat input features and n_classes outputs,
  * initialising weights from the context's GCN_RNG_INIT stream.  The
  * configuration is copied.  Caller frees with gcn_model_free. */
-gcn_status gcn_model_create(gcn_ctx *ctx, gcn_model **out, const gcn_model_config *cfg,
-                            int64_t in_feat, int64_t n_classes);
+GCN_API gcn_status gcn_model_create(gcn_ctx *ctx, gcn_model **out, const gcn_model_config *cfg,
+                                    int64_t in_feat, int64_t n_classes);
 
 /* Whether some layer aggregates over the normalised (GCN) or the raw (GIN)
  * adjacency; forward needs those matrices. */
-bool gcn_model_uses_gcn_adj(const gcn_model *m);
-bool gcn_model_uses_raw_adj(const gcn_model *m);
+GCN_API bool gcn_model_uses_gcn_adj(const gcn_model *m);
+GCN_API bool gcn_model_uses_raw_adj(const gcn_model *m);
 
 /* logits [n, n_classes] from x [n, in_feat].  adj_gcn is D^-1/2 (A+I) D^-1/2
  * and adj_raw the unnormalised adjacency; either may be NULL when no layer
  * uses it.  training enables dropout and batch statistics. */
-gcn_status gcn_model_forward(gcn_ctx *ctx, gcn_model *m, const gcn_csr *adj_gcn,
-                             const gcn_csr *adj_raw, gcn_tensor *x, bool training,
-                             gcn_tensor **logits);
+GCN_API gcn_status gcn_model_forward(gcn_ctx *ctx, gcn_model *m, const gcn_csr *adj_gcn,
+                                     const gcn_csr *adj_raw, gcn_tensor *x, bool training,
+                                     gcn_tensor **logits);
 
 /* The trainable tensors (borrowed) and each one's weight decay (the layer's
  * own, or the optimiser's when the layer sets none); returns the count.
  * out and weight_decay may be NULL to count only. */
-int gcn_model_params(const gcn_model *m, gcn_tensor **out, float *weight_decay);
+GCN_API int gcn_model_params(const gcn_model *m, gcn_tensor **out, float *weight_decay);
 
 /* Non-trainable state saved in checkpoints (batch-norm running statistics). */
-int gcn_model_buffers(const gcn_model *m, gcn_tensor **out);
+GCN_API int gcn_model_buffers(const gcn_model *m, gcn_tensor **out);
 
 /* Number of trainable scalars. */
-int64_t gcn_model_param_count(const gcn_model *m);
+GCN_API int64_t gcn_model_param_count(const gcn_model *m);
 
-void gcn_model_free(gcn_model **m);
+GCN_API void gcn_model_free(gcn_model **m);
 
 #ifdef __cplusplus
 }

@@ -18,20 +18,20 @@ extern "C" {
  * "reorder", "root" or "features" (the strings the loaders check when they use them).  On a bad
  * key or value returns GCN_ERR_INVALID_ARG and writes one line naming both
  * into err. */
-gcn_status gcn_model_config_set(gcn_model_config *cfg, const char *key, const char *value,
-                                char *err, size_t err_size);
+GCN_API gcn_status gcn_model_config_set(gcn_model_config *cfg, const char *key,
+                                        const char *value, char *err, size_t err_size);
 
 /* The context options of the configuration: its device, seed and precision
  * over *opts (the other fields stay as they are).  GCN_ERR_INVALID_ARG for a
  * device string gcn_device_parse refuses. */
-gcn_status gcn_model_config_ctx_opts(const gcn_model_config *cfg, gcn_ctx_opts *opts);
+GCN_API gcn_status gcn_model_config_ctx_opts(const gcn_model_config *cfg, gcn_ctx_opts *opts);
 
 /* Loads the dataset spec (gcn_dataset_load) as the configuration says: its
  * root, substitute features and feature normalisation, its reordering ("auto"
  * is METIS on a CUDA context and none on the CPU), with the context's random
  * streams seeded from its data seed.  Caller frees. */
-gcn_status gcn_model_config_load_dataset(gcn_ctx *ctx, const gcn_model_config *cfg,
-                                         const char *spec, gcn_dataset **ds);
+GCN_API gcn_status gcn_model_config_load_dataset(gcn_ctx *ctx, const gcn_model_config *cfg,
+                                                 const char *spec, gcn_dataset **ds);
 
 #ifdef __cplusplus
 }

@@ -32,8 +32,8 @@ typedef struct gcn_trainer gcn_trainer;
  * matrices the model needs, the model (from the context's GCN_RNG_INIT
  * stream) and one optimiser per weight-decay group.  The dataset must have
  * features, labels and a non-empty training list.  Caller frees. */
-gcn_status gcn_trainer_create(gcn_ctx *ctx, gcn_trainer **out, const gcn_model_config *cfg,
-                              const gcn_dataset *ds);
+GCN_API gcn_status gcn_trainer_create(gcn_ctx *ctx, gcn_trainer **out,
+                                      const gcn_model_config *cfg, const gcn_dataset *ds);
 
 /* One optimisation step on the training rows, then accuracies of every
  * split in evaluation mode.  A non-finite loss stops with GCN_ERR_NUMERIC
@@ -48,17 +48,17 @@ gcn_status gcn_trainer_create(gcn_ctx *ctx, gcn_trainer **out, const gcn_model_c
  * Epochs run launch by launch while the context is profiling.  When the
  * capture fails the trainer logs why, runs that epoch launch by launch and
  * never captures again. */
-gcn_status gcn_trainer_epoch(gcn_ctx *ctx, gcn_trainer *tr, gcn_epoch_stats *stats);
+GCN_API gcn_status gcn_trainer_epoch(gcn_ctx *ctx, gcn_trainer *tr, gcn_epoch_stats *stats);
 
 /* The epoch with the best validation accuracy so far (the first of ties). */
-void gcn_trainer_best(const gcn_trainer *tr, gcn_train_best *best);
-int gcn_trainer_epochs_done(const gcn_trainer *tr);
-const gcn_model *gcn_trainer_model(const gcn_trainer *tr);
+GCN_API void gcn_trainer_best(const gcn_trainer *tr, gcn_train_best *best);
+GCN_API int gcn_trainer_epochs_done(const gcn_trainer *tr);
+GCN_API const gcn_model *gcn_trainer_model(const gcn_trainer *tr);
 
 /* Whether every SpMM call site of the trainer's matrices has locked its
  * kernel (the selector's profiling is over); a site called once, which never
  * profiles, counts as locked. */
-bool gcn_trainer_spmm_locked(const gcn_trainer *tr);
+GCN_API bool gcn_trainer_spmm_locked(const gcn_trainer *tr);
 
 /* Device memory the trainer holds from its creation on, in bytes: data,
  * params and optimizer are the growth of the context's in_use over each
@@ -72,20 +72,20 @@ typedef struct gcn_train_memory {
                        * backward to the next step's zero_grad */
 } gcn_train_memory;
 
-void gcn_trainer_memory(const gcn_trainer *tr, gcn_train_memory *mem);
+GCN_API void gcn_trainer_memory(const gcn_trainer *tr, gcn_train_memory *mem);
 
 /* The adjacency matrix of that kind on the device, or NULL when no layer
  * multiplies it (for the selector's report and plan files). */
-const gcn_csr *gcn_trainer_adjacency(const gcn_trainer *tr, gcn_adjacency kind);
+GCN_API const gcn_csr *gcn_trainer_adjacency(const gcn_trainer *tr, gcn_adjacency kind);
 
 /* Checkpoints: parameters, batch-norm statistics, optimiser state, epoch,
  * best-so-far, random-stream offsets and the model's configuration hash,
  * with a CRC-32; written to a temporary file and renamed into place.
  * Loading refuses a file for another architecture or a damaged one. */
-gcn_status gcn_trainer_save(gcn_ctx *ctx, const gcn_trainer *tr, const char *path);
-gcn_status gcn_trainer_load(gcn_ctx *ctx, gcn_trainer *tr, const char *path);
+GCN_API gcn_status gcn_trainer_save(gcn_ctx *ctx, const gcn_trainer *tr, const char *path);
+GCN_API gcn_status gcn_trainer_load(gcn_ctx *ctx, gcn_trainer *tr, const char *path);
 
-void gcn_trainer_free(gcn_trainer **tr);
+GCN_API void gcn_trainer_free(gcn_trainer **tr);
 
 #ifdef __cplusplus
 }

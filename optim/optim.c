@@ -9,8 +9,7 @@
 
 gcn_optim_opts gcn_optim_default_opts(gcn_optim_kind kind)
 {
-    gcn_optim_opts o = {0};
-    o.kind = kind;
+    gcn_optim_opts o = {.size = sizeof o, .kind = kind};
     o.lr = kind == GCN_OPTIM_SGD ? 0.01f : 1e-3f;
     o.beta1 = 0.9f;
     o.beta2 = 0.999f;
@@ -97,12 +96,15 @@ static gcn_status alloc_step_state(gcn_ctx *ctx, gcn_optim *o)
 }
 
 gcn_status gcn_optim_create(gcn_ctx *ctx, gcn_optim **out, gcn_tensor *const *params,
-                            int n_params, const gcn_optim_opts *opts)
+                            int n_params, const gcn_optim_opts *caller_opts)
 {
     if (!ctx)
         return GCN_ERR_INVALID_ARG;
-    GCN_ARG(ctx, out && opts && n_params >= 0 && (params || n_params == 0));
+    GCN_ARG(ctx, out && caller_opts && n_params >= 0 && (params || n_params == 0));
     *out = NULL;
+    gcn_optim_opts def = gcn_optim_default_opts(GCN_OPTIM_ADAM), oo;
+    GCN_TRY(gcn_struct_import(ctx, "gcn_optim_opts", &oo, &def, sizeof oo, caller_opts));
+    const gcn_optim_opts *opts = &oo;
     GCN_TRY(check_opts(ctx, opts));
     for (int i = 0; i < n_params; i++)
         GCN_TRY(gcn_check_tensor(ctx, params[i], "parameter"));

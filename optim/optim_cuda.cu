@@ -10,11 +10,11 @@
  * intrinsics (IEEE, correctly rounded, as on the host), so both backends
  * produce the same bits. */
 
-#define OPTIM_THREADS 256
-/* The most blocks one tensor gets in an update launch: 1024 blocks of 256
- * threads fill an H100 (132 SMs x 2048 threads) twice over; a larger tensor
- * is covered by striding, so any size is supported and a launch of
- * GCN_OPTIM_LAUNCH_TENSORS tensors stays far below the grid limit. */
+/* The most blocks one tensor gets in an update launch: 1024 blocks of
+ * GCN_THREADS (256) threads fill an H100 (132 SMs x 2048 threads) twice
+ * over; a larger tensor is covered by striding, so any size is supported
+ * and a launch of GCN_OPTIM_LAUNCH_TENSORS tensors stays far below the grid
+ * limit. */
 #define OPTIM_TENSOR_BLOCKS 1024
 
 /* The update kernels' arguments must fit the 4 KiB every CUDA device takes. */
@@ -120,7 +120,7 @@ __global__ void step_advance_kernel(gcn_optim_step_state s, float beta1, float b
  * still marks its slot (its step counts, as in PyTorch). */
 static uint32_t tensor_blocks(int64_t n)
 {
-    int64_t blocks = (n + OPTIM_THREADS - 1) / OPTIM_THREADS;
+    int64_t blocks = (n + GCN_THREADS - 1) / GCN_THREADS;
     return (uint32_t)(blocks < 1 ? 1 : blocks < OPTIM_TENSOR_BLOCKS ? blocks : OPTIM_TENSOR_BLOCKS);
 }
 
@@ -139,10 +139,10 @@ gcn_status gcn_optim_cuda_update(gcn_ctx *ctx, gcn_optim_kind kind, const gcn_op
     }
     lb.first_block[lb.n_tensors] = blocks;
     if (kind == GCN_OPTIM_SGD) {
-        sgd_kernel<<<blocks, OPTIM_THREADS, 0, cs->stream>>>(lb, *h, *s);
+        sgd_kernel<<<blocks, GCN_THREADS, 0, cs->stream>>>(lb, *h, *s);
         GCN_LAUNCHED("sgd_kernel");
     } else {
-        adam_kernel<<<blocks, OPTIM_THREADS, 0, cs->stream>>>(lb, *h, *s);
+        adam_kernel<<<blocks, GCN_THREADS, 0, cs->stream>>>(lb, *h, *s);
         GCN_LAUNCHED("adam_kernel");
     }
     return GCN_OK;
@@ -155,8 +155,8 @@ gcn_status gcn_optim_cuda_advance(gcn_ctx *ctx, const gcn_optim_hparams *h,
     GCN_TRY(gcn_cuda_begin(ctx, &cs));
     if (s->n_params <= 0)
         return GCN_OK;
-    unsigned blocks = (unsigned)((s->n_params + OPTIM_THREADS - 1) / OPTIM_THREADS);
-    step_advance_kernel<<<blocks, OPTIM_THREADS, 0, cs->stream>>>(*s, h->beta1, h->beta2);
+    unsigned blocks = (unsigned)((s->n_params + GCN_THREADS - 1) / GCN_THREADS);
+    step_advance_kernel<<<blocks, GCN_THREADS, 0, cs->stream>>>(*s, h->beta1, h->beta2);
     GCN_LAUNCHED("step_advance_kernel");
     return GCN_OK;
 }

@@ -74,14 +74,13 @@ typedef struct gcn_optim_batch {
  * any number of parameters.  Divisions and square roots are IEEE
  * (correctly rounded) on both devices and the per-element arithmetic runs
  * in the same order, so CPU and GPU produce the same bits. */
-gcn_status gcn_optim_cpu_update(gcn_ctx *ctx, gcn_optim_kind kind, const gcn_optim_hparams *h,
-                                const gcn_optim_step_state *s, const gcn_optim_batch *b);
-gcn_status gcn_optim_cpu_advance(gcn_ctx *ctx, const gcn_optim_hparams *h,
-                                 const gcn_optim_step_state *s);
-gcn_status gcn_optim_cuda_update(gcn_ctx *ctx, gcn_optim_kind kind, const gcn_optim_hparams *h,
-                                 const gcn_optim_step_state *s, const gcn_optim_batch *b);
-gcn_status gcn_optim_cuda_advance(gcn_ctx *ctx, const gcn_optim_hparams *h,
-                                  const gcn_optim_step_state *s);
+typedef gcn_status gcn_optim_update_fn(gcn_ctx *ctx, gcn_optim_kind kind,
+                                       const gcn_optim_hparams *h, const gcn_optim_step_state *s,
+                                       const gcn_optim_batch *b);
+typedef gcn_status gcn_optim_advance_fn(gcn_ctx *ctx, const gcn_optim_hparams *h,
+                                        const gcn_optim_step_state *s);
+gcn_optim_update_fn gcn_optim_cpu_update, gcn_optim_cuda_update;
+gcn_optim_advance_fn gcn_optim_cpu_advance, gcn_optim_cuda_advance;
 
 struct gcn_optim {
     gcn_optim_opts opts;

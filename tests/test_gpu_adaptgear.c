@@ -120,10 +120,10 @@ static void check_communities(const hmat *m, int32_t n_parts, const int32_t *par
     gcn_csr *a = upload(g.gpu, m, n_parts, part_ptr), *intra = NULL, *inter = NULL, *view = NULL;
     cr_assert_eq(gcn_csr_split(g.gpu, a, 0, &intra, &inter), GCN_OK, "%s", gcn_last_error(g.gpu));
     cr_assert_eq(gcn_csr_level_view(g.gpu, a, 0, &view), GCN_OK);
-    const gcn_spmm_impl *smem = gcn_spmm_find("intra_smem");
+    const gcn_spmm_impl *smem = gcn_spmm_find(NULL, "intra_smem");
     cr_assert(smem->supports(intra, 64), "intra_smem must take the intra part");
     cr_assert_eq(smem->supports(view, 64), expect_fused);
-    cr_assert(gcn_spmm_find("inter_csr")->supports(inter, 64));
+    cr_assert(gcn_spmm_find(NULL, "inter_csr")->supports(inter, 64));
     cr_assert_gt(check_part(g.gpu, view, "level view"), 0);
     cr_assert_gt(check_part(g.gpu, intra, "intra part"), 0);
     cr_assert_gt(check_part(g.gpu, inter, "inter part"), 0);
@@ -253,7 +253,7 @@ Test(gpu_adaptgear, dense_blocks)
     gpu_pair g = gpu_pair_open(72, false);
     gcn_csr *a = upload(g.gpu, &m, n_parts, part_ptr), *intra = NULL, *inter = NULL;
     cr_assert_eq(gcn_csr_split(g.gpu, a, 0, &intra, &inter), GCN_OK);
-    const gcn_spmm_impl *dense = gcn_spmm_find("intra_dense");
+    const gcn_spmm_impl *dense = gcn_spmm_find(NULL, "intra_dense");
     cr_assert(dense->supports(intra, 1));
     cr_assert_not(dense->supports(inter, 1), "the inter part is not block diagonal");
     hmat h = mat_download(g.gpu, intra);

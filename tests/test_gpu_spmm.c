@@ -108,7 +108,7 @@ static gcn_csr *upload_mat(gcn_ctx *ctx, const host_mat *m)
 
 static const gcn_spmm_impl *cpu_reference(void)
 {
-    const gcn_spmm_impl *ref = gcn_spmm_find("cpu");
+    const gcn_spmm_impl *ref = gcn_spmm_find(NULL, "cpu");
     cr_assert_not_null(ref, "the registry has no cpu reference kernel");
     return ref;
 }
@@ -227,7 +227,7 @@ Test(gpu_spmm, kernels_match_cpu)
 Test(gpu_spmm, cusparse_registered)
 {
     GPU_REQUIRED();
-    const gcn_spmm_impl *impl = gcn_spmm_find("cusparse");
+    const gcn_spmm_impl *impl = gcn_spmm_find(NULL, "cusparse");
     cr_assert_not_null(impl);
     cr_assert_eq(impl->device, GCN_DEVICE_CUDA);
     cr_assert_not(impl->deterministic, "cuSPARSE adds the parts of long rows atomically");

@@ -177,7 +177,7 @@ Test(gpu_spmm_kernels, wide_features)
 Test(gpu_spmm_kernels, accel_f250)
 {
     GPU_REQUIRED();
-    const gcn_spmm_impl *accel = gcn_spmm_find("accel");
+    const gcn_spmm_impl *accel = gcn_spmm_find(NULL, "accel");
     cr_assert_not_null(accel);
     hmat m = degree_patterns();
     gpu_pair g = gpu_pair_open(62, false);

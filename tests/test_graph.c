@@ -204,8 +204,8 @@ Test(graph, upload_round_trip)
     cr_assert_eq(gcn_graph_gcn_norm(ctx, g, &a), GCN_OK);
     gcn_csr *csr = NULL;
     cr_assert_eq(gcn_graph_to_csr(ctx, a, &csr), GCN_OK, "%s", gcn_last_error(ctx));
-    cr_assert_eq(csr->n_rows, 3);
-    cr_assert_eq(csr->nnz, a->nnz);
+    cr_assert_eq(gcn_csr_rows(csr), 3);
+    cr_assert_eq(gcn_csr_nnz(csr), a->nnz);
     int32_t rp[4], ci[7];
     float v[7];
     cr_assert_eq(gcn_csr_to_host(ctx, csr, rp, ci, v), GCN_OK);

@@ -118,6 +118,33 @@ Test(models, cuda_graph_switch)
     cr_assert_str_eq(err, "cuda_graph 'maybe': expected on or off");
 }
 
+/* Each key lands in its own field (none is told apart by one character). */
+Test(models, config_keys_set_their_fields)
+{
+    gcn_model_config cfg;
+    char err[256] = "";
+    cr_assert_eq(gcn_model_config_parse(&cfg,
+                                        "{" LAYERS ", \"epochs\": 7, \"runs\": 3, \"optimizer\": "
+                                        "{\"type\": \"sgd\", \"lr\": 0.5, \"weight_decay\": 0.25, "
+                                        "\"momentum\": 0.75, \"dampening\": 0.125}}",
+                                        "t.json", err, sizeof err),
+                 GCN_OK, "%s", err);
+    cr_assert_eq(cfg.epochs, 7);
+    cr_assert_eq(cfg.runs, 3);
+    cr_assert_eq(cfg.optim.lr, 0.5f);
+    cr_assert_eq(cfg.optim.weight_decay, 0.25f);
+    cr_assert_eq(cfg.optim.momentum, 0.75f);
+    cr_assert_eq(cfg.optim.dampening, 0.125f);
+    cr_assert_eq(gcn_model_config_parse(&cfg,
+                                        "{" LAYERS ", \"optimizer\": {\"type\": \"adam\", "
+                                        "\"beta1\": 0.5, \"beta2\": 0.75, \"eps\": 0.25}}",
+                                        "t.json", err, sizeof err),
+                 GCN_OK, "%s", err);
+    cr_assert_eq(cfg.optim.beta1, 0.5f);
+    cr_assert_eq(cfg.optim.beta2, 0.75f);
+    cr_assert_eq(cfg.optim.eps, 0.25f);
+}
+
 Test(models, shipped_configs_load)
 {
     const char *files[] = {"models/gcn.json", "models/gcn-cora.json", "models/gin.json",

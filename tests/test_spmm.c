@@ -12,24 +12,29 @@ Test(spmm, registry_has_cpu_and_kernel_choice_is_checked)
     int n = 0;
     const gcn_spmm_impl *const *reg = gcn_spmm_registry(&n);
     cr_assert_geq(n, 1);
-    cr_assert_eq(gcn_spmm_find("cpu"), reg[0]);
-    cr_assert_null(gcn_spmm_find("no-such-kernel"));
+    cr_assert_eq(gcn_spmm_find(NULL, "cpu"), reg[0]);
+    cr_assert_null(gcn_spmm_find(NULL, "no-such-kernel"));
     gcn_ctx *ctx = test_cpu_ctx(0);
     cr_assert_str_eq(gcn_spmm_kernel(ctx), "auto");
     cr_assert_eq(gcn_spmm_set_kernel(ctx, "no-such-kernel"), GCN_ERR_NOT_FOUND);
     cr_assert(strstr(gcn_last_error(ctx), "'no-such-kernel'"));
     cr_assert_eq(gcn_spmm_set_kernel(ctx, "cpu"), GCN_OK);
     cr_assert_str_eq(gcn_spmm_kernel(ctx), "cpu");
+#if GCN_WITH_CUDA
     /* the CUDA kernels are built and registered on every machine */
     const char *cuda_kernels[] = {"rowsplit", "cusparse", "accel", "mergepath"};
     for (size_t i = 0; i < sizeof cuda_kernels / sizeof cuda_kernels[0]; i++) {
-        const gcn_spmm_impl *impl = gcn_spmm_find(cuda_kernels[i]);
+        const gcn_spmm_impl *impl = gcn_spmm_find(NULL, cuda_kernels[i]);
         cr_assert_not_null(impl, "kernel %s is not registered", cuda_kernels[i]);
         cr_assert_eq(impl->device, GCN_DEVICE_CUDA);
         cr_assert_eq(gcn_spmm_set_kernel(ctx, cuda_kernels[i]), GCN_ERR_NOT_FOUND,
                      "a CUDA kernel on a CPU context");
     }
-    cr_assert_not(gcn_spmm_find("cusparse")->deterministic);
+    cr_assert_not(gcn_spmm_find(NULL, "cusparse")->deterministic);
+#else
+    cr_assert_eq(n, 1, "a build without CUDA has only the CPU kernel");
+    cr_assert_eq(gcn_cuda_device_count(), 0);
+#endif
     gcn_ctx_free(&ctx);
 }
 

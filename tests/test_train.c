@@ -48,7 +48,7 @@ Test(train, memory_figures_are_what_each_part_holds, .timeout = 60)
     const gcn_csr *a = gcn_trainer_adjacency(tr, GCN_ADJ_GCN);
     size_t n = (size_t)ds->n_nodes, split = (size_t)(ds->n_train + ds->n_valid + ds->n_test);
     size_t data = (n * (size_t)ds->n_features + n + split) * 4 +
-                  (n + 1 + 2 * (size_t)a->nnz) * 4; /* features, labels, split, CSR */
+                  (n + 1 + 2 * (size_t)gcn_csr_nnz(a)) * 4; /* features, labels, split, CSR */
     cr_assert_eq(m.data, data);
     gcn_memory_stats before, after;
     gcn_ctx_memory_stats(ctx, &before);

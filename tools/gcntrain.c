@@ -220,8 +220,8 @@ static void print_summary(session *s)
     gcn_dataset_describe(s->ds, text, sizeof text);
     printf("dataset    %s\n", text);
     gcn_model_config_describe(&s->cfg, text, sizeof text);
-    for (char *line = strtok(text, "\n"), *lead = "model      "; line;
-         line = strtok(NULL, "\n"), lead = "           ")
+    const char *lead = "model      ";
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"), lead = "           ")
         printf("%s%s\n", lead, line);
     const gcn_optim_opts *o = &s->cfg.optim;
     printf("optimiser  %s lr %g weight_decay %g, %d epochs x %d runs, seed %llu\n",

@@ -97,11 +97,11 @@ static void coo_free_plan(void *plan)
 static gcn_status build_plan(gcn_ctx *ctx, const gcn_csr *a, coo_plan *p)
 {
     int feat = p->head.feat, vec = gcn_feat_vec(feat, 4);
-    p->lay[0] = gcn_feat_layout_make(feat, vec, 32 * vec);
-    p->lay[1] = gcn_feat_layout_make(feat, 1, 32);
+    p->lay[0] = gcn_feat_layout_make(feat, vec, GCN_WARP * vec);
+    p->lay[1] = gcn_feat_layout_make(feat, 1, GCN_WARP);
     for (int i = 0; i < 2; i++) {
         p->group[i] = 1;
-        while (p->group[i] < p->lay[i].vecs && p->group[i] < 32)
+        while (p->group[i] < p->lay[i].vecs && p->group[i] < GCN_WARP)
             p->group[i] *= 2;
     }
     GCN_TRY(gcn_spmm_check_tiles(ctx, "inter_coo", p->lay));
@@ -163,6 +163,7 @@ static gcn_status coo_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const floa
 }
 
 const gcn_spmm_impl gcn_spmm_inter_coo = {
+    .size = sizeof(gcn_spmm_impl),
     .name = "inter_coo",
     .device = GCN_DEVICE_CUDA,
     .deterministic = false,

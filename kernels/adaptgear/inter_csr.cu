@@ -100,9 +100,9 @@ __device__ __forceinline__ void long_row(const ic_args &a, int4 task, int *sc, f
 }
 
 /* Work mapping: blockIdx.x is a task, blockIdx.y the feature tile.  A task
- * of several rows stages their non-zeros, then its 256 / G groups of G
- * lanes take rows r0 + g, r0 + g + 256 / G, ...; lane l of a group owns
- * vector l of the tile (tile <= 32 V).  A one-row task over IC_NZ
+ * of several rows stages their non-zeros, then its IC_THREADS / G groups of
+ * G lanes take rows r0 + g, r0 + g + IC_THREADS / G, ...; lane l of a group
+ * owns vector l of the tile (tile <= 32 V).  A one-row task over IC_NZ
  * non-zeros goes to long_row. */
 template <int G, int V>
 __global__ void __launch_bounds__(IC_THREADS) inter_csr_kernel(const __grid_constant__ ic_args a)
@@ -151,11 +151,11 @@ static ic_kernel pick_kernel(int vec, int group)
     return vec == 4 ? pick_group<4>(group) : vec == 2 ? pick_group<2>(group) : pick_group<1>(group);
 }
 
-/* The smallest power of two >= vecs (at most 32). */
+/* The smallest power of two >= vecs (at most a warp). */
 static int group_for(int vecs)
 {
     int g = 1;
-    while (g < vecs && g < 32)
+    while (g < vecs && g < GCN_WARP)
         g *= 2;
     return g;
 }
@@ -174,8 +174,8 @@ static void inter_free_plan(void *plan)
 static gcn_status build_plan(gcn_ctx *ctx, const gcn_csr *a, inter_plan *p)
 {
     int feat = p->head.feat, vec = gcn_feat_vec(feat, 4);
-    p->lay[0] = gcn_feat_layout_make(feat, vec, 32 * vec);
-    p->lay[1] = gcn_feat_layout_make(feat, 1, 32);
+    p->lay[0] = gcn_feat_layout_make(feat, vec, GCN_WARP * vec);
+    p->lay[1] = gcn_feat_layout_make(feat, 1, GCN_WARP);
     for (int i = 0; i < 2; i++)
         p->group[i] = group_for(p->lay[i].vecs);
     GCN_TRY(gcn_spmm_check_tiles(ctx, "inter_csr", p->lay));
@@ -235,6 +235,7 @@ static gcn_status inter_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const fl
 }
 
 const gcn_spmm_impl gcn_spmm_inter_csr = {
+    .size = sizeof(gcn_spmm_impl),
     .name = "inter_csr",
     .device = GCN_DEVICE_CUDA,
     .deterministic = true,

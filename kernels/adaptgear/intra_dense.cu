@@ -194,6 +194,7 @@ static gcn_status dense_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const fl
 }
 
 const gcn_spmm_impl gcn_spmm_intra_dense = {
+    .size = sizeof(gcn_spmm_impl),
     .name = "intra_dense",
     .device = GCN_DEVICE_CUDA,
     .deterministic = true,

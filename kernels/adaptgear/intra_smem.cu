@@ -14,7 +14,7 @@
 #include "plan.h"
 
 #define SM_THREADS 256
-#define SM_WARPS (SM_THREADS / 32)
+#define SM_WARPS (SM_THREADS / GCN_WARP)
 #define SM_CHUNK 128              /* rows longer than this go to long-row pieces */
 
 typedef struct smem_plan {
@@ -45,7 +45,7 @@ __device__ __forceinline__ void staged_sum(const rs_args &a, const float *sx, in
                                            int b, int e, int li, unsigned gmask, int nvec,
                                            float (&acc)[1][V])
 {
-    constexpr int M = 32 / G < 8 ? 32 / G : 8;
+    constexpr int M = GCN_WARP / G < 8 ? GCN_WARP / G : 8;
     constexpr int P = M * G;
     for (int base = b; base < e; base += P) {
         const int cnt = min(P, e - base);
@@ -97,19 +97,20 @@ __device__ __forceinline__ void stage(const sm_args &a, float *sx, int r0, int r
 /* Work mapping: blockIdx.y is the feature tile.  Blocks [0, chunk_blocks)
  * give each of their 8 warps one long-row piece (rowsplit's chunk_task).
  * Each later block takes task blockIdx.x - chunk_blocks: it stages the
- * task's rows when the task is staged, then its 256 / G groups of G lanes
- * take the task's rows in turn (group g: rows r0 + g, r0 + g + 256 / G,
- * ...), lane l of a group owning vector l of the tile (tile <= 32 V). */
+ * task's rows when the task is staged, then its SM_THREADS / G groups of G
+ * lanes take the task's rows in turn (group g: rows r0 + g, r0 + g +
+ * SM_THREADS / G, ...), lane l of a group owning vector l of the tile
+ * (tile <= 32 V). */
 template <int G, int V>
 __global__ void __launch_bounds__(SM_THREADS) intra_smem_kernel(const __grid_constant__ sm_args a)
 {
     extern __shared__ float4 smem_raw[];
     float *sx = reinterpret_cast<float *>(smem_raw);
-    const int lane = threadIdx.x & 31;
+    const int lane = threadIdx.x % GCN_WARP;
     const int col0 = (int)blockIdx.y * a.rs.tile;
     const int nvec = min(a.rs.tile, a.rs.feat - col0) / V;
     if ((int)blockIdx.x < a.chunk_blocks) {
-        const int warp = (int)blockIdx.x * SM_WARPS + (threadIdx.x >> 5);
+        const int warp = (int)blockIdx.x * SM_WARPS + (threadIdx.x / GCN_WARP);
         if (warp < a.rs.n_chunks)
             chunk_task<G, V, 1>(a.rs, warp, lane, col0, nvec, (int)blockIdx.y);
         return;
@@ -188,7 +189,7 @@ static void plan_layouts(const gcn_csr *a, smem_plan *p)
     int32_t ref = gcn_smem_ref_rows(lv->part_ptr, lv->n_parts, lv->size);
     int feat = p->head.feat, vec = gcn_feat_vec(feat, 4);
     int tile = gcn_smem_tile(feat, vec, ref, GCN_SMEM_BYTES);
-    int scalar = tile < 32 ? tile : 32;
+    int scalar = tile < GCN_WARP ? tile : GCN_WARP;
     p->lay[0] = gcn_feat_layout_make(feat, vec, tile);
     p->lay[1] = gcn_feat_layout_make(feat, 1, scalar);
     p->stage_rows = gcn_smem_task_rows(tile, GCN_SMEM_BYTES);
@@ -291,6 +292,7 @@ static gcn_status smem_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const flo
 }
 
 const gcn_spmm_impl gcn_spmm_intra_smem = {
+    .size = sizeof(gcn_spmm_impl),
     .name = "intra_smem",
     .device = GCN_DEVICE_CUDA,
     .deterministic = true,

@@ -11,8 +11,7 @@
 #include "../spmm_cuda.cuh"
 #include "plan.h"
 
-#define SP_THREADS 256
-#define SP_WARPS (SP_THREADS / 32)
+#define SP_WARPS (GCN_THREADS / GCN_WARP)
 
 /* The community [lo, hi) of row i: the last p with part_ptr[p] <= i. */
 __device__ __forceinline__ int2 community_of(const int32_t *part_ptr, int32_t n_parts, int32_t i)
@@ -34,7 +33,7 @@ __device__ __forceinline__ bool warp_row(const int32_t *row_ptr, const int32_t *
                                          int32_t n_parts, int32_t n_rows, int32_t *i, int32_t *b,
                                          int32_t *e, int2 *c)
 {
-    const int64_t row = (int64_t)blockIdx.x * SP_WARPS + (threadIdx.x >> 5);
+    const int64_t row = (int64_t)blockIdx.x * SP_WARPS + (threadIdx.x / GCN_WARP);
     if (row >= n_rows)
         return false;
     *i = (int32_t)row;
@@ -46,22 +45,22 @@ __device__ __forceinline__ bool warp_row(const int32_t *row_ptr, const int32_t *
 
 /* in_ptr[i + 1] and out_ptr[i + 1]: row i's entries inside and outside its
  * community. */
-__global__ void __launch_bounds__(SP_THREADS)
+__global__ void __launch_bounds__(GCN_THREADS)
     count_kernel(const int32_t *__restrict__ row_ptr, const int32_t *__restrict__ col_idx,
                  const int32_t *__restrict__ part_ptr, int32_t n_parts, int32_t n_rows,
                  int32_t *__restrict__ in_ptr, int32_t *__restrict__ out_ptr)
 {
-    const int lane = threadIdx.x & 31;
+    const int lane = threadIdx.x % GCN_WARP;
     int32_t i, b, e;
     int2 c;
     if (!warp_row(row_ptr, part_ptr, n_parts, n_rows, &i, &b, &e, &c))
         return;
     int n = 0;
-    for (int32_t k = b + lane; k < e; k += 32) {
+    for (int32_t k = b + lane; k < e; k += GCN_WARP) {
         const int32_t col = col_idx[k];
         n += col >= c.x && col < c.y;
     }
-    for (int off = 16; off > 0; off /= 2)
+    for (int off = GCN_WARP / 2; off > 0; off /= 2)
         n += __shfl_xor_sync(0xffffffffu, n, off);
     if (lane == 0) {
         in_ptr[i + 1] = n;
@@ -69,8 +68,8 @@ __global__ void __launch_bounds__(SP_THREADS)
     }
 }
 
-/* Deals row i's entries into the parts, 32 at a time, in their order. */
-__global__ void __launch_bounds__(SP_THREADS)
+/* Deals row i's entries into the parts, a warp's width at a time, in their order. */
+__global__ void __launch_bounds__(GCN_THREADS)
     deal_kernel(const int32_t *__restrict__ row_ptr, const int32_t *__restrict__ col_idx,
                 const float *__restrict__ values, const int32_t *__restrict__ part_ptr,
                 int32_t n_parts, int32_t n_rows, const int32_t *__restrict__ in_ptr,
@@ -78,14 +77,14 @@ __global__ void __launch_bounds__(SP_THREADS)
                 const int32_t *__restrict__ out_ptr, int32_t *__restrict__ out_col,
                 float *__restrict__ out_val)
 {
-    const int lane = threadIdx.x & 31;
+    const int lane = threadIdx.x % GCN_WARP;
     int32_t i, b, e;
     int2 c;
     if (!warp_row(row_ptr, part_ptr, n_parts, n_rows, &i, &b, &e, &c))
         return;
     const unsigned below = (1u << lane) - 1u;
     int32_t wi = in_ptr[i], wo = out_ptr[i];
-    for (int32_t k0 = b; k0 < e; k0 += 32) {
+    for (int32_t k0 = b; k0 < e; k0 += GCN_WARP) {
         const int32_t k = k0 + lane;
         const bool live = k < e;
         const int32_t col = live ? col_idx[k] : 0;
@@ -158,7 +157,7 @@ gcn_status gcn_split_cuda(gcn_ctx *ctx, const gcn_csr *a, const gcn_csr_level *l
     GCN_CHECK(GCN_CUDA_ST(cudaMemsetAsync(in_ptr, 0, sizeof(int32_t), cs->stream)));
     GCN_CHECK(GCN_CUDA_ST(cudaMemsetAsync(out_ptr, 0, sizeof(int32_t), cs->stream)));
     if (n > 0) {
-        count_kernel<<<blocks, SP_THREADS, 0, cs->stream>>>(a->row_ptr, a->col_idx, part_ptr,
+        count_kernel<<<blocks, GCN_THREADS, 0, cs->stream>>>(a->row_ptr, a->col_idx, part_ptr,
                                                              lv->n_parts, n, in_ptr, out_ptr);
         GCN_CHECK(GCN_LAUNCHED_ST("count_kernel"));
         GCN_CHECK(GCN_CUDA_ST(cub::DeviceScan::InclusiveSum(NULL, scan_bytes, in_ptr + 1,
@@ -177,7 +176,7 @@ gcn_status gcn_split_cuda(gcn_ctx *ctx, const gcn_csr *a, const gcn_csr_level *l
     GCN_CHECK(part_new(ctx, a, a->nnz - n_in, out_ptr, inter));
     out_ptr = NULL;
     if (n > 0) {
-        deal_kernel<<<blocks, SP_THREADS, 0, cs->stream>>>(
+        deal_kernel<<<blocks, GCN_THREADS, 0, cs->stream>>>(
             a->row_ptr, a->col_idx, a->values, part_ptr, lv->n_parts, n, (*intra)->row_ptr,
             (*intra)->col_idx, (*intra)->values, (*inter)->row_ptr, (*inter)->col_idx,
             (*inter)->values);

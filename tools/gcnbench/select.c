@@ -248,7 +248,7 @@ static gcn_status run_kernel(gcn_ctx *ctx, void *user)
 static gcn_status baseline(sel_bench *b, const char *name, const sel_graph *g, sel_ops *op,
                            double *ms)
 {
-    kernel_call k = {gcn_spmm_find(name), NULL, g->a_orig, gcn_tensor_cdata(op->x),
+    kernel_call k = {gcn_spmm_find(NULL, name), NULL, g->a_orig, gcn_tensor_cdata(op->x),
                      gcn_tensor_data(op->y), op->feat};
     *ms = NAN;
     if (!k.impl || !k.impl->supports(g->a_orig, op->feat))
@@ -264,7 +264,7 @@ static gcn_status baseline(sel_bench *b, const char *name, const sel_graph *g, s
  * slower). */
 static gcn_status spin_up(sel_bench *b, const sel_graph *g, sel_ops *op)
 {
-    kernel_call k = {gcn_spmm_find("rowsplit"), NULL, g->a_orig, gcn_tensor_cdata(op->x),
+    kernel_call k = {gcn_spmm_find(NULL, "rowsplit"), NULL, g->a_orig, gcn_tensor_cdata(op->x),
                      gcn_tensor_data(op->y), op->feat};
     float ms = 0.0f;
     GCN_TRY(k.impl->plan(b->gpu, g->a_orig, op->feat, &k.plan));

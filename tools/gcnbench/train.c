@@ -318,7 +318,7 @@ static int run_dataset(train_bench *b, const char *spec, measured *m)
     const gcn_csr *adj = gcn_trainer_adjacency(tr, GCN_ADJ_GCN);
     adj = adj ? adj : gcn_trainer_adjacency(tr, GCN_ADJ_RAW);
     m->n_nodes = ds->n_nodes;
-    m->nnz = adj ? adj->nnz : 0;
+    m->nnz = adj ? gcn_csr_nnz(adj) : 0;
     for (m->warmup = 0; st == GCN_OK && (m->warmup < b->o.warmup ||
                                          (!gcn_trainer_spmm_locked(tr) &&
                                           m->warmup < b->o.warmup + MAX_EXTRA_WARMUP));
