@@ -134,7 +134,7 @@ ASAN_TESTS ?= */!(*kipf_and_welling)
 asan:
 	$(MAKE) BUILD=$(BUILD)/asan DEBUG=1 \
 	    EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
-	    all $(BUILD)/asan/gcn_tests
+	    all examples $(BUILD)/asan/gcn_tests
 	set -o pipefail; GCN_TOOLS=$(BUILD)/asan ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=1 LSAN_OPTIONS=suppressions=tests/lsan.supp UBSAN_OPTIONS=print_stacktrace=1 \
 	    $(BUILD)/asan/gcn_tests -j2 --filter '$(ASAN_TESTS)' $(TEST_ARGS) 2>&1 | tee $(BUILD)/asan.log
 	@! grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' $(BUILD)/asan.log || \

@@ -121,6 +121,8 @@ gcn_be_sum_backward_fn gcn_cuda_sum_backward;
 gcn_be_log_softmax_fn gcn_cuda_log_softmax;
 gcn_be_log_softmax_backward_fn gcn_cuda_log_softmax_backward;
 gcn_be_nll_backward_fn gcn_cuda_nll_backward;
+gcn_be_segment_pool_fn gcn_cuda_segment_pool;
+gcn_be_segment_pool_backward_fn gcn_cuda_segment_pool_backward;
 
 /* ops_cuda_epilogue.cu */
 gcn_be_epilogue_stats_fn gcn_cuda_epilogue_stats;

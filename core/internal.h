@@ -185,6 +185,18 @@ typedef gcn_status gcn_be_log_softmax_fn(gcn_ctx *ctx, int64_t rows, int64_t col
 typedef gcn_status gcn_be_log_softmax_backward_fn(gcn_ctx *ctx, int64_t rows, int64_t cols,
                                                   const float *y, const float *dy, float *dx,
                                                   bool acc);
+/* out[s, c] = the sum, mean or max of x[r, c] over r in [offsets[s],
+ * offsets[s + 1]), in row order (0 for an empty segment); for the max,
+ * argmax[s, c] = the first row holding it (-1 when empty). */
+typedef gcn_status gcn_be_segment_pool_fn(gcn_ctx *ctx, gcn_pooling kind, int64_t n_seg,
+                                          int64_t cols, const int32_t *offsets, const float *x,
+                                          float *out, int32_t *argmax);
+/* dx [rows, cols] (+)= that pooling's gradient for dy [n_seg, cols]; the
+ * segments cover every row once. */
+typedef gcn_status gcn_be_segment_pool_backward_fn(gcn_ctx *ctx, gcn_pooling kind, int64_t n_seg,
+                                                   int64_t cols, const int32_t *offsets,
+                                                   const int32_t *argmax, const float *dy,
+                                                   float *dx, bool acc);
 /* out[0] = -mean over the listed rows of logp[row, labels[row]] */
 typedef gcn_status gcn_be_nll_fn(gcn_ctx *ctx, int64_t cols, const float *logp,
                                  const int32_t *labels, const int32_t *rows, int64_t n_rows,
@@ -258,6 +270,8 @@ typedef struct gcn_backend {
     gcn_be_log_softmax_backward_fn *log_softmax_backward;
     gcn_be_nll_fn *nll;
     gcn_be_nll_backward_fn *nll_backward;
+    gcn_be_segment_pool_fn *segment_pool;
+    gcn_be_segment_pool_backward_fn *segment_pool_backward;
     gcn_be_epilogue_stats_fn *epilogue_stats;
     gcn_be_epilogue_forward_fn *epilogue_forward;
     gcn_be_epilogue_backward_fn *epilogue_backward;
@@ -287,6 +301,7 @@ struct gcn_index {
     int64_t n;
     int32_t *data;
     int32_t min, max;   /* of the values, computed on creation (0, -1 when empty) */
+    bool ascending;     /* values non-decreasing, known on creation */
     gcn_ctx *ctx;
     gcn_device device;
     int refs;
@@ -498,6 +513,10 @@ gcn_status gcn_op_begin(gcn_ctx *ctx, gcn_tensor **out);
 /* Shape and device checks that set a descriptive error. */
 gcn_status gcn_check_tensor(gcn_ctx *ctx, const gcn_tensor *t, const char *what);
 gcn_status gcn_check_index(gcn_ctx *ctx, const gcn_index *t, const char *what);
+
+/* An index of n entries on the context's device, contents unset (min 0,
+ * max -1, not ascending: nothing is known of them).  Caller frees. */
+gcn_status gcn_index_alloc(gcn_ctx *ctx, gcn_index **out, int64_t n);
 /* gcn_check_tensor, then shape [1, cols]: "op: what is [r, c], expected [1, cols]". */
 gcn_status gcn_check_row_vector(gcn_ctx *ctx, const gcn_tensor *v, const char *op,
                                 const char *what, int64_t cols);

@@ -123,6 +123,23 @@ GCN_API gcn_status gcn_concat_cols(gcn_ctx *ctx, gcn_tensor *const *parts, int n
 GCN_API gcn_status gcn_sum(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out);
 GCN_API gcn_status gcn_mean(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out);
 
+/* How gcn_segment_pool reduces each segment's rows. */
+typedef enum gcn_pooling {
+    GCN_POOL_SUM = 0,
+    GCN_POOL_MEAN,
+    GCN_POOL_MAX
+} gcn_pooling;
+
+/* Readout of a batch of graphs: x [n, f] holds the graphs' nodes one graph
+ * after another, offsets [g + 1] (ascending, from 0 to n) where each starts;
+ * out [g, f] is each graph's column-wise sum, mean or max over its rows (0
+ * for a graph without nodes).  Backward: the sum's gradient goes to every
+ * row, the mean's divided by the row count, the max's to the first row
+ * holding it.  Rows are reduced in order, so the CPU and the GPU agree
+ * bit for bit. */
+GCN_API gcn_status gcn_segment_pool(gcn_ctx *ctx, gcn_tensor *x, const gcn_index *offsets,
+                                    gcn_pooling kind, gcn_tensor **out);
+
 /* Fraction of the listed rows whose argmax over columns equals the label
  * (ties go to the lowest column).  Not differentiable.  0 rows gives 0. */
 GCN_API gcn_status gcn_accuracy(gcn_ctx *ctx, const gcn_tensor *scores, const gcn_index *labels,

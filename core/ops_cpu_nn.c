@@ -232,3 +232,49 @@ gcn_status gcn_cpu_cross_entropy_backward(gcn_ctx *ctx, int64_t n, int64_t cols,
     }
     return GCN_OK;
 }
+
+/* ---- segment pooling ------------------------------------------------------ */
+
+gcn_status gcn_cpu_segment_pool(gcn_ctx *ctx, gcn_pooling kind, int64_t n_seg, int64_t cols,
+                                const int32_t *offsets, const float *x, float *out,
+                                int32_t *argmax)
+{
+    (void)ctx;
+    for (int64_t s = 0; s < n_seg; s++)
+        for (int64_t c = 0; c < cols; c++) {
+            float acc = 0.0f;
+            int32_t arg = -1;
+            for (int32_t r = offsets[s]; r < offsets[s + 1]; r++) {
+                float v = x[r * cols + c];
+                if (kind != GCN_POOL_MAX)
+                    acc += v;
+                else if (arg < 0 || v > acc || v != v) /* NaN wins, as in PyTorch */
+                    acc = v, arg = r;
+            }
+            if (kind == GCN_POOL_MEAN && offsets[s + 1] > offsets[s])
+                acc /= (float)(offsets[s + 1] - offsets[s]);
+            out[s * cols + c] = acc;
+            if (kind == GCN_POOL_MAX)
+                argmax[s * cols + c] = arg;
+        }
+    return GCN_OK;
+}
+
+gcn_status gcn_cpu_segment_pool_backward(gcn_ctx *ctx, gcn_pooling kind, int64_t n_seg,
+                                         int64_t cols, const int32_t *offsets,
+                                         const int32_t *argmax, const float *dy, float *dx,
+                                         bool acc)
+{
+    (void)ctx;
+    for (int64_t s = 0; s < n_seg; s++)
+        for (int32_t r = offsets[s]; r < offsets[s + 1]; r++)
+            for (int64_t c = 0; c < cols; c++) {
+                float g = dy[s * cols + c];
+                if (kind == GCN_POOL_MEAN)
+                    g /= (float)(offsets[s + 1] - offsets[s]);
+                else if (kind == GCN_POOL_MAX && argmax[s * cols + c] != r)
+                    g = 0.0f;
+                dx[r * cols + c] = g + ACC(dx[r * cols + c], acc);
+            }
+    return GCN_OK;
+}

@@ -426,3 +426,91 @@ gcn_status gcn_cuda_cross_entropy_backward(gcn_ctx *ctx, int64_t n, int64_t cols
     GCN_LAUNCHED("cross_entropy_backward_kernel");
     return GCN_OK;
 }
+
+/* ---- segment pooling ---------------------------------------------------------------------- */
+
+/* Block (segment s, column chunk): each thread reduces one column over the
+ * segment's rows in order, as the CPU does. */
+__global__ void segment_pool_kernel(gcn_pooling kind, int64_t cols, const int32_t *offsets,
+                                    const float *x, float *out, int32_t *argmax)
+{
+    int64_t s = blockIdx.x;
+    int64_t c = (int64_t)blockIdx.y * blockDim.x + threadIdx.x;
+    if (c >= cols)
+        return;
+    int32_t begin = offsets[s], end = offsets[s + 1];
+    float acc = 0.0f;
+    int32_t arg = -1;
+    for (int32_t r = begin; r < end; r++) {
+        float v = x[(int64_t)r * cols + c];
+        if (kind != GCN_POOL_MAX) {
+            acc = __fadd_rn(acc, v);
+        } else if (arg < 0 || v > acc || v != v) {
+            acc = v;
+            arg = r;
+        }
+    }
+    if (kind == GCN_POOL_MEAN && end > begin)
+        acc = __fdiv_rn(acc, (float)(end - begin));
+    out[s * cols + c] = acc;
+    if (kind == GCN_POOL_MAX)
+        argmax[s * cols + c] = arg;
+}
+
+__global__ void segment_pool_backward_kernel(gcn_pooling kind, int64_t cols, const int32_t *offsets,
+                                             const int32_t *argmax, const float *dy, float *dx,
+                                             bool acc)
+{
+    int64_t s = blockIdx.x;
+    int64_t c = (int64_t)blockIdx.y * blockDim.x + threadIdx.x;
+    if (c >= cols)
+        return;
+    int32_t begin = offsets[s], end = offsets[s + 1];
+    float g = dy[s * cols + c];
+    if (kind == GCN_POOL_MEAN && end > begin)
+        g = __fdiv_rn(g, (float)(end - begin));
+    for (int32_t r = begin; r < end; r++) {
+        float v = kind == GCN_POOL_MAX && argmax[s * cols + c] != r ? 0.0f : g;
+        dx[(int64_t)r * cols + c] = v + ACC(dx[(int64_t)r * cols + c], acc);
+    }
+}
+
+/* Threads a block for cols columns: whole warps, at most GCN_THREADS. */
+static dim3 segment_grid(int64_t n_seg, int64_t cols, int *threads)
+{
+    int64_t warps = (cols + GCN_WARP - 1) / GCN_WARP;
+    *threads = (int)(warps * GCN_WARP < GCN_THREADS ? warps * GCN_WARP : GCN_THREADS);
+    return dim3((unsigned)n_seg, (unsigned)((cols + *threads - 1) / *threads));
+}
+
+gcn_status gcn_cuda_segment_pool(gcn_ctx *ctx, gcn_pooling kind, int64_t n_seg, int64_t cols,
+                                 const int32_t *offsets, const float *x, float *out,
+                                 int32_t *argmax)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    if (n_seg <= 0 || cols <= 0)
+        return GCN_OK;
+    int threads;
+    dim3 grid = segment_grid(n_seg, cols, &threads);
+    segment_pool_kernel<<<grid, threads, 0, cs->stream>>>(kind, cols, offsets, x, out, argmax);
+    GCN_LAUNCHED("segment_pool_kernel");
+    return GCN_OK;
+}
+
+gcn_status gcn_cuda_segment_pool_backward(gcn_ctx *ctx, gcn_pooling kind, int64_t n_seg,
+                                          int64_t cols, const int32_t *offsets,
+                                          const int32_t *argmax, const float *dy, float *dx,
+                                          bool acc)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    if (n_seg <= 0 || cols <= 0)
+        return GCN_OK;
+    int threads;
+    dim3 grid = segment_grid(n_seg, cols, &threads);
+    segment_pool_backward_kernel<<<grid, threads, 0, cs->stream>>>(kind, cols, offsets, argmax,
+                                                                    dy, dx, acc);
+    GCN_LAUNCHED("segment_pool_backward_kernel");
+    return GCN_OK;
+}

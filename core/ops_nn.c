@@ -319,3 +319,47 @@ gcn_status gcn_mean(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out)
         return GCN_ERROR(ctx, GCN_ERR_SHAPE, "mean of an empty tensor");
     return scaled_sum(ctx, x, 1.0f / (float)NUMEL(x), "mean", out);
 }
+
+/* ---- segment pooling ------------------------------------------------------- */
+
+static gcn_status segment_pool_backward(gcn_ctx *ctx, gcn_node *nd)
+{
+    gcn_tensor *x = nd->in[0];
+    float *buf;
+    bool acc;
+    GCN_TRY(gcn_grad_slot(ctx, x, &buf, &acc));
+    const gcn_index *offsets = nd->index[0], *argmax = nd->index[1];
+    return ctx->be->segment_pool_backward(ctx, (gcn_pooling)nd->param[0], offsets->n - 1, x->cols,
+                                          offsets->data, argmax ? argmax->data : NULL,
+                                          nd->out->grad->data, buf, acc);
+}
+
+static gcn_status segment_pool_forward(gcn_ctx *ctx, gcn_op_spec *sp, gcn_tensor *y)
+{
+    const gcn_index *offsets = sp->index[0], *argmax = sp->index[1];
+    return ctx->be->segment_pool(ctx, (gcn_pooling)sp->param[0], y->rows, y->cols, offsets->data,
+                                 sp->in[0]->data, y->data, argmax ? argmax->data : NULL);
+}
+
+gcn_status gcn_segment_pool(gcn_ctx *ctx, gcn_tensor *x, const gcn_index *offsets,
+                            gcn_pooling kind, gcn_tensor **out)
+{
+    GCN_TRY(gcn_op_begin(ctx, out));
+    GCN_TRY(gcn_check_tensor(ctx, x, "segment_pool input"));
+    GCN_TRY(gcn_check_index(ctx, offsets, "segment_pool offsets"));
+    if (kind != GCN_POOL_SUM && kind != GCN_POOL_MEAN && kind != GCN_POOL_MAX)
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "segment_pool: unknown pooling %d", (int)kind);
+    if (offsets->n < 1 || !offsets->ascending || offsets->min != 0 || offsets->max != x->rows)
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "segment_pool: offsets must ascend from 0 "
+                         "to the input's %lld rows", (long long)x->rows);
+    int64_t n_seg = offsets->n - 1;
+    gcn_index *argmax = NULL;
+    if (kind == GCN_POOL_MAX)
+        GCN_TRY(gcn_index_alloc(ctx, &argmax, n_seg * x->cols));
+    gcn_op_spec spec = {.name = "segment_pool", .forward = segment_pool_forward,
+                        .backward = segment_pool_backward, .in = &x, .n_in = 1, .rows = n_seg,
+                        .cols = x->cols, .param = {kind}, .index = {offsets, argmax}};
+    gcn_status st = gcn_op_run(ctx, &spec, out);
+    gcn_index_free(&argmax); /* the tape holds its own reference when it needs one */
+    return st;
+}

@@ -222,6 +222,26 @@ gcn_status gcn_check_index(gcn_ctx *ctx, const gcn_index *idx, const char *what)
     return GCN_OK;
 }
 
+gcn_status gcn_index_alloc(gcn_ctx *ctx, gcn_index **out, int64_t n)
+{
+    *out = NULL;
+    gcn_index *idx = calloc(1, sizeof *idx);
+    if (!idx)
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory for an index header");
+    idx->n = n;
+    idx->max = -1;
+    idx->ctx = ctx;
+    idx->device = ctx->device;
+    idx->refs = 1;
+    gcn_status st = gcn_mem_alloc(ctx, (void **)&idx->data, (size_t)n * sizeof(int32_t));
+    if (st != GCN_OK) {
+        gcn_index_free(&idx);
+        return st;
+    }
+    *out = idx;
+    return GCN_OK;
+}
+
 gcn_status gcn_index_from_host(gcn_ctx *ctx, gcn_index **out, const int32_t *host, int64_t n)
 {
     if (!ctx)
@@ -229,26 +249,19 @@ gcn_status gcn_index_from_host(gcn_ctx *ctx, gcn_index **out, const int32_t *hos
     GCN_ARG(ctx, out);
     GCN_ARG(ctx, n >= 0);
     GCN_ARG(ctx, host || n == 0);
-    *out = NULL;
-    gcn_index *idx = calloc(1, sizeof *idx);
-    if (!idx)
-        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory for an index header");
-    size_t bytes = (size_t)n * sizeof(int32_t);
-    gcn_status st = gcn_mem_alloc(ctx, (void **)&idx->data, bytes);
-    if (st == GCN_OK && n > 0)
-        st = ctx->be->upload(ctx, idx->data, host, bytes);
-    idx->n = n;
-    idx->min = 0;
-    idx->max = -1;
+    gcn_index *idx;
+    GCN_TRY(gcn_index_alloc(ctx, &idx, n));
+    gcn_status st = n > 0 ? ctx->be->upload(ctx, idx->data, host, (size_t)n * sizeof(int32_t))
+                          : GCN_OK;
+    idx->ascending = true;
     for (int64_t i = 0; i < n; i++) {
         if (i == 0 || host[i] < idx->min)
             idx->min = host[i];
         if (i == 0 || host[i] > idx->max)
             idx->max = host[i];
+        if (i > 0 && host[i] < host[i - 1])
+            idx->ascending = false;
     }
-    idx->ctx = ctx;
-    idx->device = ctx->device;
-    idx->refs = 1;
     if (st != GCN_OK) {
         gcn_index_free(&idx);
         return st;
