@@ -1,6 +1,7 @@
 /* SGD, Adam and AdamW over a parameter list: options, state, the step state
  * kept on the device with its host mirror, and the dispatch of each step to
  * the CPU (optim_cpu.c) or CUDA (optim_cuda.cu) update. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,6 +70,7 @@ static gcn_status write_step_state(gcn_ctx *ctx, gcn_optim *o, int64_t steps)
     }
     GCN_CHECK(ctx->be->upload(ctx, o->dev.count, count, n * sizeof *count));
     GCN_CHECK(ctx->be->upload(ctx, o->dev.pending, pending, n * sizeof *pending));
+    GCN_CHECK(ctx->be->upload(ctx, o->dev.lr, &o->opts.lr, sizeof o->opts.lr));
     if (o->dev.pow1) {
         GCN_CHECK(ctx->be->upload(ctx, o->dev.pow1, pows, n * sizeof *pows));
         GCN_CHECK(ctx->be->upload(ctx, o->dev.pow2, pows + n, n * sizeof *pows));
@@ -88,6 +90,7 @@ static gcn_status alloc_step_state(gcn_ctx *ctx, gcn_optim *o)
     o->dev.n_params = o->n_params;
     GCN_TRY(gcn_mem_alloc(ctx, (void **)&o->dev.count, n * sizeof *o->dev.count));
     GCN_TRY(gcn_mem_alloc(ctx, (void **)&o->dev.pending, n * sizeof *o->dev.pending));
+    GCN_TRY(gcn_mem_alloc(ctx, (void **)&o->dev.lr, sizeof *o->dev.lr));
     if (o->opts.kind != GCN_OPTIM_SGD) {
         GCN_TRY(gcn_mem_alloc(ctx, (void **)&o->dev.pow1, n * sizeof *o->dev.pow1));
         GCN_TRY(gcn_mem_alloc(ctx, (void **)&o->dev.pow2, n * sizeof *o->dev.pow2));
@@ -144,7 +147,6 @@ cleanup:
 static gcn_optim_hparams hparams(const gcn_optim_opts *o)
 {
     gcn_optim_hparams h = {0};
-    h.lr = o->lr;
     h.weight_decay = o->weight_decay;
     h.momentum = o->momentum;
     h.one_minus_dampening = 1.0f - o->dampening;
@@ -154,7 +156,6 @@ static gcn_optim_hparams hparams(const gcn_optim_opts *o)
     h.one_minus_beta1 = 1.0f - o->beta1;
     h.one_minus_beta2 = 1.0f - o->beta2;
     h.eps = o->eps;
-    h.decay = 1.0f - o->lr * o->weight_decay;
     h.decoupled = o->kind == GCN_OPTIM_ADAMW;
     return h;
 }
@@ -243,10 +244,15 @@ gcn_status gcn_optim_zero_grad(gcn_ctx *ctx, gcn_optim *opt)
     return GCN_OK;
 }
 
-void gcn_optim_set_lr(gcn_optim *opt, float lr)
+gcn_status gcn_optim_set_lr(gcn_optim *opt, float lr)
 {
-    if (opt)
-        opt->opts.lr = lr;
+    if (!opt)
+        return GCN_ERR_INVALID_ARG;
+    if (!(lr >= 0.0f) || !isfinite(lr))
+        return GCN_ERROR(opt->ctx, GCN_ERR_INVALID_ARG, "optimiser: lr %g must be finite and >= 0",
+                         (double)lr);
+    opt->opts.lr = lr;
+    return opt->ctx->be->upload(opt->ctx, opt->dev.lr, &opt->opts.lr, sizeof opt->opts.lr);
 }
 
 int gcn_optim_n_params(const gcn_optim *opt)
@@ -295,6 +301,7 @@ void gcn_optim_free(gcn_optim **popt)
     size_t n = (size_t)o->n_params;
     gcn_mem_release(o->ctx, o->dev.count, n * sizeof *o->dev.count);
     gcn_mem_release(o->ctx, o->dev.pending, n * sizeof *o->dev.pending);
+    gcn_mem_release(o->ctx, o->dev.lr, sizeof *o->dev.lr);
     gcn_mem_release(o->ctx, o->dev.pow1, n * sizeof *o->dev.pow1);
     gcn_mem_release(o->ctx, o->dev.pow2, n * sizeof *o->dev.pow2);
     free(o->params);

@@ -58,11 +58,11 @@ GCN_API gcn_status gcn_optim_step(gcn_ctx *ctx, gcn_optim *opt);
  * the first step on the GPU pool serves a step with no cudaMalloc. */
 GCN_API gcn_status gcn_optim_zero_grad(gcn_ctx *ctx, gcn_optim *opt);
 
-/* Learning rate, for schedules: it is an argument of the update kernels, so
- * it applies from the next gcn_optim_step on.  A captured CUDA graph keeps
- * the lr it was captured with; a schedule that changes the lr must run its
- * steps uncaptured (or capture again). */
-GCN_API void gcn_optim_set_lr(gcn_optim *opt, float lr);
+/* Learning rate, for schedules: it lives in the optimiser's device memory
+ * and the updates read it there, so it applies from the next gcn_optim_step
+ * on, a captured CUDA graph's replays included.  GCN_ERR_INVALID_ARG for a
+ * negative or non-finite lr. */
+GCN_API gcn_status gcn_optim_set_lr(gcn_optim *opt, float lr);
 
 /* State for checkpoints: number of steps taken, and the per-parameter
  * state tensors (slot 0: SGD momentum buffer or Adam first moment; slot 1:

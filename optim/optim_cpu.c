@@ -9,8 +9,8 @@
 /* torch.optim.SGD: g = grad + wd p; buf = g on the parameter's first update,
  * else momentum buf + (1 - dampening) g; step along g + momentum buf
  * (Nesterov) or buf. */
-static void sgd_update(const gcn_optim_hparams *h, int64_t n, float *param, const float *grad,
-                       float *buf, bool first_step)
+static void sgd_update(const gcn_optim_hparams *h, float lr, int64_t n, float *param,
+                       const float *grad, float *buf, bool first_step)
 {
     for (int64_t i = 0; i < n; i++) {
         float g = grad[i] + h->weight_decay * param[i];
@@ -18,22 +18,23 @@ static void sgd_update(const gcn_optim_hparams *h, int64_t n, float *param, cons
             buf[i] = first_step ? g : h->momentum * buf[i] + h->one_minus_dampening * g;
             g = h->nesterov ? g + h->momentum * buf[i] : buf[i];
         }
-        param[i] -= h->lr * g;
+        param[i] -= lr * g;
     }
 }
 
 /* torch.optim.Adam / AdamW (amsgrad off): L2 folds wd p into the gradient,
  * decoupled decay scales p by 1 - lr wd first; then
  * p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps). */
-static void adam_update(const gcn_optim_hparams *h, int64_t n, float *param, const float *grad,
-                        float *m, float *v, double pow1, double pow2)
+static void adam_update(const gcn_optim_hparams *h, float lr, int64_t n, float *param,
+                        const float *grad, float *m, float *v, double pow1, double pow2)
 {
     double p1 = pow1 * (double)h->beta1, p2 = pow2 * (double)h->beta2;
-    float step_size = (float)((double)h->lr / (1.0 - p1)), bc2_sqrt = (float)sqrt(1.0 - p2);
+    float step_size = (float)((double)lr / (1.0 - p1)), bc2_sqrt = (float)sqrt(1.0 - p2);
+    float decay = 1.0f - lr * h->weight_decay;
     for (int64_t i = 0; i < n; i++) {
         float g = grad[i];
         if (h->decoupled)
-            param[i] *= h->decay;
+            param[i] *= decay;
         else
             g += h->weight_decay * param[i];
         m[i] = h->beta1 * m[i] + h->one_minus_beta1 * g;
@@ -49,10 +50,11 @@ gcn_status gcn_optim_cpu_update(gcn_ctx *ctx, gcn_optim_kind kind, const gcn_opt
     for (int k = 0; k < b->n_tensors; k++) {
         int32_t slot = b->slot[k];
         if (kind == GCN_OPTIM_SGD)
-            sgd_update(h, b->numel[k], b->param[k], b->grad[k], b->state0[k], s->count[slot] == 0);
+            sgd_update(h, *s->lr, b->numel[k], b->param[k], b->grad[k], b->state0[k],
+                       s->count[slot] == 0);
         else
-            adam_update(h, b->numel[k], b->param[k], b->grad[k], b->state0[k], b->state1[k],
-                        s->pow1[slot], s->pow2[slot]);
+            adam_update(h, *s->lr, b->numel[k], b->param[k], b->grad[k], b->state0[k],
+                        b->state1[k], s->pow1[slot], s->pow2[slot]);
         s->pending[slot] = 1;
     }
     return GCN_OK;

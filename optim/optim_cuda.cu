@@ -49,6 +49,7 @@ __global__ void sgd_kernel(gcn_optim_batch b, gcn_optim_hparams h, gcn_optim_ste
     block_part r = block_tensor(b);
     int32_t slot = b.slot[r.k];
     bool first_step = s.count[slot] == 0;
+    float lr = *s.lr;
     int64_t n = b.numel[r.k];
     float *param = b.param[r.k], *buf = b.state0[r.k];
     const float *grad = b.grad[r.k];
@@ -63,7 +64,7 @@ __global__ void sgd_kernel(gcn_optim_batch b, gcn_optim_hparams h, gcn_optim_ste
             buf[i] = bi;
             g = h.nesterov ? __fadd_rn(g, __fmul_rn(h.momentum, bi)) : bi;
         }
-        param[i] = __fsub_rn(p, __fmul_rn(h.lr, g));
+        param[i] = __fsub_rn(p, __fmul_rn(lr, g));
     }
     if (r.blk == 0 && threadIdx.x == 0)
         s.pending[slot] = 1;
@@ -75,7 +76,8 @@ __global__ void adam_kernel(gcn_optim_batch b, gcn_optim_hparams h, gcn_optim_st
     int32_t slot = b.slot[r.k];
     double p1 = __dmul_rn(s.pow1[slot], (double)h.beta1);
     double p2 = __dmul_rn(s.pow2[slot], (double)h.beta2);
-    float step_size = __double2float_rn(__ddiv_rn((double)h.lr, __dsub_rn(1.0, p1)));
+    float lr = *s.lr, decay = __fsub_rn(1.0f, __fmul_rn(lr, h.weight_decay));
+    float step_size = __double2float_rn(__ddiv_rn((double)lr, __dsub_rn(1.0, p1)));
     float bc2_sqrt = __double2float_rn(__dsqrt_rn(__dsub_rn(1.0, p2)));
     int64_t n = b.numel[r.k];
     float *param = b.param[r.k], *m = b.state0[r.k], *v = b.state1[r.k];
@@ -84,7 +86,7 @@ __global__ void adam_kernel(gcn_optim_batch b, gcn_optim_hparams h, gcn_optim_st
          i += (int64_t)r.n_blocks * blockDim.x) {
         float p = param[i], g = grad[i];
         if (h.decoupled)
-            p = __fmul_rn(p, h.decay);
+            p = __fmul_rn(p, decay);
         else
             g = __fadd_rn(g, __fmul_rn(h.weight_decay, p));
         float mi = __fadd_rn(__fmul_rn(h.beta1, m[i]), __fmul_rn(h.one_minus_beta1, g));

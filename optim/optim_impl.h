@@ -26,17 +26,19 @@ typedef struct gcn_optim_step_state {
     double *pow1;     /* [n_params] beta1^count (Adam, AdamW; NULL for SGD) */
     double *pow2;     /* [n_params] beta2^count (Adam, AdamW; NULL for SGD) */
     int32_t *pending; /* [n_params] 1 once updated this step, until the advance */
+    float *lr;        /* [1] the learning rate, so a schedule changes it between
+                         replays of a captured step (gcn_optim_set_lr) */
 } gcn_optim_step_state;
 
-/* The hyperparameters as the per-element arithmetic uses them; passed by
- * value to every update, so a captured graph keeps the values (the lr
- * included) it was captured with. */
+/* The hyperparameters as the per-element arithmetic uses them, but the
+ * learning rate (in the step state); passed by value to every update, so a
+ * captured graph keeps the values it was captured with.  AdamW's decay
+ * factor is 1 - lr weight_decay, computed by the update from the lr. */
 typedef struct gcn_optim_hparams {
-    float lr, weight_decay;
+    float weight_decay;
     float momentum, one_minus_dampening; /* SGD */
     bool nesterov;                       /* SGD */
     float beta1, beta2, one_minus_beta1, one_minus_beta2, eps; /* Adam, AdamW */
-    float decay;                         /* AdamW: 1 - lr weight_decay */
     bool decoupled;                      /* AdamW */
 } gcn_optim_hparams;
 

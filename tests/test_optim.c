@@ -329,3 +329,35 @@ Test(optim, count_replayed_step_advances_like_a_step)
     rig_close(&twice);
     gcn_ctx_free(&ctx);
 }
+
+/* A step schedule's change of lr applies from the next step on: SGD on
+ * L = p^2 from p = 1, lr 0.1 for one step, then 0.05. */
+Test(optim, set_lr_applies_from_the_next_step)
+{
+    gcn_ctx *ctx = test_cpu_ctx(0);
+    gcn_tensor *p = test_tensor(ctx, (float[]){1.0f}, 1, 1);
+    gcn_tensor *a = test_tensor(ctx, (float[]){2.0f}, 1, 1), *b = test_tensor(ctx, (float[]){0}, 1, 1);
+    cr_assert_eq(gcn_tensor_set_requires_grad(p, true), GCN_OK);
+    gcn_optim_opts o = gcn_optim_default_opts(GCN_OPTIM_SGD);
+    o.lr = 0.1f;
+    gcn_optim *opt = NULL;
+    cr_assert_eq(gcn_optim_create(ctx, &opt, &p, 1, &o), GCN_OK);
+    float got[2];
+    for (int s = 0; s < 2; s++) {
+        cr_assert_eq(gcn_optim_zero_grad(ctx, opt), GCN_OK);
+        quadratic_grad(ctx, p, a, b);
+        cr_assert_eq(gcn_optim_step(ctx, opt), GCN_OK);
+        cr_assert_eq(gcn_tensor_to_host(ctx, p, &got[s]), GCN_OK);
+        cr_assert_eq(gcn_optim_set_lr(opt, 0.05f), GCN_OK);
+    }
+    cr_assert_float_eq(got[0], 0.8f, 1e-6);  /* 1 - 0.1 * 2 */
+    cr_assert_float_eq(got[1], 0.72f, 1e-6); /* 0.8 - 0.05 * 1.6 */
+    cr_assert_eq(gcn_optim_set_lr(opt, -1.0f), GCN_ERR_INVALID_ARG);
+    cr_assert_eq(gcn_optim_set_lr(opt, NAN), GCN_ERR_INVALID_ARG);
+    cr_assert_eq(gcn_optim_set_lr(NULL, 0.1f), GCN_ERR_INVALID_ARG);
+    gcn_optim_free(&opt);
+    gcn_tensor_free(&p);
+    gcn_tensor_free(&a);
+    gcn_tensor_free(&b);
+    gcn_ctx_free(&ctx);
+}

@@ -40,10 +40,12 @@ Test(train, memory_figures_are_what_each_part_holds, .timeout = 60)
     size_t params = (size_t)gcn_model_param_count(gcn_trainer_model(tr)) * sizeof(float);
     cr_assert_eq(m.params, params);
     cr_assert_eq(m.grads, params);
-    /* Adam's m and v, and each parameter tensor's step state: its update
-     * count, pending mark, beta1^t and beta2^t (optim/optim_impl.h) */
+    /* Adam's m and v, each parameter tensor's step state (its update count,
+     * pending mark, beta1^t and beta2^t) and the learning rate
+     * (optim/optim_impl.h) */
     size_t steps = (size_t)gcn_model_params(gcn_trainer_model(tr), NULL, NULL) *
-                   (sizeof(int64_t) + sizeof(int32_t) + 2 * sizeof(double));
+                       (sizeof(int64_t) + sizeof(int32_t) + 2 * sizeof(double)) +
+                   sizeof(float);
     cr_assert_eq(m.optimizer, 2 * params + steps, "Adam's m and v, and the step state");
     const gcn_csr *a = gcn_trainer_adjacency(tr, GCN_ADJ_GCN);
     size_t n = (size_t)ds->n_nodes, split = (size_t)(ds->n_train + ds->n_valid + ds->n_test);
