@@ -475,25 +475,35 @@ __global__ void segment_pool_backward_kernel(gcn_pooling kind, int64_t cols, con
     }
 }
 
-/* Threads a block for cols columns: whole warps, at most GCN_THREADS. */
-static dim3 segment_grid(int64_t n_seg, int64_t cols, int *threads)
+/* The stream and geometry of a segment launch: a block per segment and
+ * chunk of columns, whole warps of at most GCN_THREADS; *threads is 0 when
+ * there is nothing to do. */
+static gcn_status segment_launch(gcn_ctx *ctx, int64_t n_seg, int64_t cols, cudaStream_t *stream,
+                                 dim3 *grid, int *threads)
 {
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    *stream = cs->stream;
+    *threads = 0;
+    if (n_seg <= 0 || cols <= 0)
+        return GCN_OK;
     int64_t warps = (cols + GCN_WARP - 1) / GCN_WARP;
     *threads = (int)(warps * GCN_WARP < GCN_THREADS ? warps * GCN_WARP : GCN_THREADS);
-    return dim3((unsigned)n_seg, (unsigned)((cols + *threads - 1) / *threads));
+    *grid = dim3((unsigned)n_seg, (unsigned)((cols + *threads - 1) / *threads));
+    return GCN_OK;
 }
 
 gcn_status gcn_cuda_segment_pool(gcn_ctx *ctx, gcn_pooling kind, int64_t n_seg, int64_t cols,
                                  const int32_t *offsets, const float *x, float *out,
                                  int32_t *argmax)
 {
-    gcn_cuda_state *cs;
-    GCN_TRY(gcn_cuda_begin(ctx, &cs));
-    if (n_seg <= 0 || cols <= 0)
-        return GCN_OK;
+    cudaStream_t stream;
+    dim3 grid;
     int threads;
-    dim3 grid = segment_grid(n_seg, cols, &threads);
-    segment_pool_kernel<<<grid, threads, 0, cs->stream>>>(kind, cols, offsets, x, out, argmax);
+    GCN_TRY(segment_launch(ctx, n_seg, cols, &stream, &grid, &threads));
+    if (threads == 0)
+        return GCN_OK;
+    segment_pool_kernel<<<grid, threads, 0, stream>>>(kind, cols, offsets, x, out, argmax);
     GCN_LAUNCHED("segment_pool_kernel");
     return GCN_OK;
 }
@@ -503,14 +513,14 @@ gcn_status gcn_cuda_segment_pool_backward(gcn_ctx *ctx, gcn_pooling kind, int64_
                                           const int32_t *argmax, const float *dy, float *dx,
                                           bool acc)
 {
-    gcn_cuda_state *cs;
-    GCN_TRY(gcn_cuda_begin(ctx, &cs));
-    if (n_seg <= 0 || cols <= 0)
-        return GCN_OK;
+    cudaStream_t stream;
+    dim3 grid;
     int threads;
-    dim3 grid = segment_grid(n_seg, cols, &threads);
-    segment_pool_backward_kernel<<<grid, threads, 0, cs->stream>>>(kind, cols, offsets, argmax,
-                                                                    dy, dx, acc);
+    GCN_TRY(segment_launch(ctx, n_seg, cols, &stream, &grid, &threads));
+    if (threads == 0)
+        return GCN_OK;
+    segment_pool_backward_kernel<<<grid, threads, 0, stream>>>(kind, cols, offsets, argmax, dy,
+                                                                dx, acc);
     GCN_LAUNCHED("segment_pool_backward_kernel");
     return GCN_OK;
 }
