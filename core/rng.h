@@ -19,6 +19,7 @@ typedef enum gcn_rng_stream {
     GCN_RNG_SPLIT,     /* train/valid/test splits */
     GCN_RNG_PARTITION, /* graph partitioning */
     GCN_RNG_DATA,      /* synthetic data and substitute features */
+    GCN_RNG_SHUFFLE,   /* per-epoch orders of training examples (batches of graphs) */
     GCN_RNG_N_STREAMS
 } gcn_rng_stream;
 

@@ -1,6 +1,7 @@
-/* The binary dataset cache (processed/gcn-v1.bin): a checksummed header and
- * the parsed arrays, written atomically (temporary file + fsync + rename,
- * the writer the permutation file shares) and validated in full before use. */
+/* The binary dataset cache (processed/gcn-v1.bin, format version 2): a
+ * checksummed header and the parsed arrays, written atomically (temporary
+ * file + fsync + rename, the writer the permutation file shares) and
+ * validated in full before use. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,7 +12,9 @@
 
 #include "internal.h"
 
-_Static_assert(sizeof(gcn_cache_header) == 136, "cache header layout");
+_Static_assert(sizeof(gcn_cache_header) == 144, "cache header layout");
+
+#define N_SECTIONS 10
 
 #define ENDIAN_MARK 0x01020304u
 
@@ -46,8 +49,9 @@ uint64_t gcn_cache_fingerprint(const char *dir, const char *const *files, uint64
 }
 
 /* The payload arrays in file order, with their byte counts. */
-static void sections_of(const gcn_dataset *ds, const gcn_graph *g, gcn_section s[7])
+static void sections_of(const gcn_dataset *ds, const gcn_graph *g, gcn_section s[N_SECTIONS])
 {
+    size_t n_graphs = (size_t)ds->n_graphs;
     s[0] = (gcn_section){g->row_ptr, ((size_t)g->n_nodes + 1) * sizeof(int32_t)};
     s[1] = (gcn_section){g->col_idx, (size_t)g->nnz * sizeof(int32_t)};
     s[2] = (gcn_section){ds->features,
@@ -56,6 +60,10 @@ static void sections_of(const gcn_dataset *ds, const gcn_graph *g, gcn_section s
     s[4] = (gcn_section){ds->train, (size_t)ds->n_train * sizeof(int32_t)};
     s[5] = (gcn_section){ds->valid, (size_t)ds->n_valid * sizeof(int32_t)};
     s[6] = (gcn_section){ds->test, (size_t)ds->n_test * sizeof(int32_t)};
+    s[7] = (gcn_section){ds->graph_ptr, n_graphs ? (n_graphs + 1) * sizeof(int32_t) : 0};
+    s[8] = (gcn_section){ds->graph_labels, n_graphs * sizeof(int32_t)};
+    s[9] = (gcn_section){ds->graph_label_values,
+                         n_graphs ? (size_t)ds->n_graph_classes * sizeof(int32_t) : 0};
 }
 
 static uint32_t crc_of(uint32_t crc, const void *data, size_t bytes)
@@ -64,7 +72,7 @@ static uint32_t crc_of(uint32_t crc, const void *data, size_t bytes)
 }
 
 static void fill_header(gcn_cache_header *h, uint64_t fingerprint, const gcn_dataset *ds,
-                        const gcn_section s[7])
+                        const gcn_section s[N_SECTIONS])
 {
     memset(h, 0, sizeof *h);
     memcpy(h->magic, GCN_CACHE_MAGIC, sizeof h->magic);
@@ -80,8 +88,10 @@ static void fill_header(gcn_cache_header *h, uint64_t fingerprint, const gcn_dat
     h->n_valid = ds->n_valid;
     h->n_test = ds->n_test;
     h->has_labels = ds->labels != NULL;
+    h->n_graphs = ds->n_graphs;
+    h->n_graph_classes = ds->n_graphs ? ds->n_graph_classes : 0;
     uint32_t crc = (uint32_t)crc32_z(0, NULL, 0);
-    for (int k = 0; k < 7; k++) {
+    for (int k = 0; k < N_SECTIONS; k++) {
         h->payload_bytes += s[k].bytes;
         crc = crc_of(crc, s[k].data, s[k].bytes);
     }
@@ -128,12 +138,12 @@ gcn_status gcn_cache_write(gcn_ctx *ctx, const char *path, uint64_t fingerprint,
                            const gcn_dataset *ds)
 {
     GCN_ARG(ctx, path && ds && ds->graph);
-    gcn_section s[8];
+    gcn_section s[N_SECTIONS + 1];
     gcn_cache_header h;
     sections_of(ds, ds->graph, s + 1);
     fill_header(&h, fingerprint, ds, s + 1);
     s[0] = (gcn_section){&h, sizeof h};
-    return gcn_file_write_atomic(ctx, path, s, 8);
+    return gcn_file_write_atomic(ctx, path, s, N_SECTIONS + 1);
 }
 
 /* Header checks that need no payload; returns why the file is unusable, or
@@ -158,12 +168,17 @@ static const char *check_header(const gcn_cache_header *h, uint64_t fingerprint,
         h->n_classes < 0 || h->n_classes > GCN_DS_MAX_CLASSES || h->n_train < 0 ||
         h->n_valid < 0 || h->n_test < 0 ||
         (int64_t)h->n_train + h->n_valid + h->n_test > h->n_nodes ||
-        (int64_t)h->n_features * h->n_nodes > GCN_DS_MAX_FEATURE_VALUES)
+        (int64_t)h->n_features * h->n_nodes > GCN_DS_MAX_FEATURE_VALUES ||
+        h->n_graphs < 0 || h->n_graphs > h->n_nodes ||
+        (h->n_graphs > 0 ? h->n_graph_classes < 1 || h->n_graph_classes > h->n_graphs
+                         : h->n_graph_classes != 0))
         return "sizes out of range";
+    uint64_t graphs = h->n_graphs ? 2 * (uint64_t)h->n_graphs + 1 + (uint64_t)h->n_graph_classes
+                                  : 0;
     uint64_t want = ((uint64_t)h->n_nodes + 1 + (uint64_t)h->nnz +
                      (uint64_t)h->n_nodes * (uint64_t)h->n_features +
                      (h->has_labels ? (uint64_t)h->n_nodes : 0) + (uint64_t)h->n_train +
-                     (uint64_t)h->n_valid + (uint64_t)h->n_test) * 4;
+                     (uint64_t)h->n_valid + (uint64_t)h->n_test + graphs) * 4;
     if (h->payload_bytes != want || (uint64_t)file_size != sizeof *h + want)
         return "size does not match its header (truncated?)";
     return NULL;
@@ -181,7 +196,9 @@ static const char *read_payload(gcn_ctx *ctx, FILE *f, const gcn_cache_header *h
     ds->n_valid = h->n_valid;
     ds->n_test = h->n_test;
     ds->n_classes = h->n_classes;
-    size_t n = (size_t)h->n_nodes;
+    ds->n_graphs = h->n_graphs;
+    ds->n_graph_classes = h->n_graph_classes;
+    size_t n = (size_t)h->n_nodes, n_graphs = (size_t)h->n_graphs;
     if (*st == GCN_OK && h->n_features > 0)
         *st = gcn_ds_malloc(ctx, (void **)&ds->features, n * (size_t)h->n_features, sizeof(float));
     if (*st == GCN_OK && h->has_labels)
@@ -191,12 +208,19 @@ static const char *read_payload(gcn_ctx *ctx, FILE *f, const gcn_cache_header *h
     for (int k = 0; k < 3 && *st == GCN_OK; k++)
         if (counts[k] > 0)
             *st = gcn_ds_malloc(ctx, (void **)lists[k], (size_t)counts[k], sizeof(int32_t));
+    if (*st == GCN_OK && n_graphs > 0)
+        *st = gcn_ds_malloc(ctx, (void **)&ds->graph_ptr, n_graphs + 1, sizeof(int32_t));
+    if (*st == GCN_OK && n_graphs > 0)
+        *st = gcn_ds_malloc(ctx, (void **)&ds->graph_labels, n_graphs, sizeof(int32_t));
+    if (*st == GCN_OK && n_graphs > 0)
+        *st = gcn_ds_malloc(ctx, (void **)&ds->graph_label_values, (size_t)h->n_graph_classes,
+                            sizeof(int32_t));
     if (*st != GCN_OK)
         return "out of memory";
-    gcn_section s[7];
+    gcn_section s[N_SECTIONS];
     sections_of(ds, ds->graph, s);
     uint32_t crc = (uint32_t)crc32_z(0, NULL, 0);
-    for (int k = 0; k < 7; k++) {
+    for (int k = 0; k < N_SECTIONS; k++) {
         if (s[k].bytes && fread(s[k].data, 1, s[k].bytes, f) != s[k].bytes)
             return "short read";
         crc = crc_of(crc, s[k].data, s[k].bytes);
@@ -217,6 +241,8 @@ static const char *check_content(gcn_ctx *ctx, const gcn_dataset *ds)
             return "non-finite feature";
     if (gcn_ds_check_split(ctx, ds, "cache") != GCN_OK)
         return "bad split";
+    if (ds->n_graphs > 0 && gcn_ds_check_graphs(ctx, ds, "cache") != GCN_OK)
+        return "bad graph collection";
     return NULL;
 }
 

@@ -1,6 +1,6 @@
-/* gcn_dataset_load: resolves a name, path or generator spec, reads the
- * binary cache or parses the sources (and writes the cache), then applies
- * the graph, feature and split options and the reordering. */
+/* gcn_dataset_load: resolves a name, path, "tu:" name or generator spec,
+ * reads the binary cache or parses the sources (and writes the cache), then
+ * applies the graph, feature and split options and the reordering. */
 #include <stdarg.h>
 #include <limits.h>
 #include <stdio.h>
@@ -32,7 +32,7 @@ gcn_dataset_opts gcn_dataset_default_opts(void)
     };
 }
 
-typedef enum format { FMT_OGB, FMT_TEXTDIR, FMT_EDGELIST, FMT_MTX } format;
+typedef enum format { FMT_OGB, FMT_TEXTDIR, FMT_EDGELIST, FMT_MTX, FMT_TU } format;
 
 /* A resolved dataset on disk. */
 typedef struct source {
@@ -41,6 +41,7 @@ typedef struct source {
     char *dir;    /* the folder holding the data (path for folder formats) */
     char *base;   /* file name, for single-file formats */
     char *scheme; /* OGB split scheme, or NULL */
+    char *prefix; /* TU file names' prefix: the folder's name */
     char name[64];
 } source;
 
@@ -50,6 +51,7 @@ static void source_free(source *s)
     free(s->dir);
     free(s->base);
     free(s->scheme);
+    free(s->prefix);
     memset(s, 0, sizeof *s);
 }
 
@@ -111,17 +113,23 @@ static bool sniff_mtx(gcn_ctx *ctx, const char *path)
     return mtx;
 }
 
-static void set_name(source *s)
+/* The last part of path, without trailing slashes, cut to size - 1 bytes. */
+static void last_part(const char *path, char *out, size_t size)
 {
     char tmp[PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s", s->path);
+    snprintf(tmp, sizeof tmp, "%s", path);
     size_t n = strlen(tmp);
     while (n > 1 && tmp[n - 1] == '/')
         tmp[--n] = '\0';
     const char *b = strrchr(tmp, '/') ? strrchr(tmp, '/') + 1 : tmp;
-    size_t len = strlen(b) < sizeof s->name - 1 ? strlen(b) : sizeof s->name - 1;
-    memcpy(s->name, b, len);
-    s->name[len] = '\0';
+    size_t len = strlen(b) < size - 1 ? strlen(b) : size - 1;
+    memcpy(out, b, len);
+    out[len] = '\0';
+}
+
+static void set_name(source *s)
+{
+    last_part(s->path, s->name, sizeof s->name);
     if (s->fmt == FMT_OGB && strncmp(s->name, "ogbn_", 5) == 0)
         s->name[4] = '-';
     if (s->fmt == FMT_EDGELIST || s->fmt == FMT_MTX) {
@@ -133,27 +141,49 @@ static void set_name(source *s)
     }
 }
 
+/* "tu:NAME": the folder NAME, else <root>/tu/NAME. */
+static gcn_status find_tu(gcn_ctx *ctx, const char *name, const char *root, char **path)
+{
+    char buf[PATH_MAX];
+    *path = NULL;
+    if (gcn_path_is_dir(name))
+        *path = strdup(name);
+    else if (format_path(buf, sizeof buf, "%s/tu/%s", root, name) && gcn_path_is_dir(buf))
+        *path = strdup(buf);
+    else
+        return GCN_ERROR(ctx, GCN_ERR_NOT_FOUND,
+                         "dataset 'tu:%s' not found: no folder %s, nor %s/tu/%s", name, name,
+                         root, name);
+    return GCN_OK;
+}
+
 static gcn_status resolve(gcn_ctx *ctx, const char *spec, const gcn_dataset_opts *o, source *s)
 {
-    if (gcn_path_is_dir(spec) || gcn_path_is_file(spec))
+    if (strncmp(spec, "tu:", 3) == 0)
+        GCN_TRY(find_tu(ctx, spec + 3, o->root, &s->path));
+    else if (gcn_path_is_dir(spec) || gcn_path_is_file(spec))
         s->path = strdup(spec);
     else
         GCN_TRY(find_by_name(ctx, spec, o->root, &s->path));
     if (!s->path)
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory");
     if (gcn_path_is_dir(s->path)) {
-        char probe[PATH_MAX];
+        char probe[PATH_MAX], prefix[PATH_MAX];
+        last_part(s->path, prefix, sizeof prefix);
         bool ogb = format_path(probe, sizeof probe, "%s/raw/num-node-list.csv.gz", s->path) &&
                    gcn_path_is_file(probe);
         bool text = format_path(probe, sizeof probe, "%s/edges.txt", s->path) &&
                     gcn_path_is_file(probe);
-        if (!ogb && !text)
+        bool tu = gcn_tu_is_folder(s->path, prefix);
+        if (!ogb && !text && !tu)
             return GCN_ERROR(ctx, GCN_ERR_FORMAT,
-                             "%s: not a dataset folder (neither raw/num-node-list.csv.gz nor "
-                             "edges.txt)",
-                             s->path);
-        s->fmt = ogb ? FMT_OGB : FMT_TEXTDIR;
+                             "%s: not a dataset folder (none of raw/num-node-list.csv.gz, "
+                             "edges.txt, %s_A.txt)",
+                             s->path, prefix);
+        s->fmt = ogb ? FMT_OGB : text ? FMT_TEXTDIR : FMT_TU;
         s->dir = strdup(s->path);
+        if (tu && !(s->prefix = strdup(prefix)))
+            return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory");
         if (ogb)
             GCN_TRY(gcn_ogb_scheme(ctx, s->path, o->split_scheme, &s->scheme));
     } else {
@@ -165,7 +195,7 @@ static gcn_status resolve(gcn_ctx *ctx, const char *spec, const gcn_dataset_opts
         size_t dir_len = slash ? (size_t)(slash - s->path) + (slash == s->path) : 0;
         s->dir = slash ? strndup(s->path, dir_len) : strdup(".");
     }
-    if (!s->dir || (s->fmt >= FMT_EDGELIST && !s->base))
+    if (!s->dir || ((s->fmt == FMT_EDGELIST || s->fmt == FMT_MTX) && !s->base))
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory");
     set_name(s);
     return GCN_OK;
@@ -176,6 +206,8 @@ static uint64_t source_fingerprint(const source *s)
     uint64_t salt = (uint64_t)s->fmt * 0x9e3779b97f4a7c15ull;
     if (s->fmt == FMT_TEXTDIR)
         return gcn_cache_fingerprint(s->dir, gcn_textdir_files, salt);
+    if (s->fmt == FMT_TU)
+        return gcn_tu_fingerprint(s->dir, s->prefix, salt);
     if (s->fmt != FMT_OGB) {
         const char *files[2] = {s->base, NULL};
         return gcn_cache_fingerprint(s->dir, files, salt);
@@ -251,6 +283,7 @@ static gcn_status parse_source(gcn_ctx *ctx, const source *s, gcn_dataset *ds)
     case FMT_OGB: return gcn_load_ogb(ctx, s->dir, s->scheme, ds);
     case FMT_TEXTDIR: return gcn_load_textdir(ctx, s->dir, ds);
     case FMT_MTX: return gcn_load_mtx(ctx, s->path, ds);
+    case FMT_TU: return gcn_load_tu(ctx, s->dir, s->prefix, ds);
     default: return gcn_load_edgelist(ctx, s->path, ds);
     }
 }

@@ -1,6 +1,7 @@
 /* gcn_dataset: a graph with node features, labels and a train/valid/test
- * split in host memory, loaded from OGB, plain-text, edge-list or Matrix
- * Market files (with a binary cache) or generated; docs/datasets.md. */
+ * split in host memory, loaded from OGB, plain-text, edge-list, Matrix
+ * Market or TU files (with a binary cache) or generated; batches and folds
+ * of a TU graph collection; docs/datasets.md. */
 #ifndef GCN_DATASET_H
 #define GCN_DATASET_H
 
@@ -34,6 +35,15 @@ typedef struct gcn_dataset {
     /* The reordering applied to every array above (NULL: original order);
      * owned by the dataset. */
     gcn_reorder *reorder;
+    /* A collection of graphs (TU): graph g holds nodes [graph_ptr[g],
+     * graph_ptr[g + 1]) and no edge leaves it.  n_graphs 0 and the arrays
+     * NULL for a single graph. */
+    int32_t n_graphs;
+    int32_t *graph_ptr;          /* [n_graphs + 1] */
+    int32_t *graph_labels;       /* [n_graphs]: 0 .. n_graph_classes - 1, or NULL */
+    int32_t n_graph_classes;
+    int32_t *graph_label_values; /* [n_graph_classes]: the file's label of each class,
+                                  * ascending */
 } gcn_dataset;
 
 typedef struct gcn_dataset_opts {
@@ -68,9 +78,10 @@ GCN_API gcn_dataset_opts gcn_dataset_default_opts(void);
  *   - a name: "ogbn-arxiv" / "ogbn_arxiv" (any ogbn-*), "cora", "citeseer",
  *     "pubmed", "blogcatalog", "flickr", a folder or file under root, or a
  *     graph file under <root>/graphs without its extension ("Wiki-Vote");
- *   - a path to an OGB folder, a plain-text folder (edges.txt ...), an edge
- *     list (.txt, .el, .csv, optionally .gz) or a Matrix Market file
- *     (.mtx, .mtx.gz);
+ *   - "tu:NAME": the TU collection in <root>/tu/NAME (or the folder NAME);
+ *   - a path to an OGB folder, a plain-text folder (edges.txt ...), a TU
+ *     folder (NAME/NAME_A.txt ...), an edge list (.txt, .el, .csv,
+ *     optionally .gz) or a Matrix Market file (.mtx, .mtx.gz);
  *   - a generator: "sbm[:k=v,...]", "rmat[:k=v,...]", "chunglu[:k=v,...]",
  *     "synthetic" (= sbm with its defaults).
  * opts may be NULL for the defaults.  Errors name the file and line.
@@ -130,6 +141,62 @@ GCN_API gcn_status gcn_dataset_normalize_features(gcn_ctx *ctx, gcn_dataset *ds)
  * split the dataset had. */
 GCN_API gcn_status gcn_dataset_draw_split(gcn_ctx *ctx, gcn_dataset *ds, int32_t train_per_class,
                                           int32_t n_valid, int32_t n_test);
+
+/* ---- graph collections: batches and folds ------------------------------ */
+
+/* A batch of whole graphs of a collection as one graph: the block-diagonal
+ * matrix of their adjacencies (ds->graph's blocks, in the order asked
+ * for), the dataset node of each batch node (to gather feature rows) and
+ * the batch graph of each node.  Arrays are malloc-owned by the batch. */
+typedef struct gcn_graph_batch {
+    int32_t n_graphs, n_nodes;
+    gcn_graph *graph;   /* [n_nodes, n_nodes], host CSR */
+    int32_t *node_ids;  /* [n_nodes]: dataset node id of each batch node */
+    int32_t *segment;   /* [n_nodes]: 0 .. n_graphs - 1, the graph of each node */
+    int32_t *graph_ptr; /* [n_graphs + 1]: batch graph k holds nodes [graph_ptr[k],
+                         * graph_ptr[k + 1]) */
+    int32_t *labels;    /* [n_graphs]: their labels, or NULL */
+} gcn_graph_batch;
+
+/* Builds the batch of the n graphs graph_ids (each in [0, ds->n_graphs);
+ * repeats allowed) of a collection.  Caller frees with
+ * gcn_graph_batch_free. */
+GCN_API gcn_status gcn_graph_batch_build(gcn_ctx *ctx, const gcn_dataset *ds,
+                                         const int32_t *graph_ids, int32_t n,
+                                         gcn_graph_batch **out);
+
+/* Accepts NULL and sets *b to NULL. */
+GCN_API void gcn_graph_batch_free(gcn_graph_batch **b);
+
+/* GIN's batch size, the default of graph classification. */
+#define GCN_GRAPH_BATCH_SIZE 32
+
+/* One epoch's batches: puts the n ids in a uniformly random order drawn
+ * from the context's GCN_RNG_SHUFFLE stream, in place; batch b is then
+ * ids[b * batch_size, min(n, (b + 1) * batch_size)), and *n_batches is
+ * ceil(n / batch_size).  The same seed and call sequence give the same
+ * batches. */
+GCN_API gcn_status gcn_graph_shuffle_batches(gcn_ctx *ctx, int32_t *ids, int32_t n,
+                                             int32_t batch_size, int32_t *n_batches);
+
+/* Stratified k-fold split of a labelled collection: fold[g] in [0, k) for
+ * each of its graphs, 2 <= k <= n_graphs.  Each class's graphs, in an
+ * order drawn from seed alone (not the context's streams), are dealt to
+ * the folds in turn, the turn running on from class to class, so fold
+ * sizes differ by at most one and each class is split evenly (its count
+ * in a fold is within one of its share). */
+GCN_API gcn_status gcn_graph_folds(gcn_ctx *ctx, const gcn_dataset *ds, int32_t k,
+                                   uint64_t seed, int32_t *fold);
+
+/* The fold file: '#' comment lines, then line k holds the 0-based graph
+ * ids (TU graph id - 1) of fold k, ascending, separated by spaces.  write
+ * replaces path atomically; read checks that every graph of ds is in
+ * exactly one fold, and gives the fold count in *k and fold[g] as above
+ * (fold has ds->n_graphs entries). */
+GCN_API gcn_status gcn_graph_folds_write(gcn_ctx *ctx, const char *path, const gcn_dataset *ds,
+                                         int32_t k, const int32_t *fold);
+GCN_API gcn_status gcn_graph_folds_read(gcn_ctx *ctx, const char *path, const gcn_dataset *ds,
+                                        int32_t *k, int32_t *fold);
 
 /* ---- synthetic data --------------------------------------------------- */
 

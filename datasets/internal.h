@@ -151,6 +151,18 @@ bool gcn_path_is_file(const char *path);
  * model allocate per-class arrays of billions of entries. */
 #define GCN_DS_MAX_CLASSES ((int64_t)1 << 16)
 
+/* Checks n, the records read so far, against the count that `source`
+ * gives for `what`: before a record (f set) there must be room for it, at
+ * the end of the file (f NULL) there must be as many. */
+gcn_status gcn_reader_check_count(gcn_reader *r, char **f, int64_t n, int64_t count,
+                                  const char *what, const char *source);
+
+/* Reads n_rows lines of comma-separated finite floats, each as many as the
+ * first, into a new row-major array *x (caller frees) of *width columns;
+ * `source` names what gives n_rows in count errors. */
+gcn_status gcn_read_dense_rows(gcn_ctx *ctx, const char *path, int64_t n_rows,
+                               const char *source, float **x, int32_t *width);
+
 /* Reads a file holding one non-negative integer (OGB num-*-list). */
 gcn_status gcn_read_count(gcn_ctx *ctx, const char *path, int64_t max, int64_t *count);
 
@@ -178,6 +190,29 @@ gcn_status gcn_load_ogb(gcn_ctx *ctx, const char *dir, const char *scheme, gcn_d
 gcn_status gcn_load_textdir(gcn_ctx *ctx, const char *dir, gcn_dataset *ds);
 gcn_status gcn_load_edgelist(gcn_ctx *ctx, const char *path, gcn_dataset *ds);
 gcn_status gcn_load_mtx(gcn_ctx *ctx, const char *path, gcn_dataset *ds);
+
+/* The TU collection `name` in dir (dir/name_A.txt ...; tu.c): also fills
+ * the graph fields; node labels become one-hot features. */
+gcn_status gcn_load_tu(gcn_ctx *ctx, const char *dir, const char *name, gcn_dataset *ds);
+
+/* Whether dir holds name_A.txt or name_A.txt.gz. */
+bool gcn_tu_is_folder(const char *dir, const char *name);
+
+/* gcn_cache_fingerprint of the files a TU collection may have. */
+uint64_t gcn_tu_fingerprint(const char *dir, const char *name, uint64_t salt);
+
+/* Checks a collection's graph fields (from a cache): graph_ptr runs from 0
+ * to n_nodes without empty graphs, no edge leaves its graph, labels are in
+ * range and their values ascending. */
+gcn_status gcn_ds_check_graphs(gcn_ctx *ctx, const gcn_dataset *ds, const char *what);
+
+/* Puts ids[0, n) in a uniformly random order drawn from stream: each id
+ * gets a 32-bit key (gcn_rng_below) and they are sorted by (key, id). */
+gcn_status gcn_ds_shuffle(gcn_ctx *ctx, gcn_rng_stream stream, int32_t *ids, int32_t n);
+
+/* Sorts the non-negative ids[0, n) by (key[i], ids[i]) ascending; key[i]
+ * (below 2^32) goes with ids[i] and is used up. */
+void gcn_ds_sort_by_key(int32_t *ids, uint64_t *key, int32_t n);
 
 /* Fills ds when spec names a generator ("synthetic", "sbm", "rmat",
  * "chunglu", optionally followed by ":key=value,..."); otherwise leaves it
@@ -212,11 +247,14 @@ gcn_status gcn_edge_list_add(gcn_reader *r, char **f, gcn_edge_list *e);
 /* ---- binary cache (cache.c) ------------------------------------------ */
 
 #define GCN_CACHE_MAGIC "GCNDSv1\n"
-#define GCN_CACHE_VERSION 1u
+#define GCN_CACHE_VERSION 2u
 
 /* File layout: this header, then the payload: row_ptr [n_nodes + 1],
  * col_idx [nnz], features [n_nodes * n_features], labels [n_nodes] if
- * has_labels, train, valid, test.  All little-endian host order. */
+ * has_labels, train, valid, test, and for a collection (n_graphs > 0)
+ * graph_ptr [n_graphs + 1], graph_labels [n_graphs] and
+ * graph_label_values [n_graph_classes].  All host byte order.  Version 2
+ * added the collection's counts and arrays. */
 typedef struct gcn_cache_header {
     char magic[8];
     uint32_t version;
@@ -225,6 +263,7 @@ typedef struct gcn_cache_header {
     char name[64];
     int32_t n_nodes, nnz, n_features, n_classes;
     int32_t n_train, n_valid, n_test, has_labels;
+    int32_t n_graphs, n_graph_classes;
     uint64_t payload_bytes;
     uint32_t payload_crc;  /* zlib crc32 of the payload */
     uint32_t header_crc;   /* crc32 of every byte above */

@@ -2,7 +2,6 @@
  * node features, labels, counts as .csv.gz) and split/<scheme>/ (train,
  * valid, test .csv.gz). */
 #include <dirent.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,12 +11,12 @@ const char *const gcn_ogb_files[] = {
     "raw/num-node-list.csv.gz", "raw/num-edge-list.csv.gz", "raw/node-label.csv.gz",
     "raw/edge.csv.gz", "raw/node-feat.csv.gz", NULL};
 
-/* Most comma-separated columns a label or feature line may have. */
+/* Most comma-separated columns a label line may have. */
 #define OGB_MAX_COLUMNS (1 << 20)
 
 /* The raw/ CSV files hold one line per node or edge, blank lines included
  * (a blank label is an unlabelled node); label and feature files take their
- * width from the first line. */
+ * width from the first line (features: gcn_read_dense_rows). */
 static const gcn_record_fmt ogb_edges = {
     .sep = ',', .min_fields = 2, .max_fields = 2, .blank_records = true};
 static const gcn_record_fmt ogb_rows = {
@@ -70,24 +69,6 @@ cleanup:
     return st;
 }
 
-/* Checks n, the records read so far, against the count that `source`
- * gives for `what`: before a record (f set) there must be room for it, at
- * the end of the file (f NULL) there must be as many. */
-static gcn_status check_count(gcn_reader *r, char **f, int64_t n, int64_t count,
-                              const char *what, const char *source)
-{
-    if (f && n >= count)
-        return gcn_reader_fail(r, GCN_ERR_FORMAT, "more %s than the %lld of %s", what,
-                               (long long)count, source);
-    if (!f && n == 0 && count > 0)
-        return gcn_reader_fail(r, GCN_ERR_FORMAT, "empty file: 0 %s, %s says %lld", what,
-                               source, (long long)count);
-    if (!f && n != count)
-        return gcn_reader_fail(r, GCN_ERR_FORMAT, "%lld %s, but %s says %lld", (long long)n,
-                               what, source, (long long)count);
-    return GCN_OK;
-}
-
 /* node-label.csv.gz: one line per node.  A single column gives the class
  * (empty or "nan" = unlabelled); several columns (multi-task labels, as in
  * ogbn-proteins) are counted but not kept, with a notice. */
@@ -102,7 +83,8 @@ static gcn_status label_record(gcn_reader *r, char **f, void *user)
 {
     label_file *l = user;
     int64_t y = -1;
-    GCN_TRY(check_count(r, f, l->labels.len, l->n_nodes, "labels", "num-node-list.csv.gz"));
+    GCN_TRY(gcn_reader_check_count(r, f, l->labels.len, l->n_nodes, "labels",
+                                   "num-node-list.csv.gz"));
     if (!f)
         return GCN_OK;
     if (l->width == 0)
@@ -138,7 +120,8 @@ typedef struct edge_file {
 static gcn_status edge_record(gcn_reader *r, char **f, void *user)
 {
     edge_file *e = user;
-    GCN_TRY(check_count(r, f, e->edges.src.len, e->n_edges, "edges", "num-edge-list.csv.gz"));
+    GCN_TRY(gcn_reader_check_count(r, f, e->edges.src.len, e->n_edges, "edges",
+                                   "num-edge-list.csv.gz"));
     return f ? gcn_edge_list_add(r, f, &e->edges) : GCN_OK;
 }
 
@@ -154,42 +137,10 @@ static gcn_status read_edges(gcn_ctx *ctx, const char *path, int64_t n_edges, gc
 }
 
 /* node-feat.csv.gz: n_nodes lines of D comma-separated finite floats. */
-typedef struct feature_file {
-    gcn_dataset *ds;
-    int64_t row;
-    int width; /* of the first line; 0 before it */
-} feature_file;
-
-static gcn_status feature_record(gcn_reader *r, char **f, void *user)
-{
-    feature_file *ff = user;
-    gcn_dataset *ds = ff->ds;
-    GCN_TRY(check_count(r, f, ff->row, ds->n_nodes, "rows", "num-node-list.csv.gz"));
-    if (!f)
-        return GCN_OK;
-    if (ff->width == 0) {
-        r->fmt.min_fields = r->fmt.max_fields = ff->width = r->n_fields;
-        if ((int64_t)ff->width * ds->n_nodes > GCN_DS_MAX_FEATURE_VALUES)
-            return gcn_reader_fail(r, GCN_ERR_UNSUPPORTED, "too many feature columns");
-        GCN_TRY(gcn_ds_malloc(r->ctx, (void **)&ds->features,
-                              (size_t)ds->n_nodes * (size_t)ff->width, sizeof(float)));
-    }
-    float *out = ds->features + ff->row++ * ff->width;
-    for (int k = 0; k < ff->width; k++)
-        GCN_TRY(gcn_reader_float(r, f[k], k + 1, &out[k]));
-    return GCN_OK;
-}
-
 static gcn_status read_features(gcn_ctx *ctx, const char *path, gcn_dataset *ds)
 {
-    feature_file ff = {ds, 0, 0};
-    gcn_status st = gcn_read_records(ctx, path, &ogb_rows, feature_record, &ff);
-    if (st != GCN_OK) {
-        free(ds->features);
-        ds->features = NULL;
-        return st;
-    }
-    ds->n_features = ff.width;
+    GCN_TRY(gcn_read_dense_rows(ctx, path, ds->n_nodes, "num-node-list.csv.gz", &ds->features,
+                                &ds->n_features));
     strcpy(ds->feature_source, "file");
     return GCN_OK;
 }

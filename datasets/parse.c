@@ -1,6 +1,6 @@
 /* Parsing steps shared by the loaders: count files, node-id lists and
- * splits, renumbering of sparse node ids, and building the graph from the
- * edges read. */
+ * splits, line counts, dense float rows, renumbering of sparse node ids,
+ * and building the graph from the edges read. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +31,68 @@ gcn_status gcn_read_count(gcn_ctx *ctx, const char *path, int64_t max, int64_t *
 {
     count_file c = {max, count, false};
     return gcn_read_records(ctx, path, &one_number, count_record, &c);
+}
+
+gcn_status gcn_reader_check_count(gcn_reader *r, char **f, int64_t n, int64_t count,
+                                  const char *what, const char *source)
+{
+    if (f && n >= count)
+        return gcn_reader_fail(r, GCN_ERR_FORMAT, "more %s than the %lld of %s", what,
+                               (long long)count, source);
+    if (!f && n == 0 && count > 0)
+        return gcn_reader_fail(r, GCN_ERR_FORMAT, "empty file: 0 %s, %s says %lld", what,
+                               source, (long long)count);
+    if (!f && n != count)
+        return gcn_reader_fail(r, GCN_ERR_FORMAT, "%lld %s, but %s says %lld", (long long)n,
+                               what, source, (long long)count);
+    return GCN_OK;
+}
+
+/* Most comma-separated columns a dense row may have. */
+#define MAX_DENSE_COLUMNS (1 << 20)
+
+/* One line a row, blank lines included (a blank row is an error). */
+static const gcn_record_fmt dense_fmt = {
+    .sep = ',', .min_fields = 1, .max_fields = MAX_DENSE_COLUMNS, .blank_records = true};
+
+typedef struct dense_file {
+    int64_t n_rows, row;
+    const char *source;
+    float *x;
+    int width; /* of the first line; 0 before it */
+} dense_file;
+
+static gcn_status dense_record(gcn_reader *r, char **f, void *user)
+{
+    dense_file *d = user;
+    GCN_TRY(gcn_reader_check_count(r, f, d->row, d->n_rows, "rows", d->source));
+    if (!f)
+        return GCN_OK;
+    if (d->width == 0) {
+        r->fmt.min_fields = r->fmt.max_fields = d->width = r->n_fields;
+        if ((int64_t)d->width * d->n_rows > GCN_DS_MAX_FEATURE_VALUES)
+            return gcn_reader_fail(r, GCN_ERR_UNSUPPORTED, "too many feature columns");
+        GCN_TRY(gcn_ds_malloc(r->ctx, (void **)&d->x, (size_t)d->n_rows * (size_t)d->width,
+                              sizeof(float)));
+    }
+    float *out = d->x + d->row++ * d->width;
+    for (int k = 0; k < d->width; k++)
+        GCN_TRY(gcn_reader_float(r, f[k], k + 1, &out[k]));
+    return GCN_OK;
+}
+
+gcn_status gcn_read_dense_rows(gcn_ctx *ctx, const char *path, int64_t n_rows,
+                               const char *source, float **x, int32_t *width)
+{
+    dense_file d = {n_rows, 0, source, NULL, 0};
+    gcn_status st = gcn_read_records(ctx, path, &dense_fmt, dense_record, &d);
+    if (st != GCN_OK) {
+        free(d.x);
+        return st;
+    }
+    *x = d.x;
+    *width = d.width;
+    return GCN_OK;
 }
 
 typedef struct id_list {

@@ -20,6 +20,9 @@ void gcn_ds_clear(gcn_dataset *ds)
     free(ds->valid);
     free(ds->test);
     gcn_reorder_free(&ds->reorder);
+    free(ds->graph_ptr);
+    free(ds->graph_labels);
+    free(ds->graph_label_values);
     memset(ds, 0, sizeof *ds);
 }
 
@@ -105,34 +108,45 @@ static int cmp_i32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Labelled nodes in an order drawn from GCN_RNG_SPLIT: sorted by a random
- * 32-bit key (ties by id), which is a uniform permutation. */
+void gcn_ds_sort_by_key(int32_t *ids, uint64_t *key, int32_t n)
+{
+    for (int32_t j = 0; j < n; j++)
+        key[j] = key[j] << 32 | (uint32_t)ids[j];
+    qsort(key, (size_t)n, sizeof *key, cmp_u64);
+    for (int32_t j = 0; j < n; j++)
+        ids[j] = (int32_t)(key[j] & 0xffffffffu);
+}
+
+gcn_status gcn_ds_shuffle(gcn_ctx *ctx, gcn_rng_stream stream, int32_t *ids, int32_t n)
+{
+    uint64_t *key = NULL;
+    uint32_t *r = NULL;
+    gcn_status st = GCN_OK;
+    GCN_CHECK(gcn_ds_malloc(ctx, (void **)&key, (size_t)n, sizeof *key));
+    GCN_CHECK(gcn_ds_malloc(ctx, (void **)&r, (size_t)n, sizeof *r));
+    GCN_CHECK(gcn_rng_below(ctx, stream, UINT32_MAX, r, n));
+    for (int32_t j = 0; j < n; j++)
+        key[j] = r[j];
+    gcn_ds_sort_by_key(ids, key, n);
+cleanup:
+    free(key);
+    free(r);
+    return st;
+}
+
+/* Labelled nodes in an order drawn from GCN_RNG_SPLIT (gcn_ds_shuffle). */
 static gcn_status shuffled_labelled(gcn_ctx *ctx, const gcn_dataset *ds, int32_t **out,
                                     int32_t *n_out)
 {
     int32_t m = 0;
     for (int32_t i = 0; i < ds->n_nodes; i++)
         m += ds->labels[i] >= 0;
-    uint64_t *key = NULL;
-    uint32_t *r = NULL;
-    gcn_status st = GCN_OK;
-    GCN_CHECK(gcn_ds_malloc(ctx, (void **)&key, (size_t)m, sizeof *key));
-    GCN_CHECK(gcn_ds_malloc(ctx, (void **)&r, (size_t)m, sizeof *r));
-    GCN_CHECK(gcn_ds_malloc(ctx, (void **)out, (size_t)m, sizeof **out));
-    GCN_CHECK(gcn_rng_below(ctx, GCN_RNG_SPLIT, UINT32_MAX, r, m));
+    GCN_TRY(gcn_ds_malloc(ctx, (void **)out, (size_t)m, sizeof **out));
     for (int32_t i = 0, j = 0; i < ds->n_nodes; i++)
-        if (ds->labels[i] >= 0) {
-            key[j] = (uint64_t)r[j] << 32 | (uint32_t)i;
-            j++;
-        }
-    qsort(key, (size_t)m, sizeof *key, cmp_u64);
-    for (int32_t j = 0; j < m; j++)
-        (*out)[j] = (int32_t)(key[j] & 0xffffffffu);
+        if (ds->labels[i] >= 0)
+            (*out)[j++] = i;
     *n_out = m;
-cleanup:
-    free(key);
-    free(r);
-    return st;
+    return gcn_ds_shuffle(ctx, GCN_RNG_SPLIT, *out, m);
 }
 
 static gcn_status take_list(gcn_ctx *ctx, const int32_t *src, int32_t n, int32_t **dst,
@@ -229,6 +243,17 @@ static void put_reorder(text *t, const gcn_reorder *r)
         put(t, "computed in %.3f s)", r->seconds);
 }
 
+/* The smallest or the largest graph's node count in a collection. */
+static int32_t graph_size(const gcn_dataset *ds, bool largest)
+{
+    int32_t best = ds->graph_ptr[1] - ds->graph_ptr[0];
+    for (int32_t g = 1; g < ds->n_graphs; g++) {
+        int32_t n = ds->graph_ptr[g + 1] - ds->graph_ptr[g];
+        best = (largest ? n > best : n < best) ? n : best;
+    }
+    return best;
+}
+
 int gcn_dataset_describe(const gcn_dataset *ds, char *buf, size_t size)
 {
     text t = {buf, size, 0};
@@ -251,8 +276,11 @@ int gcn_dataset_describe(const gcn_dataset *ds, char *buf, size_t size)
         put(&t, "; no features");
     if (ds->labels)
         put(&t, "; %d classes", ds->n_classes);
-    else
+    else if (ds->n_graphs == 0)
         put(&t, "; no labels");
+    if (ds->n_graphs > 0)
+        put(&t, "; %d graphs of %d to %d nodes, %d graph classes", ds->n_graphs,
+            graph_size(ds, false), graph_size(ds, true), ds->n_graph_classes);
     if (ds->n_train + ds->n_valid + ds->n_test > 0)
         put(&t, "; split %d / %d / %d (%s)", ds->n_train, ds->n_valid, ds->n_test,
             ds->split_drawn ? "drawn" : "shipped");

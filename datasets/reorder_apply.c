@@ -160,6 +160,11 @@ gcn_status gcn_ds_reorder(gcn_ctx *ctx, gcn_dataset *ds, const gcn_reorder_opts 
     GCN_TRY(gcn_reorder_seed(ctx, o, &seed));
     if (o->method == GCN_REORDER_NONE)
         return GCN_OK;
+    if (ds->n_graphs > 0)
+        return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED,
+                         "%s: a collection of %d graphs is not reordered (each graph's nodes "
+                         "stay together, in order)",
+                         ds->name, ds->n_graphs);
     gcn_reorder *r = NULL;
     gcn_dataset moved;
     gcn_status st = GCN_OK;

@@ -1,7 +1,7 @@
 /* The dataset fuzzing harness: turns arbitrary bytes into dataset files in
  * a scratch folder (optionally gzip-compressed and cut short), loads them
- * through the public API (or the cache reader), exercises the result and
- * returns how it went. */
+ * through the public API (or the cache reader), exercises the result
+ * (batches and folds too for a graph collection) and returns how it went. */
 #include <dirent.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -112,6 +112,27 @@ static gcn_ctx *new_ctx(void)
     return gcn_ctx_create(&ctx, &o) == GCN_OK ? ctx : NULL;
 }
 
+/* What graph classification does with a collection: a batch of all its
+ * graphs in reverse order (checked), and two folds when it has two
+ * graphs. */
+static gcn_status use_graphs(gcn_ctx *ctx, const gcn_dataset *ds)
+{
+    int32_t n = ds->n_graphs, *ids = malloc((size_t)n * sizeof *ids);
+    if (!ids)
+        return GCN_ERR_NOMEM;
+    for (int32_t g = 0; g < n; g++)
+        ids[g] = n - 1 - g;
+    gcn_graph_batch *b = NULL;
+    gcn_status st = gcn_graph_batch_build(ctx, ds, ids, n, &b);
+    if (st == GCN_OK)
+        st = gcn_graph_validate(ctx, b->graph);
+    if (st == GCN_OK && n >= 2)
+        st = gcn_graph_folds(ctx, ds, 2, 1, ids);
+    gcn_graph_batch_free(&b);
+    free(ids);
+    return st;
+}
+
 /* What a trainer does with a loaded dataset; the first failure. */
 static gcn_status use(gcn_ctx *ctx, const gcn_dataset *ds)
 {
@@ -126,6 +147,8 @@ static gcn_status use(gcn_ctx *ctx, const gcn_dataset *ds)
     gcn_dataset_device dev;
     if (st == GCN_OK && (st = gcn_dataset_upload(ctx, ds, &dev)) == GCN_OK)
         gcn_dataset_device_free(&dev);
+    if (st == GCN_OK && ds->n_graphs > 0)
+        st = use_graphs(ctx, ds);
     return st;
 }
 
@@ -201,6 +224,29 @@ gcn_status gcn_fuzz_mtx(const uint8_t *data, size_t size)
     return one_file(data, size, "g.mtx", "g.mtx.gz");
 }
 
+/* Writes the sections of body (separated by SEP) as files[k] under a
+ * scratch folder, file k gzip'd and then cut by `cut` bytes when bit k of
+ * gz is set, and loads <scratch>/folder with o. */
+static gcn_status load_folder(const uint8_t *body, size_t size, const char *const *files,
+                              int n_files, unsigned gz, unsigned cut, const char *folder,
+                              const gcn_dataset_opts *o)
+{
+    char *dir = scratch();
+    if (!dir)
+        return GCN_ERR_IO;
+    const uint8_t *sec[MAX_SECTIONS];
+    size_t len[MAX_SECTIONS];
+    int n = sections(body, size, sec, len);
+    for (int k = 0; k < n && k < n_files; k++)
+        write_file(dir, files[k], sec[k], len[k], (gz >> k) & 1, cut);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, folder);
+    gcn_status st = load(path, o);
+    rmtree(dir);
+    free(dir);
+    return st;
+}
+
 gcn_status gcn_fuzz_textdir(const uint8_t *data, size_t size)
 {
     static const char *const files[] = {"d/meta.txt",  "d/edges.txt", "d/labels.txt",
@@ -208,21 +254,8 @@ gcn_status gcn_fuzz_textdir(const uint8_t *data, size_t size)
                                         "d/test.txt"};
     if (size < 1)
         return GCN_ERR_INVALID_ARG;
-    char *dir = scratch();
-    if (!dir)
-        return GCN_ERR_IO;
-    const uint8_t *sec[MAX_SECTIONS];
-    size_t len[MAX_SECTIONS];
-    int n = sections(data + 1, size - 1, sec, len);
-    for (int k = 0; k < n && k < 7; k++)
-        write_file(dir, files[k], sec[k], len[k], false, 0);
-    char path[4096];
-    snprintf(path, sizeof path, "%s/d", dir);
     gcn_dataset_opts o = opts_from(data[0]);
-    gcn_status st = load(path, &o);
-    rmtree(dir);
-    free(dir);
-    return st;
+    return load_folder(data + 1, size - 1, files, 7, 0, 0, "d", &o);
 }
 
 gcn_status gcn_fuzz_ogb(const uint8_t *data, size_t size)
@@ -234,21 +267,21 @@ gcn_status gcn_fuzz_ogb(const uint8_t *data, size_t size)
         "ogbn_f/split/s/valid.csv.gz",     "ogbn_f/split/s/test.csv.gz"};
     if (size < 2)
         return GCN_ERR_INVALID_ARG;
-    char *dir = scratch();
-    if (!dir)
-        return GCN_ERR_IO;
-    const uint8_t *sec[MAX_SECTIONS];
-    size_t len[MAX_SECTIONS];
-    int n = sections(data + 2, size - 2, sec, len);
-    for (int k = 0; k < n; k++)
-        write_file(dir, files[k], sec[k], len[k], (data[0] >> k) & 1, data[1] >> 4);
-    char path[4096];
-    snprintf(path, sizeof path, "%s/ogbn_f", dir);
     gcn_dataset_opts o = opts_from(data[1] & 15);
-    gcn_status st = load(path, &o);
-    rmtree(dir);
-    free(dir);
-    return st;
+    return load_folder(data + 2, size - 2, files, 8, data[0], data[1] >> 4, "ogbn_f", &o);
+}
+
+gcn_status gcn_fuzz_tu(const uint8_t *data, size_t size)
+{
+    static const char *const files[] = {"t/t_graph_indicator.txt", "t/t_A.txt",
+                                        "t/t_graph_labels.txt",    "t/t_node_labels.txt",
+                                        "t/t_node_attributes.txt", "t/t_edge_labels.txt"};
+    if (size < 1)
+        return GCN_ERR_INVALID_ARG;
+    gcn_dataset_opts o = opts_from(0);
+    o.features = data[0] & 2 ? "degree" : NULL;
+    o.symmetrize = !(data[0] & 4);
+    return load_folder(data + 1, size - 1, files, 6, data[0] & 1 ? 0xffu : 0u, 0, "t", &o);
 }
 
 gcn_status gcn_fuzz_cache(const uint8_t *data, size_t size)

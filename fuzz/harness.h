@@ -2,11 +2,12 @@
  * targets (fuzz/fuzz_*.c) and the test that replays the seed corpora and
  * the inputs kept in fuzz/regress/<target>/.  Each lays the bytes out as
  * files in a fresh scratch folder, loads them, uses the result (adjacency
- * matrices, upload), frees everything and returns how it went: GCN_OK when
- * the dataset loaded and every use of it succeeded, else the first failing
- * status (GCN_ERR_INVALID_ARG for an input too short for its leading
- * bytes).  The libFuzzer targets ignore it; tests/test_dataset_fuzz.c
- * compares it with the outcome each kept input's name states. */
+ * matrices, upload; a batch and folds of a graph collection), frees
+ * everything and returns how it went: GCN_OK when the dataset loaded and
+ * every use of it succeeded, else the first failing status
+ * (GCN_ERR_INVALID_ARG for an input too short for its leading bytes).
+ * The libFuzzer targets ignore it; tests/test_dataset_fuzz.c compares it
+ * with the outcome each kept input's name states. */
 #ifndef GCN_FUZZ_HARNESS_H
 #define GCN_FUZZ_HARNESS_H
 
@@ -33,6 +34,12 @@ gcn_status gcn_fuzz_textdir(const uint8_t *data, size_t size);
  * then num-node-list, num-edge-list, edge, node-label, node-feat, and
  * split train, valid, test, separated by 0x1E. */
 gcn_status gcn_fuzz_ogb(const uint8_t *data, size_t size);
+
+/* Flag byte (bit 0 gzip every file, bit 1 features "degree" instead of
+ * the file, bit 2 no symmetrisation), then the TU files graph_indicator,
+ * A, graph_labels, node_labels, node_attributes, edge_labels separated by
+ * 0x1E; a file is absent when its section is. */
+gcn_status gcn_fuzz_tu(const uint8_t *data, size_t size);
 
 /* The bytes as a cache file; when it is at least a header long, the
  * harness fixes both checksums first so the checks behind them are

@@ -1,5 +1,6 @@
-/* Scratch folders, fixture files (plain and gzip), and error-message,
- * graph and reordering checks for the dataset tests. */
+/* Scratch folders, fixture files (plain and gzip), a context that keeps
+ * its log, and error-message, graph and reordering checks for the dataset
+ * tests. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <stdarg.h>
@@ -100,6 +101,30 @@ void ds_copy(const char *from, const char *dir, const char *rel)
 void ds_write(const char *dir, const char *rel, const char *text)
 {
     ds_write_bytes(dir, rel, text, strlen(text));
+}
+
+char ds_notices[8192];
+
+static void capture(gcn_log_level level, const char *msg, void *user)
+{
+    (void)user;
+    strncat(ds_notices, level == GCN_LOG_WARN ? "WARN " : "INFO ",
+            sizeof ds_notices - strlen(ds_notices) - 1);
+    strncat(ds_notices, msg, sizeof ds_notices - strlen(ds_notices) - 2);
+    strcat(ds_notices, "\n");
+}
+
+gcn_ctx *ds_logging_ctx(uint64_t seed)
+{
+    gcn_ctx_opts co = gcn_ctx_default_opts();
+    co.device = GCN_DEVICE_CPU;
+    co.seed = seed;
+    co.log_level = GCN_LOG_INFO;
+    co.log_fn = capture;
+    gcn_ctx *ctx = NULL;
+    cr_assert_eq(gcn_ctx_create(&ctx, &co), GCN_OK);
+    ds_notices[0] = '\0';
+    return ctx;
 }
 
 gcn_dataset_opts ds_opts(const char *dir)
@@ -227,7 +252,12 @@ bool ds_same(const gcn_dataset *a, const gcn_dataset *b)
                    (size_t)a->n_nodes * (size_t)a->n_features * sizeof(float)) == 0) &&
            (!a->labels || same_ints(a->labels, b->labels, a->n_nodes)) &&
            same_ints(a->train, b->train, a->n_train) && same_ints(a->valid, b->valid, a->n_valid) &&
-           same_ints(a->test, b->test, a->n_test);
+           same_ints(a->test, b->test, a->n_test) && a->n_graphs == b->n_graphs &&
+           a->n_graph_classes == b->n_graph_classes &&
+           (a->n_graphs == 0 ||
+            (same_ints(a->graph_ptr, b->graph_ptr, a->n_graphs + 1) &&
+             same_ints(a->graph_labels, b->graph_labels, a->n_graphs) &&
+             same_ints(a->graph_label_values, b->graph_label_values, a->n_graph_classes)));
 }
 
 void ds_check_reorder(const gcn_reorder *r, int32_t n)

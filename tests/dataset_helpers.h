@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "gcn.h"
 
@@ -28,6 +29,14 @@ void ds_copy(const char *from, const char *dir, const char *rel);
 
 /* "dir/rel" in a static buffer (valid until the next call). */
 const char *ds_path(const char *dir, const char *rel);
+
+/* What the context of the last ds_logging_ctx call logged: a line
+ * "WARN message" or "INFO message" per message. */
+extern char ds_notices[8192];
+
+/* A CPU context with the seed that logs at INFO level into ds_notices,
+ * which it empties. */
+gcn_ctx *ds_logging_ctx(uint64_t seed);
 
 /* Options for fixture loads: root = dir, cache off unless a test asks. */
 gcn_dataset_opts ds_opts(const char *dir);
@@ -68,7 +77,8 @@ char *ds_random_edges(const char *prefix, int m, int n, int base, char sep, size
  * piece of the message zlib's reason leads to. */
 const char *ds_damage_gzip(const char *path, int kind);
 
-/* Whether two datasets hold identical graphs, features, labels and splits. */
+/* Whether two datasets hold identical graphs, features, labels, splits and
+ * graph collections. */
 bool ds_same(const gcn_dataset *a, const gcn_dataset *b);
 
 /* Asserts that r reorders n nodes: order is a permutation, position its

@@ -216,16 +216,6 @@ Test(dataset_cache, stale_when_sources_change)
     toy_close(&t);
 }
 
-static char notices[2048];
-
-static void capture(gcn_log_level level, const char *msg, void *user)
-{
-    (void)level;
-    (void)user;
-    strncat(notices, msg, sizeof notices - strlen(notices) - 2);
-    strcat(notices, "\n");
-}
-
 Test(dataset_cache, read_only_folder_and_cache_dir)
 {
     char *dir = ds_tmpdir();
@@ -233,16 +223,11 @@ Test(dataset_cache, read_only_folder_and_cache_dir)
     char data[4096];
     snprintf(data, sizeof data, "%s", ds_path(dir, "ogbn_toy"));
     cr_assert_eq(chmod(data, 0555), 0);
-    gcn_ctx_opts co = gcn_ctx_default_opts();
-    co.device = GCN_DEVICE_CPU;
-    co.log_level = GCN_LOG_INFO;
-    co.log_fn = capture;
-    gcn_ctx *ctx = NULL;
-    cr_assert_eq(gcn_ctx_create(&ctx, &co), GCN_OK);
+    gcn_ctx *ctx = ds_logging_ctx(0);
     gcn_dataset_opts o = cache_opts(dir);
     gcn_dataset *ds = ds_load_ok(ctx, "ogbn-toy", &o);
     cr_assert_not(ds->from_cache);
-    cr_assert(strstr(notices, "read-only"), "%s", notices);
+    cr_assert(strstr(ds_notices, "read-only"), "%s", ds_notices);
     cr_assert_eq(count_files(data, "processed"), 0, "nothing written into the data");
     gcn_dataset_free(&ds);
     char cache_dir[4096];

@@ -111,4 +111,5 @@ Test(dataset_fuzz, edgelist) { replay("edgelist", gcn_fuzz_edgelist); }
 Test(dataset_fuzz, mtx) { replay("mtx", gcn_fuzz_mtx); }
 Test(dataset_fuzz, textdir) { replay("textdir", gcn_fuzz_textdir); }
 Test(dataset_fuzz, ogb) { replay("ogb", gcn_fuzz_ogb); }
+Test(dataset_fuzz, tu) { replay("tu", gcn_fuzz_tu); }
 Test(dataset_fuzz, cache) { replay("cache", gcn_fuzz_cache); }

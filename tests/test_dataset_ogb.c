@@ -62,41 +62,19 @@ Test(dataset_ogb, missing_features_need_an_explicit_substitute)
     free(dir);
 }
 
-static char notices[4096];
-
-static void capture(gcn_log_level level, const char *msg, void *user)
-{
-    (void)level;
-    (void)user;
-    strncat(notices, msg, sizeof notices - strlen(notices) - 2);
-    strcat(notices, "\n");
-}
-
-static gcn_ctx *logging_ctx(void)
-{
-    gcn_ctx_opts co = gcn_ctx_default_opts();
-    co.device = GCN_DEVICE_CPU;
-    co.log_level = GCN_LOG_INFO;
-    co.log_fn = capture;
-    gcn_ctx *ctx = NULL;
-    cr_assert_eq(gcn_ctx_create(&ctx, &co), GCN_OK);
-    notices[0] = '\0';
-    return ctx;
-}
-
 Test(dataset_ogb, proteins_style_extras_load_with_notices)
 {
     char *dir = ds_tmpdir();
     ds_write_ogb_toy(dir);
     ds_write(dir, "ogbn_toy/raw/edge-feat.csv.gz", "0.1\n0.2\n0.3\n0.4\n0.5\n0.6\n");
     ds_write(dir, "ogbn_toy/raw/node-label.csv.gz", "0,1\n1,1\n0,0\n1,0\n0,1\n");
-    gcn_ctx *ctx = logging_ctx();
+    gcn_ctx *ctx = ds_logging_ctx(0);
     gcn_dataset_opts o = ds_opts(dir);
     gcn_dataset *ds = ds_load_ok(ctx, "ogbn-toy", &o);
     cr_assert_null(ds->labels, "multi-task labels are not kept");
     cr_assert_eq(ds->n_train, 2, "the shipped split still loads");
-    cr_assert(strstr(notices, "edge-feat.csv.gz: edge features are ignored"), "%s", notices);
-    cr_assert(strstr(notices, "node-label.csv.gz: 2 label columns"), "%s", notices);
+    cr_assert(strstr(ds_notices, "edge-feat.csv.gz: edge features are ignored"), "%s", ds_notices);
+    cr_assert(strstr(ds_notices, "node-label.csv.gz: 2 label columns"), "%s", ds_notices);
     gcn_dataset_free(&ds);
     gcn_ctx_free(&ctx);
     ds_rmtree(dir);

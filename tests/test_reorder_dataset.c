@@ -78,34 +78,10 @@ Test(reorder, dataset_reorder_moves_every_array)
     gcn_ctx_free(&b);
 }
 
-static char notices[4096];
-
-static void capture(gcn_log_level level, const char *msg, void *user)
-{
-    (void)user;
-    strncat(notices, level == GCN_LOG_WARN ? "WARN " : "INFO ",
-            sizeof notices - strlen(notices) - 1);
-    strncat(notices, msg, sizeof notices - strlen(notices) - 2);
-    strcat(notices, "\n");
-}
-
-static gcn_ctx *logging_ctx(uint64_t seed)
-{
-    gcn_ctx_opts co = gcn_ctx_default_opts();
-    co.device = GCN_DEVICE_CPU;
-    co.seed = seed;
-    co.log_level = GCN_LOG_INFO;
-    co.log_fn = capture;
-    gcn_ctx *ctx = NULL;
-    cr_assert_eq(gcn_ctx_create(&ctx, &co), GCN_OK);
-    notices[0] = '\0';
-    return ctx;
-}
-
 /* Loads dir/g.txt with the cache on and metis:4,16 under seed. */
 static gcn_dataset *load_g(const char *dir, uint64_t seed)
 {
-    gcn_ctx *ctx = logging_ctx(seed);
+    gcn_ctx *ctx = ds_logging_ctx(seed);
     gcn_dataset_opts o = ds_opts(dir);
     o.cache = true;
     o.reorder = "metis:4,16";
@@ -183,8 +159,8 @@ Test(reorder, load_keeps_the_permutation_beside_the_cache)
     flip_last_byte(perm_file(dir));
     second = load_g(dir, 3);
     cr_assert_not(second->reorder->from_cache, "a damaged file was trusted");
-    cr_assert(strstr(notices, "WARN permutation") && strstr(notices, "is corrupt"), "%s",
-              notices);
+    cr_assert(strstr(ds_notices, "WARN permutation") && strstr(ds_notices, "is corrupt"), "%s",
+              ds_notices);
     cr_assert_arr_eq(second->reorder->order, first->reorder->order, bytes);
     gcn_dataset_free(&second);
     second = load_g(dir, 3);
@@ -197,8 +173,8 @@ Test(reorder, load_keeps_the_permutation_beside_the_cache)
     ds_write(dir, "g.txt", edges);
     second = load_g(dir, 3);
     cr_assert_not(second->reorder->from_cache, "a permutation of another graph was used");
-    cr_assert(strstr(notices, "INFO permutation") && strstr(notices, "another graph"), "%s",
-              notices);
+    cr_assert(strstr(ds_notices, "INFO permutation") && strstr(ds_notices, "another graph"), "%s",
+              ds_notices);
     gcn_dataset_free(&second);
     free(edges);
     gcn_dataset_free(&first);
@@ -210,7 +186,7 @@ Test(reorder, load_options_seeds_and_read_only_folders)
 {
     char *dir = ds_tmpdir();
     ds_write_ogb_toy(dir);
-    gcn_ctx *ctx = logging_ctx(1);
+    gcn_ctx *ctx = ds_logging_ctx(1);
     gcn_dataset_opts o = ds_opts(dir);
     o.reorder = "metis:1";
     ds_expect_fail(ctx, "ogbn-toy", &o, GCN_ERR_INVALID_ARG, "reorder spec 'metis:1'", NULL);
@@ -222,7 +198,7 @@ Test(reorder, load_options_seeds_and_read_only_folders)
     char proc[4096];
     snprintf(proc, sizeof proc, "%s", ds_path(dir, "ogbn_toy/processed"));
     for (uint64_t seed = 1; seed <= 2; seed++) {
-        ctx = logging_ctx(seed);
+        ctx = ds_logging_ctx(seed);
         o.cache = true;
         o.reorder = "metis:2";
         gcn_dataset_free(&ds);
@@ -233,14 +209,14 @@ Test(reorder, load_options_seeds_and_read_only_folders)
     char last[4096];
     cr_assert_eq(perm_files(proc, last), 2, "one file per seed");
     cr_assert_eq(chmod(proc, 0555), 0);
-    ctx = logging_ctx(1);
+    ctx = ds_logging_ctx(1);
     o.reorder = "degree";
     gcn_dataset_free(&ds);
     ds = ds_load_ok(ctx, "ogbn-toy", &o);
     cr_assert(ds->from_cache);
     cr_assert_not(ds->reorder->from_cache);
-    cr_assert(strstr(notices, "degree.perm not written: the folder is read-only"), "%s",
-              notices);
+    cr_assert(strstr(ds_notices, "degree.perm not written: the folder is read-only"), "%s",
+              ds_notices);
     gcn_dataset_free(&ds);
     gcn_ctx_free(&ctx);
     chmod(proc, 0755);
