@@ -61,8 +61,10 @@ LIB_OBJ   := $(LIB_C:%.c=$(BUILD)/obj/%.o) $(LIB_CU:%.cu=$(BUILD)/obj/%.cu.o)
 TEST_C    := $(filter-out $(if $(filter 0,$(CUDA)),tests/test_gpu_%.c),$(wildcard tests/*.c))
 TEST_CU   := $(if $(filter 0,$(CUDA)),,$(wildcard tests/*.cu))
 TEST_OBJ  := $(TEST_C:%.c=$(BUILD)/obj/%.o) $(TEST_CU:%.cu=$(BUILD)/obj/%.cu.o)
-# Each tools/*.c is one tool; gcnbench is linked from tools/gcnbench/*.c.
+# Each tools/*.c is one tool; gcnbench is linked from tools/gcnbench/*.c,
+# gcntrain from tools/gcntrain.c and tools/gcntrain/*.c.
 GCNBENCH_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tools/gcnbench/*.c))
+GCNTRAIN_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tools/gcntrain/*.c))
 TOOLS     := $(patsubst tools/%.c,$(BUILD)/%,$(wildcard tools/*.c)) $(BUILD)/gcnbench
 # The installed headers: gcn.h and the module headers it includes.
 PUBLIC_H  := gcn.h $(shell sed -n 's/^\#include "\(.*\)"/\1/p' gcn.h)
@@ -105,6 +107,9 @@ $(BUILD)/%: tools/%.c $(BUILD)/libgcn.a
 
 $(BUILD)/gcnbench: $(GCNBENCH_OBJ) $(BUILD)/libgcn.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/gcntrain: tools/gcntrain.c $(GCNTRAIN_OBJ) $(BUILD)/libgcn.a
+	$(CC) $(CPPFLAGS) $(CFLAGS) $< -o $@ $(GCNTRAIN_OBJ) $(BUILD)/libgcn.a $(LDLIBS)
 
 $(BUILD)/gcn_tests: $(TEST_OBJ) $(BUILD)/libgcn.a
 	$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(BUILD)/libgcn.a $(LDLIBS) $(TEST_LIBS)
@@ -187,7 +192,8 @@ bundle: all examples $(BUILD)/gcn_tests
 	cp -r $(BUILD)/examples $(BUNDLE)/
 	$(CC) $(CFLAGS) -o $(BUNDLE)/gcn_tests $(TEST_OBJ) $(BUNDLE_LINK) $(TEST_LIBS)
 	$(CC) $(CFLAGS) -o $(BUNDLE)/gcnbench $(GCNBENCH_OBJ) $(BUNDLE_LINK)
-	for t in $(wildcard tools/*.c); do \
+	$(CC) -I. $(CFLAGS) tools/gcntrain.c -o $(BUNDLE)/gcntrain $(GCNTRAIN_OBJ) $(BUNDLE_LINK)
+	for t in $(filter-out tools/gcntrain.c,$(wildcard tools/*.c)); do \
 	    $(CC) -I. $(CFLAGS) $$t -o $(BUNDLE)/$$(basename $$t .c) $(BUNDLE_LINK) || exit 1; done
 	for b in $(BUNDLE)/*; do LD_LIBRARY_PATH=$(BUNDLE)/lib ldd $$b; done | \
 	    awk '$$2 == "=>" && $$3 ~ /^\// { print $$3 }' | grep -vE '$(BUNDLE_HOST)' | sort -u | \

@@ -139,6 +139,32 @@ static bool take_held(gcn_pool_held *h, int cls, void **p)
     return false;
 }
 
+static double gib(size_t bytes)
+{
+    return (double)bytes / (double)(1ull << 30);
+}
+
+/* cudaMalloc of `rounded` bytes ran out even after the cached blocks went
+ * back: one line with the request, the device's free memory (after that
+ * trim) and what this context holds. */
+static gcn_status out_of_memory(gcn_ctx *ctx, size_t rounded)
+{
+    size_t free_bytes = 0, total = 0;
+    if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) {
+        cudaGetLastError();
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM,
+                         "out of GPU memory: cudaMalloc of %zu bytes (%.2f GiB) failed on CUDA "
+                         "device %d (its free memory unknown); this context holds %.2f GiB",
+                         rounded, gib(rounded), ctx->device_index, gib(ctx->mem.reserved));
+    }
+    return GCN_ERROR(ctx, GCN_ERR_NOMEM,
+                     "out of GPU memory: cudaMalloc of %zu bytes (%.2f GiB) failed with %zu "
+                     "bytes (%.2f GiB) free of %.2f GiB on CUDA device %d; this context holds "
+                     "%.2f GiB",
+                     rounded, gib(rounded), free_bytes, gib(free_bytes), gib(total),
+                     ctx->device_index, gib(ctx->mem.reserved));
+}
+
 gcn_status gcn_pool_alloc(gcn_ctx *ctx, gcn_pool *pool, void **p, size_t bytes)
 {
     size_t rounded;
@@ -165,7 +191,9 @@ gcn_status gcn_pool_alloc(gcn_ctx *ctx, gcn_pool *pool, void **p, size_t bytes)
     if (err != cudaSuccess) {
         *p = NULL;
         cudaGetLastError();
-        return GCN_ERROR(ctx, err == cudaErrorMemoryAllocation ? GCN_ERR_NOMEM : GCN_ERR_CUDA,
+        if (err == cudaErrorMemoryAllocation)
+            return out_of_memory(ctx, rounded);
+        return GCN_ERROR(ctx, GCN_ERR_CUDA,
                          "cudaMalloc(%zu bytes, for a request of %zu) failed: %s (%s); "
                          "%zu bytes in use, %zu reserved",
                          rounded, bytes, cudaGetErrorName(err), cudaGetErrorString(err),

@@ -40,6 +40,15 @@ gcn_status gcn_set_error(gcn_ctx *ctx, gcn_status st, const char *file, int line
 
 #define GCN_ERROR(ctx, st, ...) gcn_set_error((ctx), (st), __FILE__, __LINE__, __VA_ARGS__)
 
+/* Puts "what: " before the context's last error message and returns st:
+ * for a caller that knows what the failing call was doing (what was being
+ * allocated when the memory ran out). */
+gcn_status gcn_error_prefix(gcn_ctx *ctx, gcn_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
 /* Propagates a failing status to the caller. */
 #define GCN_TRY(expr)                     \
     do {                                  \

@@ -39,6 +39,24 @@ gcn_status gcn_set_error(gcn_ctx *ctx, gcn_status st, const char *file, int line
     return st;
 }
 
+gcn_status gcn_error_prefix(gcn_ctx *ctx, gcn_status st, const char *fmt, ...)
+{
+    if (!ctx)
+        return st;
+    char what[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    size_t w = strlen(what), old = strlen(ctx->err), room = sizeof ctx->err - 1 - w - 2;
+    old = old < room ? old : room;
+    memmove(ctx->err + w + 2, ctx->err, old);
+    memcpy(ctx->err, what, w);
+    memcpy(ctx->err + w, ": ", 2);
+    ctx->err[w + 2 + old] = '\0';
+    return st;
+}
+
 const char *gcn_last_error(const gcn_ctx *ctx)
 {
     return ctx ? ctx->err : "no context";

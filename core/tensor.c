@@ -24,7 +24,10 @@ gcn_status gcn_tensor_create(gcn_ctx *ctx, gcn_tensor **out, int64_t rows, int64
     gcn_status st = gcn_mem_alloc(ctx, (void **)&t->data, tensor_bytes(rows, cols));
     if (st != GCN_OK) {
         free(t);
-        return st;
+        return st == GCN_ERR_NOMEM ? gcn_error_prefix(ctx, st, "a [%lld, %lld] tensor (%zu bytes)",
+                                                      (long long)rows, (long long)cols,
+                                                      tensor_bytes(rows, cols))
+                                   : st;
     }
     t->rows = rows;
     t->cols = cols;

@@ -1,8 +1,11 @@
 /* Trainer checkpoints.  Layout (host byte order): a fixed header (magic
  * "GCNCKPT", version, configuration hash, epoch, best-so-far, seed and
- * stream offsets, optimiser steps, tensor count), then each state tensor as
- * rows, cols and its floats, then a CRC-32 of everything before it. */
+ * stream offsets, optimiser steps, tensor count), then each tensor as rows,
+ * cols and its floats: the model's state (parameters, buffers), the
+ * optimisers' state, then the best-validation model's state (the shapes of
+ * the first group again), then a CRC-32 of everything before it. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +15,7 @@
 #include "../core/internal.h"
 #include "trainer_impl.h"
 
-#define CKPT_VERSION 1u
+#define CKPT_VERSION 2u
 
 typedef struct ckpt_header {
     char magic[8];
@@ -25,12 +28,11 @@ typedef struct ckpt_header {
     uint32_t n_tensors, reserved;
 } ckpt_header;
 
-/* Every tensor a resumed run needs, in a fixed order; returns the count.
- * out may be NULL to count. */
+/* Every live tensor a resumed run needs, in a fixed order, the model's
+ * state first; returns the count.  out may be NULL to count. */
 static int state_tensors(const gcn_trainer *tr, gcn_tensor **out)
 {
-    int n = gcn_model_params(tr->model, out, NULL);
-    n += gcn_model_buffers(tr->model, out ? out + n : NULL);
+    int n = gcn_trainer_model_state(tr, out);
     for (int o = 0; o < tr->n_opt; o++)
         for (int i = 0; i < gcn_optim_n_params(tr->opt[o]); i++)
             for (int slot = 0; slot < 2; slot++) {
@@ -42,25 +44,29 @@ static int state_tensors(const gcn_trainer *tr, gcn_tensor **out)
     return n;
 }
 
-static gcn_status collect(gcn_ctx *ctx, const gcn_trainer *tr, gcn_tensor ***list, int *n)
+/* The live tensors (*n of them), then the model state's *n_best again:
+ * the shapes of the best-validation state the file stores after them. */
+static gcn_status collect(gcn_ctx *ctx, const gcn_trainer *tr, gcn_tensor ***list, int *n,
+                          int *n_best)
 {
     *n = state_tensors(tr, NULL);
-    *list = malloc((size_t)(*n > 0 ? *n : 1) * sizeof **list);
+    *n_best = gcn_trainer_model_state(tr, NULL);
+    *list = malloc((size_t)(*n + *n_best > 0 ? *n + *n_best : 1) * sizeof **list);
     if (!*list)
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "checkpoint: out of host memory");
     state_tensors(tr, *list);
+    gcn_trainer_model_state(tr, *list + *n);
     return GCN_OK;
 }
 
-static gcn_status write_all(gcn_ctx *ctx, const char *path, const void *buf, size_t len)
+gcn_status gcn_write_file_atomic(gcn_ctx *ctx, const char *path, const void *buf, size_t len)
 {
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 16);
+    size_t size = strlen(path) + 32;
+    char *tmp = malloc(size);
     if (!tmp)
-        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "checkpoint: out of host memory");
-    memcpy(tmp, path, plen);
-    strcpy(tmp + plen, ".tmp.XXXXXX");
-    int fd = mkstemp(tmp);
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "%s: out of host memory", path);
+    snprintf(tmp, size, "%s.tmp.%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     gcn_status st = GCN_OK;
     if (fd < 0) {
         st = GCN_ERROR(ctx, GCN_ERR_IO, "%s: cannot create a temporary file: %s", path, strerror(errno));
@@ -96,10 +102,10 @@ gcn_status gcn_trainer_save(gcn_ctx *ctx, const gcn_trainer *tr, const char *pat
         return GCN_ERR_INVALID_ARG;
     GCN_ARG(ctx, tr && path);
     gcn_tensor **list;
-    int n;
-    GCN_TRY(collect(ctx, tr, &list, &n));
+    int n, n_best;
+    GCN_TRY(collect(ctx, tr, &list, &n, &n_best));
     size_t len = sizeof(ckpt_header) + sizeof(uint32_t);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n + n_best; i++)
         len += 2 * sizeof(int64_t) + (size_t)gcn_tensor_numel(list[i]) * sizeof(float);
     char *buf = calloc(1, len);
     gcn_status st = GCN_OK;
@@ -112,21 +118,28 @@ gcn_status gcn_trainer_save(gcn_ctx *ctx, const gcn_trainer *tr, const char *pat
                      .best_epoch = tr->best.epoch, .best_train = tr->best.train_acc,
                      .best_valid = tr->best.valid_acc, .best_test = tr->best.test_acc,
                      .seed = ctx->seed, .optim_steps = gcn_optim_steps(tr->opt[0]),
-                     .n_tensors = (uint32_t)n};
+                     .n_tensors = (uint32_t)(n + n_best)};
     gcn_rng_get_state(ctx, h.rng_offset);
     memcpy(buf, &h, sizeof h);
     size_t off = sizeof h;
-    for (int i = 0; i < n && st == GCN_OK; i++) {
+    const float *best = tr->best_state;
+    for (int i = 0; i < n + n_best && st == GCN_OK; i++) {
         int64_t shape[2] = {gcn_tensor_rows(list[i]), gcn_tensor_cols(list[i])};
         memcpy(buf + off, shape, sizeof shape);
         off += sizeof shape;
-        st = gcn_tensor_to_host(ctx, list[i], (float *)(void *)(buf + off));
-        off += (size_t)(shape[0] * shape[1]) * sizeof(float);
+        size_t numel = (size_t)(shape[0] * shape[1]);
+        if (i < n) {
+            st = gcn_tensor_to_host(ctx, list[i], (float *)(void *)(buf + off));
+        } else {
+            memcpy(buf + off, best, numel * sizeof *best);
+            best += numel;
+        }
+        off += numel * sizeof(float);
     }
     if (st == GCN_OK) {
         uint32_t crc = (uint32_t)crc32_z(crc32(0L, Z_NULL, 0), (const Bytef *)buf, off);
         memcpy(buf + off, &crc, sizeof crc);
-        st = write_all(ctx, path, buf, len);
+        st = gcn_write_file_atomic(ctx, path, buf, len);
     }
     free(buf);
     free(list);
@@ -176,13 +189,14 @@ gcn_status gcn_trainer_load(gcn_ctx *ctx, gcn_trainer *tr, const char *path)
     gcn_tensor **list = NULL;
     char *buf = NULL;
     size_t len = 0, off = sizeof(ckpt_header);
-    int n;
+    int n, n_best;
     ckpt_header h;
     gcn_status st;
-    GCN_CHECK(collect(ctx, tr, &list, &n));
+    float *best = tr->best_state;
+    GCN_CHECK(collect(ctx, tr, &list, &n, &n_best));
     GCN_CHECK(read_file(ctx, path, &buf, &len));
-    GCN_CHECK(check_header(ctx, tr, path, buf, len, n, &h));
-    for (int i = 0; i < n; i++) {
+    GCN_CHECK(check_header(ctx, tr, path, buf, len, n + n_best, &h));
+    for (int i = 0; i < n + n_best; i++) {
         int64_t shape[2];
         if (off + sizeof shape > len - 4) {
             st = GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s: truncated at tensor %d", path, i);
@@ -198,8 +212,12 @@ gcn_status gcn_trainer_load(gcn_ctx *ctx, gcn_trainer *tr, const char *path)
                            (long long)gcn_tensor_rows(list[i]), (long long)gcn_tensor_cols(list[i]));
             goto cleanup;
         }
-        if (bytes > 0)
+        if (i >= n) {
+            memcpy(best, buf + off, bytes);
+            best += bytes / sizeof *best;
+        } else if (bytes > 0) {
             GCN_CHECK(gcn_tensor_copy_from_host(ctx, list[i], (const float *)(buf + off)));
+        }
         off += bytes;
     }
     tr->epoch = h.epoch;

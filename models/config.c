@@ -287,6 +287,22 @@ static gcn_status parse_optimizer(parser *p, const cJSON *obj, gcn_optim_opts *o
     return GCN_OK;
 }
 
+/* "lr_step": {"every": N, "gamma": g}, PyTorch's StepLR. */
+static gcn_status parse_lr_step(parser *p, const cJSON *obj, gcn_model_config *cfg)
+{
+    if (!cJSON_IsObject(obj))
+        return fail(p, "lr_step", "expected an object {\"every\": N, \"gamma\": g}");
+    GCN_TRY(check_unique_keys(p, obj, "lr_step"));
+    const cJSON *every = cJSON_GetObjectItemCaseSensitive(obj, "every");
+    const cJSON *gamma = cJSON_GetObjectItemCaseSensitive(obj, "gamma");
+    if (!every || !gamma)
+        return fail(p, "lr_step", "needs both \"every\" and \"gamma\"");
+    if (cJSON_GetArraySize(obj) != 2)
+        return fail(p, "lr_step", "unknown key (only \"every\" and \"gamma\")");
+    GCN_TRY(get_count(p, every, "lr_step.every", 1e7, &cfg->lr_every));
+    return get_float(p, gamma, "lr_step.gamma", 0, 1, false, "[0, 1]", &cfg->lr_gamma);
+}
+
 static gcn_status parse_dataset(parser *p, const cJSON *obj, gcn_model_config *cfg)
 {
     if (!cJSON_IsObject(obj))
@@ -391,6 +407,8 @@ static gcn_status parse_top_key(parser *p, const cJSON *v, gcn_model_config *cfg
     }
     if (!strcmp(k, "optimizer"))
         return parse_optimizer(p, v, &cfg->optim);
+    if (!strcmp(k, "lr_step"))
+        return parse_lr_step(p, v, cfg);
     if (!strcmp(k, "dataset"))
         return parse_dataset(p, v, cfg);
     if (!strcmp(k, "epochs"))

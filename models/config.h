@@ -43,6 +43,8 @@ typedef struct gcn_model_config {
     int n_layers;
     gcn_layer_config layers[GCN_MAX_LAYERS];
     gcn_optim_opts optim;
+    int lr_every;          /* StepLR: every lr_every epochs (0: never) the */
+    float lr_gamma;        /* learning rate is multiplied by lr_gamma */
     int epochs;
     int runs;
     uint64_t seed;

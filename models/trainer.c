@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "../core/internal.h"
@@ -80,6 +81,23 @@ cleanup:
     return st;
 }
 
+gcn_status gcn_trainer_allocating(gcn_ctx *ctx, gcn_status st, const char *what)
+{
+    return st == GCN_ERR_NOMEM ? gcn_error_prefix(ctx, st, "allocating %s", what) : st;
+}
+
+/* The dataset's permutation, to put outputs back in the original order. */
+static gcn_status keep_position(gcn_ctx *ctx, gcn_trainer *tr, const gcn_dataset *ds)
+{
+    if (!ds->reorder)
+        return GCN_OK;
+    size_t bytes = (size_t)ds->n_nodes * sizeof *tr->position;
+    if (!(tr->position = malloc(bytes > 0 ? bytes : 1)))
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "trainer: out of host memory");
+    memcpy(tr->position, ds->reorder->position, bytes);
+    return GCN_OK;
+}
+
 gcn_status gcn_trainer_create(gcn_ctx *ctx, gcn_trainer **out, const gcn_model_config *cfg,
                               const gcn_dataset *ds)
 {
@@ -95,21 +113,29 @@ gcn_status gcn_trainer_create(gcn_ctx *ctx, gcn_trainer **out, const gcn_model_c
     tr->ctx = ctx;
     tr->cfg = *cfg;
     size_t mark = ctx->mem.in_use;
-    GCN_CHECK(gcn_model_create(ctx, &tr->model, cfg, ds->n_features, ds->n_classes));
+    st = gcn_model_create(ctx, &tr->model, cfg, ds->n_features, ds->n_classes);
+    GCN_CHECK(gcn_trainer_allocating(ctx, st, "the model's parameters"));
     tr->mem.params = ctx->mem.in_use - mark;
     mark = ctx->mem.in_use;
-    GCN_CHECK(make_optimisers(ctx, tr));
+    GCN_CHECK(gcn_trainer_allocating(ctx, make_optimisers(ctx, tr), "the optimiser state"));
     tr->mem.optimizer = ctx->mem.in_use - mark;
     mark = ctx->mem.in_use;
-    GCN_CHECK(gcn_dataset_upload(ctx, ds, &tr->dev));
-    if (gcn_model_uses_gcn_adj(tr->model))
-        GCN_CHECK(gcn_dataset_adjacency(ctx, ds, GCN_ADJ_GCN, &tr->adj_gcn));
-    if (gcn_model_uses_raw_adj(tr->model))
-        GCN_CHECK(gcn_dataset_adjacency(ctx, ds, GCN_ADJ_RAW, &tr->adj_raw));
+    st = gcn_dataset_upload(ctx, ds, &tr->dev);
+    GCN_CHECK(gcn_trainer_allocating(ctx, st, "the dataset's features, labels and split"));
+    if (gcn_model_uses_gcn_adj(tr->model)) {
+        st = gcn_dataset_adjacency(ctx, ds, GCN_ADJ_GCN, &tr->adj_gcn);
+        GCN_CHECK(gcn_trainer_allocating(ctx, st, "the normalised adjacency matrix"));
+    }
+    if (gcn_model_uses_raw_adj(tr->model)) {
+        st = gcn_dataset_adjacency(ctx, ds, GCN_ADJ_RAW, &tr->adj_raw);
+        GCN_CHECK(gcn_trainer_allocating(ctx, st, "the adjacency matrix"));
+    }
     tr->mem.data = ctx->mem.in_use - mark;
     tr->mem.grads = (size_t)gcn_model_param_count(tr->model) * sizeof(float);
     /* outside data: a few bytes every epoch writes */
     GCN_CHECK(gcn_mem_alloc(ctx, (void **)&tr->readout, sizeof *tr->readout));
+    GCN_CHECK(keep_position(ctx, tr, ds));
+    GCN_CHECK(gcn_trainer_best_init(ctx, tr));
     *out = tr;
     return GCN_OK;
 cleanup:
@@ -139,22 +165,28 @@ cleanup:
     return st;
 }
 
-/* Queues the evaluation forward (no tape) and the correct-row counts of the
- * three splits into the device readout. */
+gcn_status gcn_trainer_eval_logits(gcn_ctx *ctx, gcn_trainer *tr, gcn_tensor **logits)
+{
+    bool prev = gcn_set_grad_enabled(ctx, false);
+    gcn_status st = gcn_model_forward(ctx, tr->model, tr->adj_gcn, tr->adj_raw,
+                                      tr->dev.features, false, logits);
+    gcn_set_grad_enabled(ctx, prev);
+    return st;
+}
+
+/* Queues the evaluation forward and the correct-row counts of the three
+ * splits into the device readout. */
 static gcn_status evaluate(gcn_ctx *ctx, gcn_trainer *tr, epoch_readout *dev)
 {
     gcn_status st = GCN_OK;
     gcn_tensor *logits = NULL;
     const gcn_index *split[3] = {tr->dev.train, tr->dev.valid, tr->dev.test};
-    bool prev = gcn_set_grad_enabled(ctx, false);
-    GCN_CHECK(gcn_model_forward(ctx, tr->model, tr->adj_gcn, tr->adj_raw, tr->dev.features,
-                                false, &logits));
+    GCN_CHECK(gcn_trainer_eval_logits(ctx, tr, &logits));
     for (int i = 0; i < 3; i++)
         if (split[i])
             GCN_CHECK(gcn_count_correct(ctx, logits, tr->dev.labels, split[i],
                                         &dev->correct[i]));
 cleanup:
-    gcn_set_grad_enabled(ctx, prev);
     gcn_tensor_free(&logits);
     return st;
 }
@@ -265,6 +297,37 @@ static double fraction(double correct, const gcn_index *rows)
     return rows && rows->n > 0 ? correct / (double)rows->n : 0.0;
 }
 
+gcn_status gcn_trainer_accuracies(gcn_ctx *ctx, gcn_trainer *tr, double acc[3])
+{
+    epoch_readout host = {{0}, 0.0f};
+    gcn_status st = evaluate(ctx, tr, tr->readout);
+    GCN_TRY(gcn_trainer_allocating(ctx, st, "an evaluation's activations"));
+    GCN_TRY(ctx->be->download(ctx, &host, tr->readout, sizeof host));
+    acc[0] = fraction(host.correct[0], tr->dev.train);
+    acc[1] = fraction(host.correct[1], tr->dev.valid);
+    acc[2] = fraction(host.correct[2], tr->dev.test);
+    return GCN_OK;
+}
+
+/* StepLR: epoch e (from 0) trains at lr gamma^floor(e / every), the powers
+ * taken in double as PyTorch does; the optimisers hear of it only when it
+ * changes (a resumed run sets it from its epoch). */
+static gcn_status schedule_lr(gcn_trainer *tr)
+{
+    if (tr->cfg.lr_every <= 0)
+        return GCN_OK;
+    int k = tr->epoch / tr->cfg.lr_every;
+    if (k == tr->lr_steps)
+        return GCN_OK;
+    double lr = tr->cfg.optim.lr;
+    for (int i = 0; i < k; i++)
+        lr *= (double)tr->cfg.lr_gamma;
+    for (int o = 0; o < tr->n_opt; o++)
+        GCN_TRY(gcn_optim_set_lr(tr->opt[o], (float)lr));
+    tr->lr_steps = k;
+    return GCN_OK;
+}
+
 gcn_status gcn_trainer_epoch(gcn_ctx *ctx, gcn_trainer *tr, gcn_epoch_stats *stats)
 {
     if (!ctx)
@@ -272,8 +335,12 @@ gcn_status gcn_trainer_epoch(gcn_ctx *ctx, gcn_trainer *tr, gcn_epoch_stats *sta
     GCN_ARG(ctx, tr && stats);
     *stats = (gcn_epoch_stats){.epoch = tr->epoch + 1};
     epoch_readout host = {{0}, 0.0f};
+    GCN_TRY(schedule_lr(tr));
     double t0 = now_ms();
-    GCN_TRY(run_epoch(ctx, tr, &stats->graph));
+    gcn_status st = run_epoch(ctx, tr, &stats->graph);
+    if (st == GCN_ERR_NOMEM)
+        return gcn_error_prefix(ctx, st, "allocating epoch %d's activations", tr->epoch + 1);
+    GCN_TRY(st);
     GCN_TRY(ctx->be->download(ctx, &host, tr->readout, sizeof host));
     double t1 = now_ms();
     stats->loss = host.loss;
@@ -286,9 +353,11 @@ gcn_status gcn_trainer_epoch(gcn_ctx *ctx, gcn_trainer *tr, gcn_epoch_stats *sta
     stats->valid_acc = fraction(host.correct[1], tr->dev.valid);
     stats->test_acc = fraction(host.correct[2], tr->dev.test);
     tr->epoch++;
-    if (tr->best.epoch == 0 || stats->valid_acc > tr->best.valid_acc)
+    if (tr->best.epoch == 0 || stats->valid_acc > tr->best.valid_acc) {
         tr->best = (gcn_train_best){tr->epoch, stats->train_acc, stats->valid_acc,
                                     stats->test_acc};
+        GCN_TRY(gcn_trainer_keep_best(ctx, tr));
+    }
     return GCN_OK;
 }
 
@@ -350,5 +419,7 @@ void gcn_trainer_free(gcn_trainer **ptr)
     gcn_csr_free(&tr->adj_gcn);
     gcn_csr_free(&tr->adj_raw);
     gcn_dataset_device_free(&tr->dev);
+    free(tr->best_state);
+    free(tr->position);
     free(tr);
 }

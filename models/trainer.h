@@ -50,8 +50,37 @@ GCN_API gcn_status gcn_trainer_create(gcn_ctx *ctx, gcn_trainer **out,
  * never captures again. */
 GCN_API gcn_status gcn_trainer_epoch(gcn_ctx *ctx, gcn_trainer *tr, gcn_epoch_stats *stats);
 
-/* The epoch with the best validation accuracy so far (the first of ties). */
+/* The epoch with the best validation accuracy so far (the first of ties).
+ * The trainer keeps that epoch's model (parameters and batch-norm
+ * statistics, on the host) for gcn_trainer_evaluate and
+ * gcn_trainer_predict; before the first epoch that is the initial model. */
 GCN_API void gcn_trainer_best(const gcn_trainer *tr, gcn_train_best *best);
+
+/* Accuracies of the best-validation model on the training, validation and
+ * test rows (0 for an empty split), in evaluation mode, without training:
+ * out->epoch is the epoch it is from.  After gcn_trainer_load this
+ * evaluates the checkpoint's best-validation model.  The model being
+ * trained is left as it was. */
+GCN_API gcn_status gcn_trainer_evaluate(gcn_ctx *ctx, gcn_trainer *tr, gcn_train_best *out);
+
+/* The best-validation model's predictions for every node of the dataset
+ * the trainer was created from, in the dataset's original node order (a
+ * reordering undone): classes[n_nodes] the predicted class (the first
+ * largest score) and probs[n_nodes * n_classes] (row-major) the softmax of
+ * the evaluation-mode logits.  Host arrays the caller owns; either may be
+ * NULL.  The model being trained is left as it was. */
+GCN_API gcn_status gcn_trainer_predict(gcn_ctx *ctx, gcn_trainer *tr, int32_t *classes,
+                                       float *probs);
+
+/* Writes predictions to path: a NumPy .npy file when path ends in ".npy"
+ * (a structured array of n_nodes records, field "class" an int32 and
+ * field "prob" n_classes float32s), else CSV (a header
+ * "node,class,p0,p1,...", then one line per node, probabilities printed so
+ * that they read back as the same floats).  Written to a temporary file
+ * beside path, fsynced and renamed into place: a failure leaves no file. */
+GCN_API gcn_status gcn_predictions_write(gcn_ctx *ctx, const char *path, int64_t n_nodes,
+                                         int64_t n_classes, const int32_t *classes,
+                                         const float *probs);
 GCN_API int gcn_trainer_epochs_done(const gcn_trainer *tr);
 GCN_API const gcn_model *gcn_trainer_model(const gcn_trainer *tr);
 
@@ -79,9 +108,12 @@ GCN_API void gcn_trainer_memory(const gcn_trainer *tr, gcn_train_memory *mem);
 GCN_API const gcn_csr *gcn_trainer_adjacency(const gcn_trainer *tr, gcn_adjacency kind);
 
 /* Checkpoints: parameters, batch-norm statistics, optimiser state, epoch,
- * best-so-far, random-stream offsets and the model's configuration hash,
- * with a CRC-32; written to a temporary file and renamed into place.
- * Loading refuses a file for another architecture or a damaged one. */
+ * best-so-far and its model, random-stream offsets and the model's
+ * configuration hash, with a CRC-32; written to a temporary file beside
+ * path (path.tmp.PID), fsynced and renamed into place, so path always holds
+ * a whole checkpoint.  A run resumed from one continues exactly as the run
+ * that saved it would have.  Loading refuses a file for another
+ * architecture or a damaged one. */
 GCN_API gcn_status gcn_trainer_save(gcn_ctx *ctx, const gcn_trainer *tr, const char *path);
 GCN_API gcn_status gcn_trainer_load(gcn_ctx *ctx, gcn_trainer *tr, const char *path);
 

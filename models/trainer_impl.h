@@ -1,4 +1,5 @@
-/* The trainer's fields, shared by trainer.c and checkpoint.c. */
+/* The trainer's fields and the internals trainer.c, predict.c and
+ * checkpoint.c share. */
 #ifndef GCN_TRAINER_IMPL_H
 #define GCN_TRAINER_IMPL_H
 
@@ -13,6 +14,7 @@ struct gcn_trainer {
     gcn_model *model;
     gcn_optim *opt[GCN_MAX_OPTIMISERS]; /* one per weight-decay group */
     int n_opt;
+    int lr_steps;                        /* StepLR decays applied to the optimisers */
     gcn_csr *adj_gcn, *adj_raw;
     gcn_dataset_device dev;
     int epoch;
@@ -24,6 +26,38 @@ struct gcn_trainer {
     bool graph_failed;    /* a capture failed: epochs run launch by launch */
     gcn_graph *graph;     /* the captured epoch, once there is one */
     uint64_t graph_draws; /* dropout counters one replay moves the stream by */
+    float *best_state;    /* host: the model state (gcn_trainer_model_state's tensors, in
+                           * order) of the best-validation epoch; the initial state before
+                           * the first epoch */
+    size_t state_floats;  /* floats in the model state */
+    int32_t *position;    /* position[original id] = the node's row here; NULL when the
+                           * dataset was not reordered */
 };
+
+/* The model's state: its parameters, then its buffers (borrowed); returns
+ * the count, out may be NULL to count. */
+int gcn_trainer_model_state(const gcn_trainer *tr, gcn_tensor **out);
+
+/* st, with "allocating what: " before the message when it is
+ * GCN_ERR_NOMEM: an out-of-memory error names what was being allocated. */
+gcn_status gcn_trainer_allocating(gcn_ctx *ctx, gcn_status st, const char *what);
+
+/* Allocates tr->best_state and fills it with the model's state. */
+gcn_status gcn_trainer_best_init(gcn_ctx *ctx, gcn_trainer *tr);
+
+/* Copies the model's state into tr->best_state (a new best epoch). */
+gcn_status gcn_trainer_keep_best(gcn_ctx *ctx, gcn_trainer *tr);
+
+/* The evaluation forward (no tape, evaluation mode): logits of every node,
+ * a new tensor. */
+gcn_status gcn_trainer_eval_logits(gcn_ctx *ctx, gcn_trainer *tr, gcn_tensor **logits);
+
+/* Accuracies of the current model on the training, validation and test
+ * rows (0 for an empty split), in one wait for the device. */
+gcn_status gcn_trainer_accuracies(gcn_ctx *ctx, gcn_trainer *tr, double acc[3]);
+
+/* Writes len bytes to a temporary file beside path (path.tmp.PID), fsyncs
+ * it and renames it over path; a failure removes the temporary file. */
+gcn_status gcn_write_file_atomic(gcn_ctx *ctx, const char *path, const void *buf, size_t len);
 
 #endif

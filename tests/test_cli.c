@@ -1,7 +1,8 @@
 /* The gcntrain command: exit codes, messages, the output and the JSON-lines
- * log, no partial output on failure, checkpoint and resume through the
- * command line, and the accuracy of the Kipf & Welling recipe on Cora and
- * CiteSeer. */
+ * log (new, --force, --append), no partial output on failure, checkpoint
+ * and resume through the command line, and the accuracy of the Kipf &
+ * Welling recipe on Cora and CiteSeer.  Signals: test_cli_signal.c;
+ * predictions: test_predict.c. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,21 +19,40 @@ static void gcntrain(tool_result *r, const char *const *args)
 
 static tool_result r;
 
-Test(cli, usage_errors_exit_1)
+static void expect_one_line(const char *text)
 {
-    gcntrain(&r, (const char *[]){NULL});
-    cr_assert_eq(r.code, 1);
-    cr_assert(strstr(r.err, "missing CONFIG"), "%s", r.err);
-    gcntrain(&r, (const char *[]){"models/gcn.json", "--epochs", "0", NULL});
-    cr_assert_eq(r.code, 1);
-    cr_assert(strstr(r.err, "--epochs 0"), "%s", r.err);
-    gcntrain(&r, (const char *[]){"models/gcn.json", "--bogus", "1", NULL});
-    cr_assert_eq(r.code, 1);
-    gcntrain(&r, (const char *[]){"models/gcn.json", "--device", "tpu", NULL});
-    cr_assert_eq(r.code, 1);
+    cr_assert(text[0], "no message");
+    cr_assert_eq(strchr(text, '\n'), text + strlen(text) - 1, "not one line: %s", text);
+}
+
+/* Bad usage is bad input: exit 2 and one line saying what is wrong. */
+Test(cli, usage_errors_exit_2)
+{
+    const char *const cases[][8] = {
+        {NULL},
+        {"models/gcn.json", "--epochs", "0", NULL},
+        {"models/gcn.json", "--bogus", "1", NULL},
+        {"models/gcn.json", "--device", "tpu", NULL},
+        {"models/gcn.json", "--save-every", "2", NULL},
+        {"models/gcn.json", "--eval-only", NULL},
+        {"models/gcn.json", "--append", NULL},
+        {"models/gcn.json", "--save", "/tmp/no/such/dir/x.ckpt", NULL},
+        {"models/gcn.json", "--predict", "/tmp/no/such/dir/p.csv", NULL}};
+    const char *says[] = {"missing CONFIG", "--epochs 0", "--bogus 1", "tpu",
+                          "--save-every needs --save", "--eval-only needs --resume",
+                          "--append apply to --log", "no directory /tmp/no/such/dir",
+                          "no directory /tmp/no/such/dir"};
+    for (size_t i = 0; i < sizeof says / sizeof *says; i++) {
+        gcntrain(&r, cases[i]);
+        cr_assert_eq(r.code, 2, "case %zu: %s", i, r.err);
+        cr_assert(strstr(r.err, says[i]), "case %zu: %s", i, r.err);
+        expect_one_line(r.err);
+    }
     gcntrain(&r, (const char *[]){"--help", NULL});
     cr_assert_eq(r.code, 0);
     cr_assert(strstr(r.out, "usage: gcntrain CONFIG"));
+    cr_assert(strstr(r.out, "exit status: 0 success; 1 runtime failure"), "%s", r.out);
+    cr_assert(strstr(r.out, "130 SIGINT, 143 SIGTERM"), "%s", r.out);
     gcntrain(&r, (const char *[]){"--version", NULL});
     cr_assert_eq(r.code, 0);
     cr_assert(strstr(r.out, GCN_VERSION_STRING));
@@ -51,7 +71,7 @@ Test(cli, bad_input_exits_2_with_one_line)
     gcntrain(&r, (const char *[]){cfg, NULL});
     cr_assert_eq(r.code, 2);
     cr_assert(strstr(r.err, "layers[0].dropout: expected a number in [0, 1)"), "%s", r.err);
-    cr_assert_eq(strchr(r.err, '\n'), r.err + strlen(r.err) - 1, "more than one line: %s", r.err);
+    expect_one_line(r.err);
     unlink(cfg);
     gcntrain(&r, (const char *[]){"models/gcn-cora.json", "--dataset", "/tmp/no-such-dataset", NULL});
     cr_assert_eq(r.code, 2, "%s", r.err);
@@ -70,22 +90,14 @@ Test(cli, arxiv_without_features_names_the_file_and_option)
     cr_assert(strstr(r.err, "random:D"), "%s", r.err);
 }
 
-Test(cli, missing_gpu_is_a_runtime_failure)
+Test(cli, missing_gpu_is_bad_usage)
 {
     if (gcn_cuda_device_count() > 0)
         cr_skip_test("a CUDA device is present");
     gcntrain(&r, (const char *[]){"models/gcn-cora.json", "--device", "cuda", NULL});
-    cr_assert_eq(r.code, 3, "%s", r.err);
-}
-
-static int count_lines(const char *path, const char *needle)
-{
-    char buf[1 << 16];
-    tool_slurp(path, buf, sizeof buf);
-    int n = 0;
-    for (char *p = buf; (p = strstr(p, needle)); p++)
-        n++;
-    return n;
+    cr_assert_eq(r.code, 2, "%s", r.err);
+    cr_assert(strstr(r.err, "device cuda: no GPU was found"), "%s", r.err);
+    expect_one_line(r.err);
 }
 
 Test(cli, short_run_writes_log_and_checkpoint_and_resumes, .timeout = 120)
@@ -102,8 +114,8 @@ Test(cli, short_run_writes_log_and_checkpoint_and_resumes, .timeout = 120)
     cr_assert(strstr(r.out, "dataset    "), "%s", r.out);
     cr_assert(strstr(r.out, "run 2 epoch    4"), "%s", r.out);
     cr_assert(strstr(r.out, "test accuracy"), "%s", r.out);
-    cr_assert_eq(count_lines(log, "\"epoch\":"), 8);
-    cr_assert_eq(count_lines(log, "\"summary\":true"), 1);
+    cr_assert_eq(tool_count(log, "\"epoch\":"), 8);
+    cr_assert_eq(tool_count(log, "\"summary\":true"), 1);
     cr_assert(tool_exists(ck));
     /* resume run 1 from epoch 4 (the checkpoint holds run 2's state: seed + 1) */
     gcntrain(&r, (const char *[]){"models/gcn-cora.json", "--epochs", "7", "--runs", "1",
@@ -137,9 +149,6 @@ Test(cli, short_run_writes_log_and_checkpoint_and_resumes, .timeout = 120)
     cr_assert_eq(r.code, 2, "%s", r.err);
     cr_assert(strstr(r.err, "different model architecture"), "%s", r.err);
     cr_assert_not(tool_exists(bad_log));
-    char tmp[128];
-    snprintf(tmp, sizeof tmp, "%s.tmp", bad_log);
-    cr_assert_not(tool_exists(tmp));
     unlink(log);
     unlink(log2);
     unlink(log3);
@@ -186,7 +195,7 @@ Test(cli, shipped_configs_run_without_a_dataset, .timeout = 120)
     snprintf(log, sizeof log, "%s/run.jsonl", dir);
     for (int i = 0; i < 2; i++) {
         gcntrain(&r, (const char *[]){configs[i], "--epochs", "2", "--device", "cpu", "--log",
-                                      log, NULL});
+                                      log, "--force", NULL});
         cr_assert_eq(r.code, 0, "%s: %s", configs[i], r.err);
         const char *want[] = {"dataset    synthetic", "model      ", "optimiser  adam lr 0.01",
                               "device     cpu", "params     ", "run 1 epoch    2  loss ",
@@ -194,19 +203,20 @@ Test(cli, shipped_configs_run_without_a_dataset, .timeout = 120)
                               "time load ", "preprocess ", "train ", "eval ", "peak cpu memory "};
         for (size_t k = 0; k < sizeof want / sizeof *want; k++)
             cr_assert(strstr(r.out, want[k]), "%s: no '%s' in\n%s", configs[i], want[k], r.out);
-        cr_assert_eq(count_lines(log, "\"epoch\":"), 2);
-        cr_assert_eq(count_lines(log, "\"best_epoch\":"), 1);
-        cr_assert_eq(count_lines(log, "\"peak_bytes\":"), 1);
+        cr_assert_eq(tool_count(log, "\"epoch\":"), 2);
+        cr_assert_eq(tool_count(log, "\"best_epoch\":"), 1);
+        cr_assert_eq(tool_count(log, "\"peak_bytes\":"), 1);
     }
     unlink(log);
     rmdir(dir);
 }
 
-/* A plain-text dataset whose features overflow float32 in the first
- * product: training stops at the first non-finite loss with exit code 3. */
-Test(cli, non_finite_loss_exits_3_naming_the_epoch, .timeout = 60)
+/* A plain-text dataset of 8 nodes and 16 features in a new folder (dir, a
+ * mkdtemp template), with `value` for every feature but the one on
+ * features.txt line `odd_line`, which is `odd`; and model.json beside it. */
+static void write_textdir(char *dir, const char *value, int odd_line, const char *odd)
 {
-    char dir[] = "/tmp/gcn-cli-XXXXXX", path[128], cfg[128];
+    char path[128];
     cr_assert_not_null(mkdtemp(dir));
     const char *files[][2] = {{"meta.txt", "num_nodes 8\nnum_features 16\nnum_classes 2\n"},
                               {"edges.txt", "0 1\n1 2\n2 3\n3 4\n4 5\n5 6\n6 7\n7 0\n"},
@@ -227,17 +237,92 @@ Test(cli, non_finite_loss_exits_3_naming_the_epoch, .timeout = 60)
     cr_assert_not_null(f);
     for (int i = 0; i < 8; i++)
         for (int c = 0; c < 16; c++)
-            fprintf(f, "%d %d 3e38\n", i, c);
+            fprintf(f, "%d %d %s\n", i, c, i * 16 + c + 1 == odd_line ? odd : value);
     fclose(f);
+}
+
+/* Features that overflow float32 in the first product: training stops at
+ * the first non-finite loss with exit code 3. */
+Test(cli, non_finite_loss_exits_3_naming_the_epoch, .timeout = 60)
+{
+    char dir[] = "/tmp/gcn-cli-XXXXXX", cfg[128];
+    write_textdir(dir, "3e38", 0, NULL);
     snprintf(cfg, sizeof cfg, "%s/model.json", dir);
     gcntrain(&r, (const char *[]){cfg, "--dataset", dir, "--device", "cpu", NULL});
     cr_assert_eq(r.code, 3, "%s", r.err);
     cr_assert(strstr(r.err, "non-finite training loss"), "%s", r.err);
     cr_assert(strstr(r.err, "at epoch 1"), "%s", r.err);
     cr_assert_not(strstr(r.out, "test accuracy"), "%s", r.out);
-    char cmd[160];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    cr_assert_eq(system(cmd), 0);
+    tool_remove_dir(dir);
+}
+
+/* NaN in a feature file is bad input, not a training failure: exit 2, one
+ * line naming the file and line, and none of the output files. */
+Test(cli, nan_feature_exits_2_naming_the_file_and_line, .timeout = 60)
+{
+    char dir[] = "/tmp/gcn-cli-XXXXXX", cfg[128], log[128], ck[128], pred[128], want[128];
+    write_textdir(dir, "0.5", 20, "nan");
+    snprintf(cfg, sizeof cfg, "%s/model.json", dir);
+    snprintf(log, sizeof log, "%s/run.jsonl", dir);
+    snprintf(ck, sizeof ck, "%s/model.ckpt", dir);
+    snprintf(pred, sizeof pred, "%s/pred.csv", dir);
+    gcntrain(&r, (const char *[]){cfg, "--dataset", dir, "--device", "cpu", "--log", log,
+                                  "--save", ck, "--predict", pred, NULL});
+    cr_assert_eq(r.code, 2, "%s", r.err);
+    snprintf(want, sizeof want, "%s/features.txt:20: column 3 ('nan') is NaN", dir);
+    cr_assert(strstr(r.err, want), "%s", r.err);
+    expect_one_line(r.err);
+    cr_assert_not(tool_exists(log));
+    cr_assert_not(tool_exists(ck));
+    cr_assert_not(tool_exists(pred));
+    tool_remove_dir(dir);
+}
+
+/* --log FILE must be new unless --force replaces it or --append adds to
+ * it; a refused run leaves the file as it was. */
+Test(cli, log_is_new_unless_force_or_append, .timeout = 120)
+{
+    char dir[] = "/tmp/gcn-cli-XXXXXX", log[96], before[1 << 14], after[1 << 14];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(log, sizeof log, "%s/run.jsonl", dir);
+    const char *args[] = {"models/gcn-cora.json", "--epochs", "2", "--runs", "1", "--device",
+                          "cpu", "--quiet", "--log", log, NULL, NULL};
+    gcntrain(&r, args);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_assert_eq(tool_count(log, "\"epoch\":"), 2);
+    tool_slurp(log, before, sizeof before);
+    gcntrain(&r, args);
+    cr_assert_eq(r.code, 2, "%s", r.err);
+    cr_assert(strstr(r.err, "the file exists; --force replaces it, --append adds to it"), "%s",
+              r.err);
+    expect_one_line(r.err);
+    tool_slurp(log, after, sizeof after);
+    cr_assert_str_eq(before, after);
+    args[10] = "--append";
+    gcntrain(&r, args);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_assert_eq(tool_count(log, "\"epoch\":"), 4);
+    cr_assert_eq(tool_count(log, "\"summary\":true"), 2);
+    args[10] = "--force";
+    gcntrain(&r, args);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_assert_eq(tool_count(log, "\"epoch\":"), 2);
+    cr_assert_eq(tool_count(log, "\"summary\":true"), 1);
+    tool_remove_dir(dir);
+}
+
+/* An I/O error while writing is a runtime failure: exit 1. */
+Test(cli, write_error_exits_1, .timeout = 60)
+{
+    if (!tool_exists("/dev/full"))
+        cr_skip_test("no /dev/full");
+    gcntrain(&r, (const char *[]){"models/gcn-cora.json", "--epochs", "3", "--runs", "1",
+                                  "--device", "cpu", "--quiet", "--log", "/dev/full", "--append",
+                                  NULL});
+    cr_assert_eq(r.code, 1, "%s", r.err);
+    cr_assert(strstr(r.err, "--log /dev/full: cannot write the log: No space left on device"),
+              "%s", r.err);
+    expect_one_line(r.err);
 }
 
 /* Mean test accuracy of 10 seeds with the Kipf & Welling recipe. */

@@ -14,14 +14,17 @@
 enum { RUN_EPOCHS = 12, SBM_NODES = 3000, SBM_FEATURES = 24 };
 
 /* Dropout on every layer, batch norm and a weight-decay group of its own,
- * so the step has several optimisers and random streams to move. */
+ * so the step has several optimisers and random streams to move; a step
+ * schedule halves the learning rate after epochs 4 and 8, while epochs
+ * replay. */
 #define MODEL_JSON(graph)                                                                  \
     "{\"layers\": [{\"type\": \"gcn\", \"out\": 32, \"norm\": \"batch\","                   \
     " \"activation\": \"relu\", \"dropout\": 0.2},"                                        \
     " {\"type\": \"gin\", \"out\": 32, \"norm\": \"batch\", \"activation\": \"relu\","      \
     " \"dropout\": 0.5, \"weight_decay\": 0.001},"                                          \
     " {\"type\": \"gcn\", \"out\": \"classes\", \"dropout\": 0.5}],"                         \
-    " \"optimizer\": {\"type\": \"adam\", \"lr\": 0.01}, \"cuda_graph\": " graph "}"
+    " \"optimizer\": {\"type\": \"adam\", \"lr\": 0.01},"                                  \
+    " \"lr_step\": {\"every\": 4, \"gamma\": 0.5}, \"cuda_graph\": " graph "}"
 
 typedef struct run {
     gcn_epoch_stats stats[RUN_EPOCHS];

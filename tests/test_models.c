@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "sbm_train.h"
 
 static void expect_error(const char *json, const char *message)
 {
@@ -489,6 +490,51 @@ Test(models, gin_blocks_train_after_dropping_their_inputs)
     float loss[8];
     run_epochs(tr, ctx, 8, loss);
     cr_assert_lt(loss[7], loss[0], "loss %g -> %g", (double)loss[0], (double)loss[7]);
+    gcn_trainer_free(&tr);
+    gcn_dataset_free(&ds);
+    gcn_ctx_free(&ctx);
+}
+
+/* "lr_step": parsed into its fields, refused when malformed, and applied
+ * by the trainer: with gamma 0 the parameters stop moving after `every`
+ * epochs. */
+Test(models, lr_step_schedule, .timeout = 60)
+{
+    gcn_model_config cfg;
+    char err[256] = "";
+    cr_assert_eq(gcn_model_config_parse(&cfg, "{" LAYERS ", \"lr_step\": {\"every\": 50, "
+                                        "\"gamma\": 0.5}}", "t.json", err, sizeof err),
+                 GCN_OK, "%s", err);
+    cr_assert_eq(cfg.lr_every, 50);
+    cr_assert_eq(cfg.lr_gamma, 0.5f);
+    expect_error("{" LAYERS ", \"lr_step\": {\"every\": 50}}", "lr_step: needs both");
+    expect_error("{" LAYERS ", \"lr_step\": {\"every\": 0, \"gamma\": 0.5}}",
+                 "lr_step.every: expected an integer in [1, 10000000]");
+    expect_error("{" LAYERS ", \"lr_step\": {\"every\": 5, \"gamma\": 2}}",
+                 "lr_step.gamma: expected a number in [0, 1]");
+    expect_error("{" LAYERS ", \"lr_step\": {\"every\": 5, \"gamma\": 0.5, \"x\": 1}}",
+                 "lr_step: unknown key");
+
+    gcn_ctx *ctx = test_cpu_ctx(5);
+    gcn_dataset *ds = NULL;
+    gcn_trainer *tr = sbm_trainer(ctx, 300, 8, "{" LAYERS ", \"optimizer\": {\"type\": "
+                                  "\"sgd\", \"lr\": 0.5}, \"lr_step\": {\"every\": 2, "
+                                  "\"gamma\": 0}}", &ds);
+    gcn_tensor *params[2];
+    cr_assert_eq(gcn_model_params(gcn_trainer_model(tr), NULL, NULL), 2, "weight and bias");
+    gcn_model_params(gcn_trainer_model(tr), params, NULL);
+    int64_t n = gcn_tensor_numel(params[0]);
+    float *after2 = calloc((size_t)n, sizeof *after2), *after4 = calloc((size_t)n, sizeof *after4);
+    for (int e = 1; e <= 4; e++) {
+        gcn_epoch_stats st;
+        cr_assert_eq(gcn_trainer_epoch(ctx, tr, &st), GCN_OK, "%s", gcn_last_error(ctx));
+        if (e == 2 || e == 4)
+            cr_assert_eq(gcn_tensor_to_host(ctx, params[0], e == 2 ? after2 : after4), GCN_OK);
+    }
+    cr_assert_arr_eq(after2, after4, (size_t)n * sizeof *after2,
+                     "epochs 3 and 4 train at lr 0, yet the weight moved");
+    free(after2);
+    free(after4);
     gcn_trainer_free(&tr);
     gcn_dataset_free(&ds);
     gcn_ctx_free(&ctx);

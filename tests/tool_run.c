@@ -4,6 +4,7 @@
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,13 +28,35 @@ bool tool_exists(const char *path)
     return stat(path, &st) == 0;
 }
 
-void tool_run(tool_result *r, const char *tool, const char *const *args)
+int tool_count(const char *path, const char *needle)
+{
+    enum { SIZE = 1 << 20 };
+    char *buf = malloc(SIZE);
+    cr_assert_not_null(buf);
+    tool_slurp(path, buf, SIZE);
+    int n = 0;
+    for (char *p = buf; (p = strstr(p, needle)); p++)
+        n++;
+    free(buf);
+    return n;
+}
+
+void tool_remove_dir(const char *dir)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0, "%s failed", cmd);
+}
+
+void tool_start(tool_proc *p, const char *tool, const char *const *args)
 {
     const char *dir = getenv("GCN_TOOLS") ? getenv("GCN_TOOLS") : "build";
-    char exe[512], out[] = "/tmp/gcn-cli-out-XXXXXX", err[] = "/tmp/gcn-cli-err-XXXXXX";
+    char exe[512];
     snprintf(exe, sizeof exe, "%s/%s", dir, tool);
-    close(mkstemp(out));
-    close(mkstemp(err));
+    snprintf(p->out, sizeof p->out, "/tmp/gcn-cli-out-XXXXXX");
+    snprintf(p->err, sizeof p->err, "/tmp/gcn-cli-err-XXXXXX");
+    close(mkstemp(p->out));
+    close(mkstemp(p->err));
     char *argv[32] = {exe};
     int n = 1;
     for (; args[n - 1]; n++) {
@@ -43,17 +66,30 @@ void tool_run(tool_result *r, const char *tool, const char *const *args)
     argv[n] = NULL;
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_TRUNC, 0);
-    posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_TRUNC, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, p->out, O_WRONLY | O_TRUNC, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, p->err, O_WRONLY | O_TRUNC, 0);
     pid_t pid;
     cr_assert_eq(posix_spawn(&pid, exe, &fa, NULL, argv, environ), 0, "cannot run %s", exe);
-    int status;
-    waitpid(pid, &status, 0);
     posix_spawn_file_actions_destroy(&fa);
-    cr_assert(WIFEXITED(status), "%s crashed (signal %d)", tool, WTERMSIG(status));
-    r->code = WEXITSTATUS(status);
-    tool_slurp(out, r->out, sizeof r->out);
-    tool_slurp(err, r->err, sizeof r->err);
-    unlink(out);
-    unlink(err);
+    p->pid = pid;
+}
+
+int tool_wait(tool_proc *p, tool_result *r)
+{
+    int status;
+    cr_assert_eq(waitpid(p->pid, &status, 0), p->pid);
+    r->code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    tool_slurp(p->out, r->out, sizeof r->out);
+    tool_slurp(p->err, r->err, sizeof r->err);
+    unlink(p->out);
+    unlink(p->err);
+    return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+}
+
+void tool_run(tool_result *r, const char *tool, const char *const *args)
+{
+    tool_proc p;
+    tool_start(&p, tool, args);
+    int sig = tool_wait(&p, r);
+    cr_assert_eq(sig, 0, "%s crashed (signal %d)", tool, sig);
 }

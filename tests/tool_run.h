@@ -15,9 +15,29 @@ typedef struct tool_result {
  * test fails if it cannot start or does not exit normally. */
 void tool_run(tool_result *r, const char *tool, const char *const *args);
 
+/* A tool started without waiting for it: its process and the files its
+ * stdout and stderr go to (readable while it runs). */
+typedef struct tool_proc {
+    int pid;
+    char out[32], err[32];
+} tool_proc;
+
+/* Starts GCN_TOOLS/tool as tool_run does; the test fails if it cannot. */
+void tool_start(tool_proc *p, const char *tool, const char *const *args);
+
+/* Waits for a started tool and collects its output: r->code is its exit
+ * status, or -1 when a signal ended it (returned, else 0). */
+int tool_wait(tool_proc *p, tool_result *r);
+
 /* The file's first size - 1 bytes, NUL-terminated (empty when unreadable). */
 void tool_slurp(const char *path, char *buf, size_t size);
 
 bool tool_exists(const char *path);
+
+/* How many times needle occurs in the file's first MiB. */
+int tool_count(const char *path, const char *needle);
+
+/* rm -rf dir (the test fails if that fails). */
+void tool_remove_dir(const char *dir);
 
 #endif

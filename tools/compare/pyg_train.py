@@ -185,10 +185,12 @@ def load(folder, device, adjacency):
 
 # models/checkpoint.c's header: magic, version, configuration hash, epoch,
 # best epoch, best train / valid / test accuracy, seed, one offset per RNG
-# stream (GCN_RNG_N_STREAMS = 5, core/rng.h), optimiser steps, tensor count,
-# reserved; then per tensor rows and cols (int64) and its floats; then a
-# CRC-32 of everything before it.  Host byte order, little-endian here.
-CKPT_HEADER = struct.Struct("<8sIIii3dQ5QqII")
+# stream (GCN_RNG_N_STREAMS = 6, core/rng.h), optimiser steps, tensor count,
+# reserved; then per tensor rows and cols (int64) and its floats: the
+# parameters and buffers, the optimisers' moments, then the best-validation
+# model's parameters and buffers (version 2); then a CRC-32 of everything
+# before it.  Host byte order, little-endian here.
+CKPT_HEADER = struct.Struct("<8sIIii3dQ6QqII")
 
 
 def read_checkpoint(path):
@@ -199,8 +201,8 @@ def read_checkpoint(path):
             zlib.crc32(raw[:-4]) != struct.unpack("<I", raw[-4:])[0]:
         raise SystemExit(f"pyg: {path}: not a gcn checkpoint or damaged (CRC-32)")
     h = CKPT_HEADER.unpack_from(raw)
-    if h[0].rstrip(b"\0") != b"GCNCKPT" or h[1] != 1:
-        raise SystemExit(f"pyg: {path}: not a version 1 gcn checkpoint")
+    if h[0].rstrip(b"\0") != b"GCNCKPT" or h[1] != 2:
+        raise SystemExit(f"pyg: {path}: not a version 2 gcn checkpoint")
     epoch, steps, count = h[3], h[-3], h[-2]
     off, tensors = CKPT_HEADER.size, []
     for _ in range(count):
@@ -255,7 +257,7 @@ def resume(model, opt, path):
             groups.append(decay[id(p)])
     ordered = [(p, t) for wd in groups for p, t in params if decay[id(p)] == wd]
     if not isinstance(opt, torch.optim.Adam) or \
-            len(tensors) != len(params) + len(buffers) + 2 * len(ordered):
+            len(tensors) != 2 * (len(params) + len(buffers)) + 2 * len(ordered):
         raise SystemExit(f"pyg: {path}: {len(tensors)} tensors do not fit this model with Adam")
 
     def tensor(a, like, transposed):

@@ -43,7 +43,7 @@ for cfg in $CONFIGS; do
     echo "== $name: gcntrain" >&2
     # shellcheck disable=SC2086
     if ! "$run" gcntrain "$cfg" --dataset ogbn-arxiv --root "$DATA" --features random:128 \
-        --device cuda --export-data "$EXPORT/$name" --log "$OUT/$name.gcn.jsonl" --quiet \
+        --device cuda --export-data "$EXPORT/$name" --log "$OUT/$name.gcn.jsonl" --force --quiet \
         $overrides > "$OUT/$name.gcn.log" 2>&1; then
         tail -n 5 "$OUT/$name.gcn.log" >&2
         status=1

@@ -47,7 +47,7 @@ launch() {
         s=$(( $3 + j * per ))
         if [ "$1" = gcn ]; then
             "$run" gcntrain "$CONFIG" --dataset ogbn-arxiv --root "$DATA" --features random:128 \
-                --device cuda --runs "$n" --seed "$s" --log "$OUT/$name.gcn.$j.jsonl" --quiet \
+                --device cuda --runs "$n" --seed "$s" --log "$OUT/$name.gcn.$j.jsonl" --force --quiet \
                 > "$OUT/$name.gcn.$j.log" 2>&1 &
             pids="$pids $!"
         else

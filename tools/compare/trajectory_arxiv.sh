@@ -38,7 +38,7 @@ common="--dataset ogbn-arxiv --root $DATA --features random:128 --device cuda --
 if ! "$run" gcntrain "$cfg" $common --epochs 1 --save "$OUT/epoch1.ckpt" \
     --export-data "$OUT/data" > "$OUT/gcn.save.log" 2>&1 ||
     ! "$run" gcntrain "$cfg" $common --epochs "$EPOCHS" --resume "$OUT/epoch1.ckpt" \
-        --log "$OUT/gcn.jsonl" > "$OUT/gcn.log" 2>&1 ||
+        --log "$OUT/gcn.jsonl" --force > "$OUT/gcn.log" 2>&1 ||
     ! "$PYTHON" tools/compare/pyg_train.py "$cfg" "$OUT/data" --runs 1 --epochs "$EPOCHS" \
         --resume "$OUT/epoch1.ckpt" --trace > "$OUT/pyg.log" 2>&1; then
     tail -n 5 "$OUT"/*.log >&2

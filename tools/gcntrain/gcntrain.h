@@ -1,0 +1,146 @@
+/* gcntrain's parts: the options, what one invocation holds, the exit-code
+ * contract, the JSON-lines log (log.c), signal handling (signals.c) and the
+ * SpMM selector's report and plan files (spmm_report.c). */
+#ifndef GCNTRAIN_H
+#define GCNTRAIN_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "gcn.h"
+
+/* The exit codes (gcntrain --help, README.md); an interrupted run exits
+ * with 128 + the signal's number: 130 for SIGINT, 143 for SIGTERM. */
+enum {
+    EXIT_RUNTIME = 1, /* CUDA error, out of memory, I/O error while writing */
+    EXIT_INPUT = 2,   /* bad usage or bad input */
+    EXIT_NUMERIC = 3  /* the training loss became non-finite */
+};
+
+/* Where a failure happened decides its exit code: reading input, training,
+ * or writing output. */
+typedef enum phase { PHASE_INPUT, PHASE_TRAIN, PHASE_OUTPUT } phase;
+
+typedef struct args {
+    const char *config, *dataset, *root, *device, *spmm, *features, *reorder, *cuda_graph;
+    const char *log, *save, *resume, *export_dir, *spmm_plan, *predict;
+    long epochs, runs, save_every;
+    long long seed;
+    bool quiet, force, append, eval_only;
+} args;
+
+/* The JSON-lines log: checked at the start, created by its first line. */
+typedef struct run_log {
+    const char *path;  /* NULL: no log */
+    bool append, force; /* add to the file, or replace it (else it must be new) */
+    FILE *f;           /* open once a line has been written */
+    bool failed;       /* a write failed (said once) */
+} run_log;
+
+/* Everything one invocation holds, freed in one place. */
+typedef struct session {
+    args a;
+    gcn_model_config cfg;
+    gcn_ctx *ctx;
+    gcn_dataset *ds;
+    run_log log;
+    char error[640];      /* the last failure's message, for the log */
+    double t_load, t_prep, t_train, t_eval;
+    double *best_test;
+    int runs_done;
+    int stop;             /* the signal that interrupted the run, else 0 */
+    int stop_run, stop_epoch;  /* where it stopped: the run, its epochs done */
+    gcn_train_best stop_best;  /* that run's best so far */
+    bool spmm_reported;   /* the selector's table has been printed this run */
+    char *choices;        /* the first run's locked choices, as a plan file in memory */
+    size_t choices_len;
+    int32_t *pred_classes; /* --predict: the best-validation model's so far */
+    float *pred_probs;
+    double pred_valid;     /* its validation accuracy (-1: none yet) */
+} session;
+
+/* Prints "gcntrain: what: the context's last error" (kept for the log) and
+ * returns the exit code of st in that phase. */
+int fail(session *s, gcn_status st, phase p, const char *what);
+
+double now_s(void);
+
+/* ---- run.c ---- */
+
+/* Every run (each from seed + run, the first from --resume), the summary
+ * and --predict; 128 + the signal when one stopped it. */
+int train_runs(session *s);
+
+/* --eval-only: the checkpoint's best-validation model on the splits, and
+ * its predictions. */
+int eval_only(session *s);
+
+/* The summary on stdout and as the log's last line (marked interrupted
+ * when a signal stopped the run). */
+void print_results(session *s);
+
+/* ---- log.c ---- */
+
+/* Checks that an output file's directory exists and that the path is not
+ * a directory.  Returns 0 or EXIT_INPUT after saying why. */
+int check_output_dir(const char *option, const char *path);
+
+/* Checks --log, --force and --append before anything runs: an existing
+ * file needs one of them.  Returns 0 or an exit code after saying why. */
+int log_check(run_log *l, const args *a);
+
+/* Writes one line (a JSON object, without the newline) and flushes it,
+ * creating the file with the first line.  A failed write is said once and
+ * makes log_ok false. */
+void log_line(run_log *l, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+bool log_ok(const run_log *l);
+
+/* s as a JSON string literal (quotes included) into buf. */
+const char *json_string(char *buf, size_t size, const char *s);
+
+/* v printed with fmt into buf, or null when it is not finite. */
+const char *json_number(char *buf, size_t size, const char *fmt, double v);
+
+/* Closes the log; false when closing it failed. */
+bool log_close(run_log *l);
+
+/* ---- signals.c ---- */
+
+/* SIGINT and SIGTERM: the first asks the run to stop after the current
+ * epoch (signals_pending); a second exits at once with 128 + its number,
+ * after writing an "interrupted" line to the log when it is open. */
+void signals_install(void);
+
+/* The log's file descriptor once it is open (-1: none), for that line. */
+void signals_log_fd(int fd);
+
+/* The first SIGINT or SIGTERM received, else 0. */
+int signals_pending(void);
+
+/* Holds the two signals back (on) while a file is written through a
+ * temporary one, so that no signal leaves it behind; off delivers them. */
+void signals_hold(bool on);
+
+const char *signal_name(int sig);
+
+/* ---- spmm_report.c ---- */
+
+/* Once every call site has locked: one table line per site (and a JSON
+ * line per site in the log), when some site had a choice to make.
+ * Returns whether the sites are all locked. */
+bool report_spmm(session *s, int run, const gcn_trainer *tr);
+
+/* Before training: the selector's choices from --spmm-plan FILE when it
+ * exists, else from an earlier run of this invocation, so that only the
+ * first run profiles.  *from_file says whether FILE was read. */
+gcn_status load_choices(session *s, const gcn_trainer *tr, bool *from_file);
+
+/* Once every site has locked: --spmm-plan FILE (unless it was read) and the
+ * copy in memory for the next runs. */
+gcn_status save_choices(session *s, const gcn_trainer *tr, bool from_file);
+
+#endif

@@ -1,0 +1,135 @@
+/* gcntrain's JSON-lines log: checked before anything runs, created by its
+ * first line and flushed line by line, so `tail -f` follows a run and an
+ * interrupted or failed run keeps every line it wrote; and the checks that
+ * output files can be written where they are asked for. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gcntrain.h"
+
+int check_output_dir(const char *option, const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    int len = !slash ? 0 : slash == path ? 1 : (int)(slash - path);
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%.*s", len ? len : 1, len ? path : ".");
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "gcntrain: %s %s: no directory %s\n", option, path, dir);
+        return EXIT_INPUT;
+    }
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "gcntrain: %s %s: is a directory\n", option, path);
+        return EXIT_INPUT;
+    }
+    return 0;
+}
+
+int log_check(run_log *l, const args *a)
+{
+    l->path = a->log;
+    l->append = a->append;
+    l->force = a->force;
+    if (!a->log && (a->force || a->append)) {
+        fprintf(stderr, "gcntrain: --force and --append apply to --log FILE\n");
+        return EXIT_INPUT;
+    }
+    if (!a->log)
+        return 0;
+    if (a->force && a->append) {
+        fprintf(stderr, "gcntrain: --force replaces the log and --append adds to it: "
+                        "give one of them\n");
+        return EXIT_INPUT;
+    }
+    int rc = check_output_dir("--log", a->log);
+    if (rc)
+        return rc;
+    if (!a->force && !a->append && access(a->log, F_OK) == 0) {
+        fprintf(stderr, "gcntrain: --log %s: the file exists; --force replaces it, --append "
+                        "adds to it\n", a->log);
+        return EXIT_INPUT;
+    }
+    return 0;
+}
+
+/* A new file (O_EXCL: it still must not exist), or the old one truncated
+ * (--force) or appended to. */
+static bool open_log(run_log *l)
+{
+    int flags = O_WRONLY | O_CREAT | O_CLOEXEC |
+                (l->append ? O_APPEND : l->force ? O_TRUNC : O_EXCL);
+    int fd = open(l->path, flags, 0666);
+    l->f = fd >= 0 ? fdopen(fd, l->append ? "a" : "w") : NULL;
+    if (!l->f) {
+        fprintf(stderr, "gcntrain: --log %s: cannot write: %s\n", l->path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        l->failed = true;
+        return false;
+    }
+    signals_log_fd(fd);
+    return true;
+}
+
+void log_line(run_log *l, const char *fmt, ...)
+{
+    if (!l->path || l->failed || (!l->f && !open_log(l)))
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(l->f, fmt, ap);
+    va_end(ap);
+    fputc('\n', l->f);
+    if (fflush(l->f) != 0 || ferror(l->f)) {
+        fprintf(stderr, "gcntrain: --log %s: cannot write the log: %s\n", l->path,
+                strerror(errno));
+        l->failed = true;
+    }
+}
+
+bool log_ok(const run_log *l)
+{
+    return !l->failed;
+}
+
+bool log_close(run_log *l)
+{
+    if (!l->f)
+        return true;
+    signals_log_fd(-1);
+    bool ok = fclose(l->f) == 0;
+    l->f = NULL;
+    return ok;
+}
+
+const char *json_number(char *buf, size_t size, const char *fmt, double v)
+{
+    if (isfinite(v))
+        snprintf(buf, size, fmt, v);
+    else
+        snprintf(buf, size, "null");
+    return buf;
+}
+
+const char *json_string(char *buf, size_t size, const char *s)
+{
+    size_t n = 0;
+    buf[n++] = '"';
+    for (; *s && n + 8 < size; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            n += (size_t)snprintf(buf + n, size - n, "\\%c", c);
+        else if (c < 0x20)
+            n += (size_t)snprintf(buf + n, size - n, "\\u%04x", c);
+        else
+            buf[n++] = (char)c;
+    }
+    buf[n++] = '"';
+    buf[n] = '\0';
+    return buf;
+}

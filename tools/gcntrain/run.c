@@ -1,0 +1,244 @@
+/* gcntrain's runs: epochs with their log lines and checkpoints, stopping
+ * cleanly on a signal; the best-validation predictions; the summary; and
+ * the evaluation of a checkpoint without training. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "gcntrain.h"
+
+static void log_epoch(session *s, int run, const gcn_epoch_stats *e)
+{
+    if (!s->a.quiet)
+        printf("run %d epoch %4d  loss %.4f  train %.4f  valid %.4f  test %.4f  %8.2f ms\n",
+               run + 1, e->epoch, (double)e->loss, e->train_acc, e->valid_acc, e->test_acc,
+               e->train_ms + e->eval_ms);
+    log_line(&s->log,
+             "{\"run\":%d,\"epoch\":%d,\"loss\":%.9g,\"train_acc\":%.6f,\"valid_acc\":%.6f,"
+             "\"test_acc\":%.6f,\"train_ms\":%.4f,\"eval_ms\":%.4f}",
+             run + 1, e->epoch, (double)e->loss, e->train_acc, e->valid_acc, e->test_acc,
+             e->train_ms, e->eval_ms);
+}
+
+/* With the signals held: a second one waits until the file is in place. */
+static int save_checkpoint(session *s, const gcn_trainer *tr)
+{
+    signals_hold(true);
+    gcn_status st = gcn_trainer_save(s->ctx, tr, s->a.save);
+    signals_hold(false);
+    return st == GCN_OK ? 0 : fail(s, st, PHASE_OUTPUT, "save");
+}
+
+/* --predict: the predictions of the run's best-validation model when it
+ * beats the earlier runs' on validation. */
+static int keep_predictions(session *s, gcn_trainer *tr, const gcn_train_best *b)
+{
+    if (!s->a.predict || b->valid_acc <= s->pred_valid)
+        return 0;
+    size_t n = (size_t)s->ds->n_nodes, c = (size_t)s->ds->n_classes;
+    if (!s->pred_classes)
+        s->pred_classes = malloc((n > 0 ? n : 1) * sizeof *s->pred_classes);
+    if (!s->pred_probs)
+        s->pred_probs = malloc((n * c > 0 ? n * c : 1) * sizeof *s->pred_probs);
+    if (!s->pred_classes || !s->pred_probs) {
+        fprintf(stderr, "gcntrain: out of host memory for the predictions\n");
+        return EXIT_RUNTIME;
+    }
+    gcn_status st = gcn_trainer_predict(s->ctx, tr, s->pred_classes, s->pred_probs);
+    if (st != GCN_OK)
+        return fail(s, st, PHASE_TRAIN, "predict");
+    s->pred_valid = b->valid_acc;
+    return 0;
+}
+
+static int write_predictions(session *s)
+{
+    signals_hold(true);
+    gcn_status st = gcn_predictions_write(s->ctx, s->a.predict, s->ds->n_nodes,
+                                          s->ds->n_classes, s->pred_classes, s->pred_probs);
+    signals_hold(false);
+    if (st != GCN_OK)
+        return fail(s, st, PHASE_OUTPUT, "predict");
+    printf("predictions of %d nodes in %s\n", s->ds->n_nodes, s->a.predict);
+    return 0;
+}
+
+/* The epochs of one run, from where the trainer is, until the last or a
+ * signal (s->stop); a checkpoint every --save-every epochs and at the end. */
+static int train_epochs(session *s, int run, gcn_trainer *tr, bool from_file)
+{
+    gcn_status st;
+    int rc, saved = gcn_trainer_epochs_done(tr);
+    for (int e = saved; e < s->cfg.epochs; e++) {
+        if ((s->stop = signals_pending()))
+            break;
+        gcn_epoch_stats es;
+        if ((st = gcn_trainer_epoch(s->ctx, tr, &es)) != GCN_OK)
+            return fail(s, st, PHASE_TRAIN, "training");
+        s->t_train += es.train_ms * 1e-3;
+        s->t_eval += es.eval_ms * 1e-3;
+        log_epoch(s, run, &es);
+        if (!log_ok(&s->log))
+            return EXIT_RUNTIME;
+        if (!s->spmm_reported && (s->spmm_reported = report_spmm(s, run, tr)) &&
+            (st = save_choices(s, tr, from_file)) != GCN_OK)
+            return fail(s, st, PHASE_OUTPUT, "spmm plan");
+        if (s->a.save_every > 0 && es.epoch % s->a.save_every == 0) {
+            if ((rc = save_checkpoint(s, tr)))
+                return rc;
+            saved = es.epoch;
+        }
+    }
+    return s->a.save && gcn_trainer_epochs_done(tr) > saved ? save_checkpoint(s, tr) : 0;
+}
+
+/* One run: a fresh model from seed + run, optionally resumed. */
+static int train_run(session *s, int run)
+{
+    gcn_trainer *tr = NULL;
+    gcn_status st;
+    int rc = 0;
+    gcn_rng_seed(s->ctx, s->cfg.seed + (uint64_t)run);
+    double t0 = now_s();
+    if ((st = gcn_trainer_create(s->ctx, &tr, &s->cfg, s->ds)) != GCN_OK)
+        return fail(s, st, PHASE_INPUT, "setup");
+    if (run == 0 && s->a.resume) {
+        if ((st = gcn_trainer_load(s->ctx, tr, s->a.resume)) != GCN_OK) {
+            rc = fail(s, st, PHASE_INPUT, "resume");
+            goto done;
+        }
+        char path[1024];
+        log_line(&s->log, "{\"run\":1,\"resumed_from\":%s,\"resumed_at_epoch\":%d}",
+                 json_string(path, sizeof path, s->a.resume), gcn_trainer_epochs_done(tr));
+    }
+    bool from_file = false;
+    if ((st = load_choices(s, tr, &from_file)) != GCN_OK) {
+        rc = fail(s, st, PHASE_INPUT, "spmm plan");
+        goto done;
+    }
+    s->t_prep += now_s() - t0;
+    s->spmm_reported = false;
+    if (run == 0)
+        printf("params     %lld\n", (long long)gcn_model_param_count(gcn_trainer_model(tr)));
+    if ((rc = train_epochs(s, run, tr, from_file)))
+        goto done;
+    gcn_train_best b;
+    gcn_trainer_best(tr, &b);
+    if (s->stop) {
+        s->stop_run = run;
+        s->stop_epoch = gcn_trainer_epochs_done(tr);
+        s->stop_best = b;
+        goto done;
+    }
+    s->best_test[s->runs_done++] = b.test_acc;
+    printf("run %d best valid %.4f at epoch %d: test %.4f\n", run + 1, b.valid_acc, b.epoch,
+           b.test_acc);
+    log_line(&s->log,
+             "{\"run\":%d,\"best_epoch\":%d,\"best_train_acc\":%.6f,\"best_valid_acc\":%.6f,"
+             "\"best_test_acc\":%.6f}",
+             run + 1, b.epoch, b.train_acc, b.valid_acc, b.test_acc);
+    rc = keep_predictions(s, tr, &b);
+done:
+    gcn_trainer_free(&tr);
+    return rc;
+}
+
+/* The interrupted run's place and its best so far, after the summary's
+ * fields. */
+static void log_interrupted(session *s, const char *summary)
+{
+    char extra[512] = "";
+    if (s->stop_epoch > 0)
+        snprintf(extra, sizeof extra,
+                 ",\"interrupted_run\":%d,\"interrupted_after_epoch\":%d,\"best_epoch\":%d,"
+                 "\"best_valid_acc\":%.6f,\"best_test_acc\":%.6f",
+                 s->stop_run + 1, s->stop_epoch, s->stop_best.epoch, s->stop_best.valid_acc,
+                 s->stop_best.test_acc);
+    log_line(&s->log, "%s,\"interrupted\":true,\"signal\":\"%s\"%s}", summary,
+             signal_name(s->stop), extra);
+}
+
+void print_results(session *s)
+{
+    int r = s->runs_done;
+    double mean = r > 0 ? 0.0 : NAN, var = 0.0;
+    for (int i = 0; i < r; i++)
+        mean += s->best_test[i] / r;
+    for (int i = 0; i < r; i++)
+        var += (s->best_test[i] - mean) * (s->best_test[i] - mean) / (r > 1 ? r - 1 : 1);
+    gcn_memory_stats ms;
+    gcn_ctx_memory_stats(s->ctx, &ms);
+    if (s->stop && s->stop_epoch > 0)
+        printf("interrupted by %s after epoch %d of run %d: best valid %.4f at epoch %d: "
+               "test %.4f\n", signal_name(s->stop), s->stop_epoch, s->stop_run + 1,
+               s->stop_best.valid_acc, s->stop_best.epoch, s->stop_best.test_acc);
+    else if (s->stop)
+        printf("interrupted by %s before run %d trained an epoch\n", signal_name(s->stop),
+               r + 1);
+    if (r > 0)
+        printf("test accuracy %.4f +- %.4f over %d run%s (at the best validation epoch)\n",
+               mean, sqrt(var), r, r == 1 ? "" : "s");
+    printf("time load %.3f s, preprocess %.3f s, train %.3f s, eval %.3f s; peak %s memory %.1f MiB\n",
+           s->t_load, s->t_prep, s->t_train, s->t_eval, gcn_device_name(gcn_ctx_device(s->ctx)),
+           (double)ms.peak / (1 << 20));
+    char summary[1024], m[32], sd[32];
+    snprintf(summary, sizeof summary,
+             "{\"summary\":true,\"runs\":%d,\"test_acc_mean\":%s,\"test_acc_std\":%s,"
+             "\"load_s\":%.4f,\"preprocess_s\":%.4f,\"train_s\":%.4f,\"eval_s\":%.4f,"
+             "\"peak_bytes\":%zu,\"reserved_bytes\":%zu,\"device\":\"%s\"",
+             r, json_number(m, sizeof m, "%.6f", mean),
+             json_number(sd, sizeof sd, "%.6f", r > 0 ? sqrt(var) : NAN), s->t_load, s->t_prep,
+             s->t_train, s->t_eval, ms.peak, ms.reserved, gcn_device_name(gcn_ctx_device(s->ctx)));
+    if (s->stop)
+        log_interrupted(s, summary);
+    else
+        log_line(&s->log, "%s}", summary);
+}
+
+int train_runs(session *s)
+{
+    int rc = 0;
+    for (int r = 0; r < s->cfg.runs && rc == 0 && !(s->stop = signals_pending()); r++)
+        rc = train_run(s, r);
+    if (rc)
+        return rc;
+    print_results(s);
+    if (s->stop)
+        return 128 + s->stop;
+    return s->a.predict ? write_predictions(s) : 0;
+}
+
+int eval_only(session *s)
+{
+    gcn_trainer *tr = NULL;
+    gcn_train_best b;
+    gcn_status st;
+    int rc = 0;
+    gcn_rng_seed(s->ctx, s->cfg.seed);
+    if ((st = gcn_trainer_create(s->ctx, &tr, &s->cfg, s->ds)) != GCN_OK)
+        return fail(s, st, PHASE_INPUT, "setup");
+    if ((st = gcn_trainer_load(s->ctx, tr, s->a.resume)) != GCN_OK) {
+        rc = fail(s, st, PHASE_INPUT, "resume");
+        goto done;
+    }
+    if ((st = gcn_trainer_evaluate(s->ctx, tr, &b)) != GCN_OK) {
+        rc = fail(s, st, PHASE_TRAIN, "evaluate");
+        goto done;
+    }
+    printf("eval       %s after epoch %d: the best-validation model (epoch %d): train %.4f  "
+           "valid %.4f  test %.4f\n", s->a.resume, gcn_trainer_epochs_done(tr), b.epoch,
+           b.train_acc, b.valid_acc, b.test_acc);
+    char path[1024];
+    log_line(&s->log,
+             "{\"eval\":%s,\"epochs_done\":%d,\"best_epoch\":%d,\"train_acc\":%.6f,"
+             "\"valid_acc\":%.6f,\"test_acc\":%.6f}",
+             json_string(path, sizeof path, s->a.resume), gcn_trainer_epochs_done(tr), b.epoch,
+             b.train_acc, b.valid_acc, b.test_acc);
+    if (!log_ok(&s->log))
+        rc = EXIT_RUNTIME;
+    else if (s->a.predict && !(rc = keep_predictions(s, tr, &b)))
+        rc = write_predictions(s);
+done:
+    gcn_trainer_free(&tr);
+    return rc;
+}

@@ -1,0 +1,79 @@
+/* gcntrain's SIGINT and SIGTERM: the first asks the run to stop once the
+ * current epoch is done (the main loop polls signals_pending); a second
+ * exits at once with 128 + its number, after an "interrupted" line in the
+ * log.  While a file is being written through a temporary one the second
+ * signal waits for it to be in place, so no temporary file is left. */
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gcntrain.h"
+
+static volatile sig_atomic_t first_signal, held, deferred, log_fd = -1;
+
+static void say(int fd, const char *text)
+{
+    ssize_t unused = write(fd, text, strlen(text));
+    (void)unused;
+}
+
+static void stop_now(int sig)
+{
+    if (log_fd >= 0)
+        say(log_fd, sig == SIGINT
+                        ? "{\"interrupted\":true,\"signal\":\"SIGINT\",\"at_once\":true}\n"
+                        : "{\"interrupted\":true,\"signal\":\"SIGTERM\",\"at_once\":true}\n");
+    say(STDERR_FILENO, sig == SIGINT ? "gcntrain: SIGINT again: stopping now\n"
+                                     : "gcntrain: SIGTERM again: stopping now\n");
+    _exit(128 + sig);
+}
+
+static void on_signal(int sig)
+{
+    if (!first_signal) {
+        first_signal = sig;
+        say(STDERR_FILENO, sig == SIGINT ? "gcntrain: SIGINT: stopping after this epoch "
+                                           "(send it again to stop at once)\n"
+                                         : "gcntrain: SIGTERM: stopping after this epoch "
+                                           "(send it again to stop at once)\n");
+    } else if (held) {
+        deferred = sig;
+    } else {
+        stop_now(sig);
+    }
+}
+
+void signals_install(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SIGINT);
+    sigaddset(&sa.sa_mask, SIGTERM);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+void signals_log_fd(int fd)
+{
+    log_fd = fd;
+}
+
+int signals_pending(void)
+{
+    return first_signal;
+}
+
+void signals_hold(bool on)
+{
+    held = on;
+    if (!on && deferred)
+        stop_now(deferred);
+}
+
+const char *signal_name(int sig)
+{
+    return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal";
+}
