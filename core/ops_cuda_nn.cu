@@ -475,37 +475,29 @@ __global__ void segment_pool_backward_kernel(gcn_pooling kind, int64_t cols, con
     }
 }
 
-/* The stream and geometry of a segment launch: a block per segment and
- * chunk of columns, whole warps of at most GCN_THREADS; *threads is 0 when
- * there is nothing to do. */
-static gcn_status segment_launch(gcn_ctx *ctx, int64_t n_seg, int64_t cols, cudaStream_t *stream,
-                                 dim3 *grid, int *threads)
+/* Launches a segment kernel: a block per segment and chunk of columns,
+ * whole warps of at most GCN_THREADS; nothing for no segments or columns. */
+template <typename... Args>
+static gcn_status segment_launch(gcn_ctx *ctx, const char *name, void (*kernel)(Args...),
+                                 int64_t n_seg, int64_t cols, Args... args)
 {
     gcn_cuda_state *cs;
     GCN_TRY(gcn_cuda_begin(ctx, &cs));
-    *stream = cs->stream;
-    *threads = 0;
     if (n_seg <= 0 || cols <= 0)
         return GCN_OK;
     int64_t warps = (cols + GCN_WARP - 1) / GCN_WARP;
-    *threads = (int)(warps * GCN_WARP < GCN_THREADS ? warps * GCN_WARP : GCN_THREADS);
-    *grid = dim3((unsigned)n_seg, (unsigned)((cols + *threads - 1) / *threads));
-    return GCN_OK;
+    int threads = (int)(warps * GCN_WARP < GCN_THREADS ? warps * GCN_WARP : GCN_THREADS);
+    dim3 grid((unsigned)n_seg, (unsigned)((cols + threads - 1) / threads));
+    kernel<<<grid, threads, 0, cs->stream>>>(args...);
+    return gcn_cuda_launched(ctx, name, __FILE__, __LINE__);
 }
 
 gcn_status gcn_cuda_segment_pool(gcn_ctx *ctx, gcn_pooling kind, int64_t n_seg, int64_t cols,
                                  const int32_t *offsets, const float *x, float *out,
                                  int32_t *argmax)
 {
-    cudaStream_t stream;
-    dim3 grid;
-    int threads;
-    GCN_TRY(segment_launch(ctx, n_seg, cols, &stream, &grid, &threads));
-    if (threads == 0)
-        return GCN_OK;
-    segment_pool_kernel<<<grid, threads, 0, stream>>>(kind, cols, offsets, x, out, argmax);
-    GCN_LAUNCHED("segment_pool_kernel");
-    return GCN_OK;
+    return segment_launch(ctx, "segment_pool_kernel", segment_pool_kernel, n_seg, cols, kind,
+                          cols, offsets, x, out, argmax);
 }
 
 gcn_status gcn_cuda_segment_pool_backward(gcn_ctx *ctx, gcn_pooling kind, int64_t n_seg,
@@ -513,14 +505,6 @@ gcn_status gcn_cuda_segment_pool_backward(gcn_ctx *ctx, gcn_pooling kind, int64_
                                           const int32_t *argmax, const float *dy, float *dx,
                                           bool acc)
 {
-    cudaStream_t stream;
-    dim3 grid;
-    int threads;
-    GCN_TRY(segment_launch(ctx, n_seg, cols, &stream, &grid, &threads));
-    if (threads == 0)
-        return GCN_OK;
-    segment_pool_backward_kernel<<<grid, threads, 0, stream>>>(kind, cols, offsets, argmax, dy,
-                                                                dx, acc);
-    GCN_LAUNCHED("segment_pool_backward_kernel");
-    return GCN_OK;
+    return segment_launch(ctx, "segment_pool_backward_kernel", segment_pool_backward_kernel,
+                          n_seg, cols, kind, cols, offsets, argmax, dy, dx, acc);
 }
