@@ -296,3 +296,34 @@ void ds_expect_same_graph(const gcn_graph *a, const gcn_graph *b)
     if (a->values)
         cr_assert_arr_eq(a->values, b->values, (size_t)a->nnz * sizeof(float));
 }
+
+ds_fixture ds_fixture_open(void (*write)(const char *dir), const char *spec)
+{
+    ds_fixture f = {.dir = ds_tmpdir()};
+    write(f.dir);
+    f.ctx = ds_logging_ctx(1);
+    f.o = ds_opts(f.dir);
+    f.ds = ds_load_ok(f.ctx, spec, &f.o);
+    return f;
+}
+
+void ds_fixture_close(ds_fixture *f)
+{
+    gcn_dataset_free(&f->ds);
+    gcn_ctx_free(&f->ctx);
+    ds_rmtree(f->dir);
+    free(f->dir);
+}
+
+gcn_dataset *ds_load_tu(gcn_ctx *ctx, const char *name, const char *cache_dir)
+{
+    char path[256], spec[64];
+    snprintf(path, sizeof path, SHARED_DATA "/tu/%s", name);
+    if (access(path, R_OK) != 0)
+        return NULL;
+    gcn_dataset_opts o = ds_opts(SHARED_DATA);
+    o.cache = cache_dir != NULL;
+    o.cache_dir = cache_dir;
+    snprintf(spec, sizeof spec, "tu:%s", name);
+    return ds_load_ok(ctx, spec, &o);
+}

@@ -89,4 +89,21 @@ void ds_check_reorder(const gcn_reorder *r, int32_t n);
 /* Asserts that two graphs are equal: row_ptr, col_idx and values. */
 void ds_expect_same_graph(const gcn_graph *a, const gcn_graph *b);
 
+/* A collection written into a new folder by `write` and loaded as spec on
+ * a CPU context that keeps its log (ds_notices); ds_fixture_close frees
+ * all of it and removes the folder. */
+typedef struct ds_fixture {
+    char *dir;
+    gcn_ctx *ctx;
+    gcn_dataset_opts o;
+    gcn_dataset *ds;
+} ds_fixture;
+
+ds_fixture ds_fixture_open(void (*write)(const char *dir), const char *spec);
+void ds_fixture_close(ds_fixture *f);
+
+/* Loads tu:<name> from the shared data (cached in cache_dir, or not cached
+ * when it is NULL), or NULL when the collection is absent. */
+gcn_dataset *ds_load_tu(gcn_ctx *ctx, const char *name, const char *cache_dir);
+
 #endif
