@@ -84,12 +84,16 @@ gcn_status gcn_op_run(gcn_ctx *ctx, gcn_op_spec *spec, gcn_tensor **out)
             nd->saved[i] = spec->saved[i];
             spec->saved[i] = NULL;
         }
+        nd->custom = spec->custom;
+        spec->custom = NULL;
     }
     *out = y;
     y = NULL;
 cleanup:
     for (size_t i = 0; i < sizeof spec->saved / sizeof spec->saved[0]; i++)
         gcn_tensor_free(&spec->saved[i]);
+    free(spec->custom);
+    spec->custom = NULL;
     gcn_tensor_free(&y);
     return st;
 }

@@ -53,6 +53,16 @@ cleanup:
     return st;
 }
 
+/* The program's forward, with recording off. */
+static gcn_status custom_forward(gcn_ctx *ctx, gcn_op_spec *sp, gcn_tensor *y)
+{
+    const gcn_custom_op *op = &sp->custom->op;
+    bool prev = gcn_set_grad_enabled(ctx, false);
+    gcn_status st = op->forward(ctx, sp->in, sp->n_in, y, op->user);
+    gcn_set_grad_enabled(ctx, prev);
+    return st;
+}
+
 gcn_status gcn_custom(gcn_ctx *ctx, const gcn_custom_op *desc, gcn_tensor *const *in, int n_in,
                       int64_t rows, int64_t cols, gcn_tensor **out)
 {
@@ -64,36 +74,15 @@ gcn_status gcn_custom(gcn_ctx *ctx, const gcn_custom_op *desc, gcn_tensor *const
     GCN_ARG(ctx, op.name && op.forward);
     for (int i = 0; i < n_in; i++)
         GCN_TRY(gcn_check_tensor(ctx, in[i], "custom op input"));
-    bool record = gcn_tape_wants(ctx, in, n_in);
-    if (record && !op.backward)
+    if (!op.backward && gcn_tape_wants(ctx, in, n_in))
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "custom op '%s' has no backward, but an input "
                          "requires a gradient", op.name);
-    struct gcn_custom_node *cn = NULL;
-    gcn_tensor *y = NULL;
-    gcn_node *nd;
-    gcn_status st;
-    GCN_CHECK(gcn_tensor_create(ctx, &y, rows, cols));
-    bool prev = gcn_set_grad_enabled(ctx, false);
-    st = op.forward(ctx, in, n_in, y, op.user);
-    gcn_set_grad_enabled(ctx, prev);
-    if (st != GCN_OK)
-        goto cleanup;
-    if (record) {
-        cn = malloc(sizeof *cn);
-        if (!cn) {
-            st = GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory recording %s", op.name);
-            goto cleanup;
-        }
-        cn->op = op;
-        snprintf(cn->name, sizeof cn->name, "%s", op.name);
-        GCN_CHECK(gcn_tape_record(ctx, cn->name, custom_backward, in, n_in, y, &nd));
-        nd->custom = cn;
-        cn = NULL;
-    }
-    *out = y;
-    y = NULL;
-cleanup:
-    free(cn);
-    gcn_tensor_free(&y);
-    return st;
+    struct gcn_custom_node *cn = malloc(sizeof *cn);
+    if (!cn)
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory running %s", op.name);
+    cn->op = op;
+    snprintf(cn->name, sizeof cn->name, "%s", op.name);
+    gcn_op_spec spec = {.name = cn->name, .forward = custom_forward, .backward = custom_backward,
+                        .in = in, .n_in = n_in, .rows = rows, .cols = cols, .custom = cn};
+    return gcn_op_run(ctx, &spec, out);
 }

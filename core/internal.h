@@ -430,6 +430,7 @@ struct gcn_op_spec {
     gcn_draw_offset offset;
     const gcn_index *index[2]; /* retained by the node */
     gcn_tensor *saved[4];      /* owned: moved to the node, else freed */
+    struct gcn_custom_node *custom; /* gcn_custom's op: owned, moved to the node, else freed */
 };
 
 /* The body every op shares after its argument checks: creates the output,
