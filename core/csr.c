@@ -173,6 +173,27 @@ cleanup:
     return st;
 }
 
+gcn_status gcn_csr_borrow(gcn_ctx *ctx, int32_t n, int32_t nnz, int32_t *row_ptr,
+                          int32_t *col_idx, float *values, const struct gcn_spmm_impl *kernel,
+                          gcn_csr **out)
+{
+    GCN_ARG(ctx, out && n >= 0 && nnz >= 0 && row_ptr && (nnz == 0 || (col_idx && values)) &&
+                     kernel);
+    gcn_csr *a = calloc(1, sizeof *a);
+    gcn_csr_priv *p = calloc(1, sizeof *p);
+    if (!a || !p) {
+        free(a);
+        free(p);
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "csr: out of host memory for a matrix header");
+    }
+    *a = (gcn_csr){.n_rows = n, .n_cols = n, .nnz = nnz, .row_ptr = row_ptr,
+                   .col_idx = col_idx, .values = values, .device = ctx->device, .priv = p};
+    *p = (gcn_csr_priv){.ctx = ctx, .symmetric = true, .sorted = true, .borrowed = true,
+                        .kernel = kernel};
+    *out = a;
+    return GCN_OK;
+}
+
 gcn_status gcn_csr_to_host(gcn_ctx *ctx, const gcn_csr *a, int32_t *row_ptr, int32_t *col_idx,
                            float *values)
 {

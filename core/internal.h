@@ -225,9 +225,11 @@ typedef gcn_status gcn_be_epilogue_stats_fn(gcn_ctx *ctx, int64_t rows, int64_t 
 typedef gcn_status gcn_be_epilogue_forward_fn(gcn_ctx *ctx, const gcn_epilogue_args *a, float *out);
 typedef gcn_status gcn_be_epilogue_backward_fn(gcn_ctx *ctx, const gcn_epilogue_args *a,
                                                const float *dout, const gcn_epilogue_grads *g);
-/* dst[i, 0:width] (+)= src[i, 0:width] for i < rows, with row strides */
+/* dst[i, 0:width] (+)= src[r, 0:width] for i < rows, with row strides, where
+ * r is src_rows[i] (a device array), or i when src_rows is NULL */
 typedef gcn_status gcn_be_copy_cols_fn(gcn_ctx *ctx, int64_t rows, int64_t width, const float *src,
-                                       int64_t src_ld, float *dst, int64_t dst_ld, bool acc);
+                                       int64_t src_ld, const int32_t *src_rows, float *dst,
+                                       int64_t dst_ld, bool acc);
 /* count[0] = the listed rows whose first largest score is their label,
  * written on the device without waiting (a device pointer). */
 typedef gcn_status gcn_be_count_correct_fn(gcn_ctx *ctx, int64_t cols, const float *scores,
@@ -311,6 +313,7 @@ struct gcn_index {
     int32_t *data;
     int32_t min, max;   /* of the values, computed on creation (0, -1 when empty) */
     bool ascending;     /* values non-decreasing, known on creation */
+    gcn_index *base;    /* a view's: the index whose data it shares (retained) */
     gcn_ctx *ctx;
     gcn_device device;
     int refs;
@@ -365,7 +368,9 @@ struct gcn_csr_priv {
     int n_levels;          /* community levels, finest first */
     gcn_csr_level level[GCN_CSR_MAX_LEVELS];
     bool block_diagonal;   /* every entry lies in its row's part of level 0 */
-    bool borrowed;         /* the arrays belong to another matrix (a level view) */
+    bool borrowed;         /* the arrays belong to another matrix (a level view) or to
+                            * the caller (gcn_csr_borrow) */
+    const struct gcn_spmm_impl *kernel; /* gcn_csr_borrow's: products run it, no call site */
     gcn_spmm_state *spmm;
     void (*spmm_free)(gcn_spmm_state *state);
 };
@@ -375,6 +380,22 @@ struct gcn_csr_priv {
 gcn_status gcn_csr_create_known(gcn_ctx *ctx, gcn_csr **out, int32_t n_rows, int32_t n_cols,
                                 int32_t nnz, const int32_t *row_ptr, const int32_t *col_idx,
                                 const float *values, bool symmetric);
+
+/* A symmetric n x n matrix with sorted rows over device arrays the caller
+ * keeps alive until the matrix is freed, for matrices that change every
+ * step (a batch of graphs), where the selector's profiling makes no sense:
+ * while the context's mode is the selector's or a strategy, its products
+ * run `kernel` (which must need no host work to plan); a context forced to
+ * a registry kernel runs that one. */
+gcn_status gcn_csr_borrow(gcn_ctx *ctx, int32_t n, int32_t nnz, int32_t *row_ptr,
+                          int32_t *col_idx, float *values, const struct gcn_spmm_impl *kernel,
+                          gcn_csr **out);
+
+/* An index over n of base's values from offset on, sharing its data and
+ * retaining it; min, max and ascending are the caller's (the views of a
+ * batch's arrays, whose ranges the host knows). */
+gcn_status gcn_index_view(gcn_ctx *ctx, gcn_index *base, int64_t offset, int64_t n, int32_t min,
+                          int32_t max, bool ascending, gcn_index **out);
 
 /* Frees the plan (impl, feat) cached on a, if any. */
 void gcn_csr_drop_plan(gcn_csr *a, const void *impl, int feat);

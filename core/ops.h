@@ -123,6 +123,12 @@ GCN_API gcn_status gcn_concat_cols(gcn_ctx *ctx, gcn_tensor *const *parts, int n
 GCN_API gcn_status gcn_sum(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out);
 GCN_API gcn_status gcn_mean(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out);
 
+/* out[i, :] = x[rows[i], :]: a batch's rows of a constant matrix (e.g. the
+ * features of the nodes of a mini-batch).  Not differentiable: an input that
+ * would need a gradient is GCN_ERR_UNSUPPORTED. */
+GCN_API gcn_status gcn_gather_rows(gcn_ctx *ctx, gcn_tensor *x, const gcn_index *rows,
+                                   gcn_tensor **out);
+
 /* How gcn_segment_pool reduces each segment's rows. */
 typedef enum gcn_pooling {
     GCN_POOL_SUM = 0,

@@ -273,12 +273,15 @@ static gcn_status cpu_dropout(gcn_ctx *ctx, int64_t n, const float *x, float *y,
 }
 
 static gcn_status cpu_copy_cols(gcn_ctx *ctx, int64_t rows, int64_t width, const float *src,
-                                int64_t src_ld, float *dst, int64_t dst_ld, bool acc)
+                                int64_t src_ld, const int32_t *src_rows, float *dst,
+                                int64_t dst_ld, bool acc)
 {
     (void)ctx;
-    for (int64_t i = 0; i < rows; i++)
+    for (int64_t i = 0; i < rows; i++) {
+        const float *s = src + (src_rows ? src_rows[i] : i) * src_ld;
         for (int64_t j = 0; j < width; j++)
-            dst[i * dst_ld + j] = src[i * src_ld + j] + (acc ? dst[i * dst_ld + j] : 0.0f);
+            dst[i * dst_ld + j] = s[j] + (acc ? dst[i * dst_ld + j] : 0.0f);
+    }
     return GCN_OK;
 }
 

@@ -312,18 +312,19 @@ static gcn_status cuda_add_u64(gcn_ctx *ctx, uint64_t *p, uint64_t delta)
 
 /* Element i of the [rows, width] block is row i / width, column i % width. */
 __global__ void copy_cols_kernel(int64_t n, int64_t width, const float *src, int64_t src_ld,
-                                 float *dst, int64_t dst_ld, bool acc)
+                                 const int32_t *src_rows, float *dst, int64_t dst_ld, bool acc)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
         int64_t r = i / width, c = i % width;
         float *d = dst + r * dst_ld + c;
-        *d = src[r * src_ld + c] + (acc ? *d : 0.0f);
+        *d = src[(src_rows ? src_rows[r] : r) * src_ld + c] + (acc ? *d : 0.0f);
     }
 }
 
 static gcn_status cuda_copy_cols(gcn_ctx *ctx, int64_t rows, int64_t width, const float *src,
-                                 int64_t src_ld, float *dst, int64_t dst_ld, bool acc)
+                                 int64_t src_ld, const int32_t *src_rows, float *dst,
+                                 int64_t dst_ld, bool acc)
 {
     gcn_cuda_state *cs;
     GCN_TRY(gcn_cuda_begin(ctx, &cs));
@@ -331,7 +332,7 @@ static gcn_status cuda_copy_cols(gcn_ctx *ctx, int64_t rows, int64_t width, cons
     if (n <= 0)
         return GCN_OK;
     copy_cols_kernel<<<gcn_blocks(n, GCN_THREADS), GCN_THREADS, 0, cs->stream>>>(
-        n, width, src, src_ld, dst, dst_ld, acc);
+        n, width, src, src_ld, src_rows, dst, dst_ld, acc);
     GCN_LAUNCHED("copy_cols_kernel");
     return GCN_OK;
 }

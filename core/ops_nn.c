@@ -225,6 +225,30 @@ gcn_status gcn_accuracy(gcn_ctx *ctx, const gcn_tensor *scores, const gcn_index 
     return st;
 }
 
+gcn_status gcn_gather_rows(gcn_ctx *ctx, gcn_tensor *x, const gcn_index *rows, gcn_tensor **out)
+{
+    GCN_TRY(gcn_op_begin(ctx, out));
+    GCN_TRY(gcn_check_tensor(ctx, x, "gather_rows input"));
+    GCN_TRY(gcn_check_index(ctx, rows, "gather_rows rows"));
+    if (rows->n > 0 && (rows->min < 0 || rows->max >= x->rows))
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG,
+                         "gather_rows: row ids span [%d, %d], outside [0, %lld)", rows->min,
+                         rows->max, (long long)x->rows);
+    if (gcn_tape_wants(ctx, &x, 1))
+        return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED,
+                         "gather_rows is not differentiable: its input requires a gradient");
+    gcn_tensor *y;
+    GCN_TRY(gcn_tensor_create(ctx, &y, rows->n, x->cols));
+    gcn_status st = rows->n > 0 && x->cols > 0
+                        ? ctx->be->copy_cols(ctx, rows->n, x->cols, x->data, x->cols, rows->data,
+                                             y->data, y->cols, false)
+                        : GCN_OK;
+    if (st != GCN_OK)
+        gcn_tensor_free(&y);
+    *out = y;
+    return st;
+}
+
 /* ---- concatenation and reductions ----------------------------------------- */
 
 static gcn_status concat_backward(gcn_ctx *ctx, gcn_node *nd)
@@ -237,7 +261,7 @@ static gcn_status concat_backward(gcn_ctx *ctx, gcn_node *nd)
             float *buf;
             bool acc;
             GCN_TRY(gcn_grad_slot(ctx, p, &buf, &acc));
-            GCN_TRY(ctx->be->copy_cols(ctx, p->rows, p->cols, dy->data + col, dy->cols, buf,
+            GCN_TRY(ctx->be->copy_cols(ctx, p->rows, p->cols, dy->data + col, dy->cols, NULL, buf,
                                        p->cols, acc));
         }
         col += p->cols;
@@ -250,7 +274,7 @@ static gcn_status concat_forward(gcn_ctx *ctx, gcn_op_spec *sp, gcn_tensor *y)
     int64_t col = 0;
     for (int i = 0; i < sp->n_in; i++) {
         gcn_tensor *p = sp->in[i];
-        GCN_TRY(ctx->be->copy_cols(ctx, y->rows, p->cols, p->data, p->cols, y->data + col,
+        GCN_TRY(ctx->be->copy_cols(ctx, y->rows, p->cols, p->data, p->cols, NULL, y->data + col,
                                    y->cols, false));
         col += p->cols;
     }

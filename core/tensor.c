@@ -301,6 +301,24 @@ void gcn_index_free(gcn_index **pidx)
     *pidx = NULL;
     if (--idx->refs > 0)
         return;
-    gcn_mem_release(idx->ctx, idx->data, (size_t)idx->n * sizeof(int32_t));
+    if (idx->base)
+        gcn_index_free(&idx->base);
+    else
+        gcn_mem_release(idx->ctx, idx->data, (size_t)idx->n * sizeof(int32_t));
     free(idx);
+}
+
+gcn_status gcn_index_view(gcn_ctx *ctx, gcn_index *base, int64_t offset, int64_t n, int32_t min,
+                          int32_t max, bool ascending, gcn_index **out)
+{
+    GCN_ARG(ctx, base && out && offset >= 0 && n >= 0 && offset + n <= base->n);
+    gcn_index *idx = calloc(1, sizeof *idx);
+    if (!idx)
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory for an index header");
+    *idx = (gcn_index){.n = n, .data = base->data + offset, .min = n ? min : 0,
+                       .max = n ? max : -1, .ascending = ascending,
+                       .base = gcn_index_retain(base), .ctx = ctx, .device = base->device,
+                       .refs = 1};
+    *out = idx;
+    return GCN_OK;
 }

@@ -198,6 +198,15 @@ GCN_API gcn_status gcn_graph_folds_write(gcn_ctx *ctx, const char *path, const g
 GCN_API gcn_status gcn_graph_folds_read(gcn_ctx *ctx, const char *path, const gcn_dataset *ds,
                                         int32_t *k, int32_t *fold);
 
+/* Sets ds's split (graph ids, ascending) for outer fold `outer` of a
+ * k-fold assignment: the test graphs are that fold's; with inner_valid
+ * (Errica et al.'s protocol, k >= 3) the validation graphs are fold
+ * (outer + 1) mod k's, for model selection without the test fold; without
+ * it (the GIN paper's protocol) there are none; the training graphs are the
+ * rest.  Replaces any split ds had. */
+GCN_API gcn_status gcn_graph_fold_split(gcn_ctx *ctx, gcn_dataset *ds, const int32_t *fold,
+                                        int32_t k, int32_t outer, bool inner_valid);
+
 /* ---- synthetic data --------------------------------------------------- */
 
 /* Stochastic block model: n_classes blocks of random sizes, each node of

@@ -155,3 +155,37 @@ gcn_status gcn_graph_folds_read(gcn_ctx *ctx, const char *path, const gcn_datase
     free(ff.fold);
     return st;
 }
+
+gcn_status gcn_graph_fold_split(gcn_ctx *ctx, gcn_dataset *ds, const int32_t *fold, int32_t k,
+                                int32_t outer, bool inner_valid)
+{
+    GCN_ARG(ctx, ds && fold && k >= 2 && outer >= 0 && outer < k && (!inner_valid || k >= 3));
+    GCN_TRY(check_collection(ctx, ds));
+    int32_t n = ds->n_graphs, inner = inner_valid ? (outer + 1) % k : -1;
+    int32_t *list[3] = {NULL, NULL, NULL}, count[3] = {0, 0, 0};
+    for (int i = 0; i < 3; i++)
+        GCN_TRY(gcn_ds_malloc(ctx, (void **)&list[i], (size_t)n, sizeof(int32_t)));
+    for (int32_t g = 0; g < n; g++) {
+        if (fold[g] < 0 || fold[g] >= k) {
+            for (int i = 0; i < 3; i++)
+                free(list[i]);
+            return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "graph %d: fold %d out of range [0, %d)",
+                             g, fold[g], k);
+        }
+        int which = fold[g] == outer ? 2 : fold[g] == inner ? 1 : 0;
+        list[which][count[which]++] = g;
+    }
+    free(ds->train);
+    free(ds->valid);
+    free(ds->test);
+    ds->train = list[0];
+    ds->valid = count[1] ? list[1] : NULL;
+    ds->test = list[2];
+    if (!count[1])
+        free(list[1]);
+    ds->n_train = count[0];
+    ds->n_valid = count[1];
+    ds->n_test = count[2];
+    ds->split_drawn = true;
+    return GCN_OK;
+}

@@ -18,6 +18,7 @@ static const gcn_spmm_impl *const registry[] = {
 #if GCN_WITH_CUDA /* a build without CUDA has none of these */
     &gcn_spmm_rowsplit,
     &gcn_spmm_cusparse,
+    &gcn_spmm_rowgroup,
     &gcn_spmm_accel,
     &gcn_spmm_mergepath,
     &gcn_spmm_intra_smem,
@@ -44,6 +45,16 @@ int gcn_spmm_count(const gcn_ctx *ctx)
 const gcn_spmm_impl *gcn_spmm_at(const gcn_ctx *ctx, int i)
 {
     return i < N_IMPLS ? registry[i] : ctx->spmm_user[i - N_IMPLS];
+}
+
+const gcn_spmm_impl *gcn_spmm_one_step_kernel(const gcn_ctx *ctx)
+{
+#if GCN_WITH_CUDA
+    if (ctx->device == GCN_DEVICE_CUDA)
+        return &gcn_spmm_rowgroup;
+#endif
+    (void)ctx;
+    return &gcn_spmm_cpu;
 }
 
 const gcn_spmm_impl *gcn_spmm_find(const gcn_ctx *ctx, const char *name)
@@ -182,10 +193,12 @@ static gcn_status spmm_apply(gcn_ctx *ctx, const gcn_csr *a, const float *x, flo
                              bool accumulate)
 {
     gcn_prof_category prev = gcn_prof_enter(ctx, GCN_PROF_SPMM);
-    gcn_status st = gcn_spmm_uses_sites(ctx->spmm_kernel)
-                        ? gcn_spmm_site_apply(ctx, a, x, y, feat, accumulate)
-                        : gcn_spmm_run(ctx, gcn_spmm_find(ctx, ctx->spmm_kernel), a, x, y, feat,
-                                       accumulate);
+    bool sites = gcn_spmm_uses_sites(ctx->spmm_kernel);
+    gcn_status st = sites && a->priv->kernel
+                        ? gcn_spmm_run(ctx, a->priv->kernel, a, x, y, feat, accumulate)
+                    : sites ? gcn_spmm_site_apply(ctx, a, x, y, feat, accumulate)
+                            : gcn_spmm_run(ctx, gcn_spmm_find(ctx, ctx->spmm_kernel), a, x, y,
+                                           feat, accumulate);
     gcn_prof_leave(ctx, prev);
     return st;
 }

@@ -38,7 +38,9 @@ typedef struct gcn_spmm_impl {
     const char *name;
     gcn_device device;
     bool deterministic; /* same bits on every run (no float atomics) */
-    unsigned roles;     /* GCN_SPMM_ROLE_* the selector tries it in */
+    unsigned roles;     /* GCN_SPMM_ROLE_* the selector tries it in; 0 (built-in
+                         * "rowgroup" only): never a candidate, run when named or
+                         * by a matrix that fixes it (one-step batch matrices) */
     bool (*supports)(const gcn_csr *a, int feat);
     gcn_status (*plan)(gcn_ctx *ctx, const gcn_csr *a, int feat, void **plan);
     gcn_status (*run)(gcn_ctx *ctx, void *plan, const gcn_csr *a, const float *x, float *y,

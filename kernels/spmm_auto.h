@@ -20,6 +20,10 @@ gcn_status gcn_csr_level_view(gcn_ctx *ctx, const gcn_csr *a, int level, gcn_csr
 int gcn_spmm_count(const gcn_ctx *ctx);
 const gcn_spmm_impl *gcn_spmm_at(const gcn_ctx *ctx, int i);
 
+/* The kernel for matrices that live one step (gcn_csr_borrow): one that
+ * plans without reading the matrix ("rowgroup" on CUDA, "cpu"). */
+const gcn_spmm_impl *gcn_spmm_one_step_kernel(const gcn_ctx *ctx);
+
 /* The plan for (impl, feat) on a, built and cached on first use. */
 gcn_status gcn_spmm_get_plan(gcn_ctx *ctx, const gcn_spmm_impl *impl, const gcn_csr *a, int feat,
                              void **plan);

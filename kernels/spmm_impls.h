@@ -19,6 +19,10 @@ extern const gcn_spmm_impl gcn_spmm_cusparse;
 /* "rowsplit": row-parallel CSR, deterministic (kernels/spmm_rowsplit.cu). */
 extern const gcn_spmm_impl gcn_spmm_rowsplit;
 
+/* "rowgroup": plan-free row-parallel CSR, deterministic, for matrices that
+ * live one step (kernels/spmm_rowgroup.cu); no selector role. */
+extern const gcn_spmm_impl gcn_spmm_rowgroup;
+
 /* "accel": Accel-GCN degree-sorted block partition (kernels/spmm_accel.cu). */
 extern const gcn_spmm_impl gcn_spmm_accel;
 

@@ -8,10 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "../core/internal.h"
-#include "../datasets/reorder.h"
+#include "../datasets/dataset.h"
 #include "config.h"
 
 typedef struct parser {
@@ -46,6 +45,7 @@ gcn_model_config gcn_model_config_default(void)
     strcpy(c.reorder, "auto");
     strcpy(c.root, "data");
     strcpy(c.features, "file");
+    c.batch_size = GCN_GRAPH_BATCH_SIZE;
     return c;
 }
 
@@ -236,8 +236,6 @@ static gcn_status parse_layers(parser *p, const cJSON *arr, gcn_model_config *cf
         i++;
     }
     cfg->n_layers = i;
-    if (cfg->layers[i - 1].out != 0)
-        return fail(p, "layers", "the last layer's out must be \"classes\"");
     return GCN_OK;
 }
 
@@ -392,6 +390,36 @@ static gcn_status parse_reorder(parser *p, const cJSON *v, char *out, size_t siz
     return GCN_OK;
 }
 
+static const char *const poolings[] = {"sum", "mean", "max"};
+
+/* "readout": {"pooling": "sum" | "mean" | "max", "jk": bool, "dropout": p}:
+ * a graph-level model. */
+static gcn_status parse_readout(parser *p, const cJSON *obj, gcn_readout_config *r)
+{
+    if (!cJSON_IsObject(obj))
+        return fail(p, "readout", "expected an object {\"pooling\": ..., \"jk\": ..., "
+                    "\"dropout\": ...}");
+    GCN_TRY(check_unique_keys(p, obj, "readout"));
+    *r = (gcn_readout_config){.enabled = true, .pooling = GCN_POOL_SUM};
+    const cJSON *v;
+    int c;
+    cJSON_ArrayForEach(v, obj) {
+        char path[96];
+        snprintf(path, sizeof path, "readout.%s", v->string);
+        if (!strcmp(v->string, "pooling")) {
+            GCN_TRY(get_choice(p, v, path, poolings, 3, &c));
+            r->pooling = (gcn_pooling)c;
+        } else if (!strcmp(v->string, "jk")) {
+            GCN_TRY(get_bool(p, v, path, &r->jk));
+        } else if (!strcmp(v->string, "dropout")) {
+            GCN_TRY(get_float(p, v, path, 0, 1, true, "[0, 1)", &r->dropout));
+        } else {
+            return fail(p, path, "unknown key");
+        }
+    }
+    return GCN_OK;
+}
+
 static const char *const precisions[] = {"fp32", "tf32"};
 
 static gcn_status parse_top_key(parser *p, const cJSON *v, gcn_model_config *cfg, bool *has_layers)
@@ -433,6 +461,10 @@ static gcn_status parse_top_key(parser *p, const cJSON *v, gcn_model_config *cfg
         return get_bool(p, v, k, &cfg->cuda_graph);
     if (!strcmp(k, "reorder"))
         return parse_reorder(p, v, cfg->reorder, sizeof cfg->reorder);
+    if (!strcmp(k, "readout"))
+        return parse_readout(p, v, &cfg->readout);
+    if (!strcmp(k, "batch_size"))
+        return get_count(p, v, k, 1 << 20, &cfg->batch_size);
     return fail(p, k, "unknown key");
 }
 
@@ -476,6 +508,11 @@ gcn_status gcn_model_config_parse(gcn_model_config *cfg, const char *json, const
     }
     if (!has_layers)
         st = fail(&p, "layers", "missing required key");
+    else if (!cfg->readout.enabled && cfg->layers[cfg->n_layers - 1].out != 0)
+        st = fail(&p, "layers", "the last layer's out must be \"classes\" (or add a "
+                  "\"readout\" for a graph-level model)");
+    else if (cfg->batch_size != GCN_GRAPH_BATCH_SIZE && !cfg->readout.enabled)
+        st = fail(&p, "batch_size", "applies to graph-level models (with a \"readout\") only");
 cleanup:
     cJSON_Delete(root);
     return st;
@@ -524,50 +561,4 @@ cleanup:
     free(text);
     fclose(f);
     return st;
-}
-
-/* snprintf at offset n of buf, tolerating a full buffer; returns n + length. */
-static int append(char *buf, size_t size, int n, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    bool room = buf && (size_t)n < size;
-    n += vsnprintf(room ? buf + n : NULL, room ? size - (size_t)n : 0, fmt, ap);
-    va_end(ap);
-    return n;
-}
-
-int gcn_model_config_describe(const gcn_model_config *cfg, char *buf, size_t size)
-{
-    int n = 0;
-    for (int i = 0; i < cfg->n_layers; i++) {
-        const gcn_layer_config *l = &cfg->layers[i];
-        n = append(buf, size, n, "%s%s ", i ? "\n" : "", layer_types[l->type]);
-        n = l->out ? append(buf, size, n, "%lld", (long long)l->out) : append(buf, size, n, "classes");
-        if (l->type == GCN_LAYER_GIN)
-            n = append(buf, size, n, " eps %g%s", (double)l->eps, l->train_eps ? " trained" : "");
-        if (!l->bias)
-            n = append(buf, size, n, " no-bias");
-        if (l->batchnorm)
-            n = append(buf, size, n, " batchnorm");
-        if (l->activation != GCN_ACT_NONE)
-            n = append(buf, size, n, " %s", activations[l->activation]);
-        if (l->dropout > 0)
-            n = append(buf, size, n, " input-dropout %g", (double)l->dropout);
-    }
-    return n;
-}
-
-uint32_t gcn_model_config_hash(const gcn_model_config *cfg)
-{
-    uLong crc = crc32(0L, Z_NULL, 0);
-    for (int i = 0; i < cfg->n_layers; i++) {
-        const gcn_layer_config *l = &cfg->layers[i];
-        char line[128];
-        int n = snprintf(line, sizeof line, "%d %lld %lld %d %d %d %d;", (int)l->type,
-                         (long long)l->out, (long long)l->hidden, l->bias, l->batchnorm,
-                         (int)l->activation, l->train_eps);
-        crc = crc32(crc, (const Bytef *)line, (uInt)n);
-    }
-    return (uint32_t)crc;
 }

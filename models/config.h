@@ -38,6 +38,18 @@ typedef struct gcn_layer_config {
     bool train_eps;        /* GIN */
 } gcn_layer_config;
 
+/* A graph-level model's readout: each graph's node rows pooled, through a
+ * linear head to class scores.  With jk (the GIN paper's jumping
+ * knowledge), the input and every block's output are pooled, each through
+ * its own head, and the heads' outputs summed; otherwise only the last
+ * block's. */
+typedef struct gcn_readout_config {
+    bool enabled;          /* scores per graph, trained on batches of graphs */
+    gcn_pooling pooling;   /* sum (default), mean or max over a graph's nodes */
+    bool jk;
+    float dropout;         /* on each head's output, in training, in [0, 1) */
+} gcn_readout_config;
+
 typedef struct gcn_model_config {
     char name[64];
     int n_layers;
@@ -55,6 +67,8 @@ typedef struct gcn_model_config {
     char reorder[64];      /* "auto" (METIS on a GPU, none on the CPU) or a
                             * datasets/reorder.h spec: "none", "degree", "metis",
                             * "metis:S,..." */
+    gcn_readout_config readout;
+    int batch_size;        /* graphs a training batch (graph-level models; default 32) */
     /* dataset defaults, overridable on the command line */
     char root[256];
     char features[32];     /* "file", "random:D" or "degree" */
@@ -64,8 +78,9 @@ typedef struct gcn_model_config {
 } gcn_model_config;
 
 /* Every field at its default: no layers, Adam lr 0.01, 200 epochs, 1 run,
- * seed 0, device auto, fp32, spmm auto, CUDA graphs on, reorder auto, root
- * "data", features "file". */
+ * seed 0, device auto, fp32, spmm auto, CUDA graphs on, reorder auto, no
+ * readout (a node-level model), batches of 32 graphs, root "data",
+ * features "file". */
 GCN_API gcn_model_config gcn_model_config_default(void);
 
 /* Reads and validates a configuration.  On failure returns GCN_ERR_IO or

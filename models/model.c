@@ -17,7 +17,29 @@ struct gcn_model {
     int64_t in_feat, n_classes;
     int n_blocks;
     block *blocks;
+    /* A graph-level model's readout heads: head[0] on the pooled input and
+     * head[i + 1] on block i's (jk), or head[n_blocks] alone; NULL weight
+     * where there is none. */
+    gcn_linear head[GCN_MAX_LAYERS + 1];
 };
+
+/* Whether the readout pools the output of block i (-1: the input). */
+static bool pools(const gcn_model *m, int i)
+{
+    return m->cfg.readout.enabled && (m->cfg.readout.jk || i == m->n_blocks - 1);
+}
+
+static gcn_status init_heads(gcn_ctx *ctx, gcn_model *m)
+{
+    int64_t in = m->in_feat;
+    for (int i = -1; i < m->n_blocks; i++) {
+        if (i >= 0)
+            in = m->blocks[i].cfg.out ? m->blocks[i].cfg.out : m->n_classes;
+        if (pools(m, i))
+            GCN_TRY(gcn_linear_init(ctx, &m->head[i + 1], in, m->n_classes, true));
+    }
+    return GCN_OK;
+}
 
 static gcn_status init_block(gcn_ctx *ctx, block *b, int i, int64_t in, int64_t out)
 {
@@ -70,6 +92,7 @@ gcn_status gcn_model_create(gcn_ctx *ctx, gcn_model **out, const gcn_model_confi
         GCN_CHECK(init_block(ctx, b, i, in, width));
         in = width;
     }
+    GCN_CHECK(init_heads(ctx, m));
     *out = m;
     return GCN_OK;
 cleanup:
@@ -171,10 +194,11 @@ typedef struct carry {
 } carry;
 
 /* Block i on what block i - 1 left; returns what it leaves for block i + 1
- * (next: that block, NULL after the last). */
+ * (next: that block, NULL after the last), its output itself when `whole`
+ * (the readout pools it). */
 static gcn_status block_forward(gcn_ctx *ctx, block *b, const gcn_csr *adj_gcn,
                                 const gcn_csr *adj_raw, carry *c, block *next, bool training,
-                                bool first)
+                                bool first, bool whole)
 {
     gcn_status st;
     gcn_tensor *z = NULL, *bias = NULL;
@@ -188,12 +212,89 @@ static gcn_status block_forward(gcn_ctx *ctx, block *b, const gcn_csr *adj_gcn,
     c->e = block_epilogue(b, bias, training, next ? next->cfg.dropout : 0.0f);
     if (is_identity(&c->e))
         c->h = gcn_tensor_retain(z);
-    else if (next && takes_epilogue(next))
+    else if (next && takes_epilogue(next) && !whole)
         c->z = gcn_tensor_retain(z);
     else
         GCN_CHECK(gcn_apply_epilogue(ctx, z, &c->e, training, &c->h));
 cleanup:
     gcn_tensor_free(&z);
+    return st;
+}
+
+/* A graph-level forward's readout: the sum of the heads' outputs so far. */
+typedef struct readout {
+    const gcn_index *graph_ptr;
+    gcn_tensor *scores;
+} readout;
+
+/* Adds head i + 1's scores of h's pooled rows (with the readout's dropout)
+ * to r->scores. */
+static gcn_status read_out(gcn_ctx *ctx, gcn_model *m, int i, gcn_tensor *h, bool training,
+                           readout *r)
+{
+    const gcn_readout_config *rc = &m->cfg.readout;
+    gcn_status st;
+    gcn_tensor *pooled = NULL, *y = NULL, *d = NULL, *sum = NULL;
+    GCN_CHECK(gcn_segment_pool(ctx, h, r->graph_ptr, rc->pooling, &pooled));
+    GCN_CHECK(gcn_linear_forward(ctx, &m->head[i + 1], pooled, &y));
+    if (training && rc->dropout > 0.0f)
+        GCN_CHECK(gcn_dropout(ctx, y, rc->dropout, true, &d));
+    else
+        d = gcn_tensor_retain(y);
+    if (r->scores) {
+        GCN_CHECK(gcn_add(ctx, r->scores, d, &sum));
+        gcn_tensor_free(&r->scores);
+        r->scores = sum;
+        sum = NULL;
+    } else {
+        r->scores = gcn_tensor_retain(d);
+    }
+cleanup:
+    gcn_tensor_free(&pooled);
+    gcn_tensor_free(&y);
+    gcn_tensor_free(&d);
+    return st;
+}
+
+/* The blocks on x; *out is the last block's output, or with a readout r
+ * the graphs' scores. */
+static gcn_status forward(gcn_ctx *ctx, gcn_model *m, const gcn_csr *adj_gcn,
+                          const gcn_csr *adj_raw, gcn_tensor *x, bool training, readout *r,
+                          gcn_tensor **out)
+{
+    GCN_TRY(gcn_check_tensor(ctx, x, "model input"));
+    if (x->cols != m->in_feat)
+        return GCN_ERROR(ctx, GCN_ERR_SHAPE, "model: built for %lld input features, got %lld",
+                         (long long)m->in_feat, (long long)x->cols);
+    carry c = {0};
+    gcn_status st = GCN_OK;
+    float first = m->blocks[0].cfg.dropout;
+    if (r && pools(m, -1))
+        GCN_CHECK(read_out(ctx, m, -1, x, training, r));
+    if (training && first > 0.0f)
+        GCN_CHECK(gcn_dropout(ctx, x, first, true, &c.h));
+    else /* the input itself, so GCNConv's cache recognises it */
+        c.h = gcn_tensor_retain(x);
+    for (int i = 0; i < m->n_blocks; i++) {
+        block *next = i + 1 < m->n_blocks ? &m->blocks[i + 1] : NULL;
+        bool whole = r && pools(m, i);
+        GCN_CHECK(block_forward(ctx, &m->blocks[i], adj_gcn, adj_raw, &c, next, training,
+                                i == 0, whole));
+        if (whole)
+            GCN_CHECK(read_out(ctx, m, i, c.h, training, r));
+    }
+    if (r) {
+        *out = r->scores;
+        r->scores = NULL;
+    } else {
+        *out = c.h;
+        c.h = NULL;
+    }
+cleanup:
+    gcn_tensor_free(&c.h);
+    gcn_tensor_free(&c.z);
+    if (r)
+        gcn_tensor_free(&r->scores);
     return st;
 }
 
@@ -203,28 +304,29 @@ gcn_status gcn_model_forward(gcn_ctx *ctx, gcn_model *m, const gcn_csr *adj_gcn,
 {
     GCN_TRY(gcn_op_begin(ctx, logits));
     GCN_ARG(ctx, m);
-    GCN_TRY(gcn_check_tensor(ctx, x, "model input"));
-    if (x->cols != m->in_feat)
-        return GCN_ERROR(ctx, GCN_ERR_SHAPE, "model: built for %lld input features, got %lld",
-                         (long long)m->in_feat, (long long)x->cols);
-    carry c = {0};
-    float first = m->blocks[0].cfg.dropout;
-    if (training && first > 0.0f)
-        GCN_TRY(gcn_dropout(ctx, x, first, true, &c.h));
-    else /* the input itself, so GCNConv's cache recognises it */
-        c.h = gcn_tensor_retain(x);
-    for (int i = 0; i < m->n_blocks; i++) {
-        block *next = i + 1 < m->n_blocks ? &m->blocks[i + 1] : NULL;
-        gcn_status st = block_forward(ctx, &m->blocks[i], adj_gcn, adj_raw, &c, next, training,
-                                      i == 0);
-        if (st != GCN_OK) {
-            gcn_tensor_free(&c.h);
-            gcn_tensor_free(&c.z);
-            return st;
-        }
-    }
-    *logits = c.h;
-    return GCN_OK;
+    if (m->cfg.readout.enabled)
+        return GCN_ERROR(ctx, GCN_ERR_STATE, "model: a graph-level model (with a readout) "
+                         "scores graphs: use gcn_model_forward_graphs");
+    return forward(ctx, m, adj_gcn, adj_raw, x, training, NULL, logits);
+}
+
+gcn_status gcn_model_forward_graphs(gcn_ctx *ctx, gcn_model *m, const gcn_csr *adj_gcn,
+                                    const gcn_csr *adj_raw, gcn_tensor *x,
+                                    const gcn_index *graph_ptr, bool training,
+                                    gcn_tensor **scores)
+{
+    GCN_TRY(gcn_op_begin(ctx, scores));
+    GCN_ARG(ctx, m && graph_ptr);
+    if (!m->cfg.readout.enabled)
+        return GCN_ERROR(ctx, GCN_ERR_STATE, "model: a node-level model (no readout) scores "
+                         "nodes: use gcn_model_forward");
+    readout r = {graph_ptr, NULL};
+    return forward(ctx, m, adj_gcn, adj_raw, x, training, &r, scores);
+}
+
+bool gcn_model_is_graph_level(const gcn_model *m)
+{
+    return m && m->cfg.readout.enabled;
 }
 
 int gcn_model_params(const gcn_model *m, gcn_tensor **out, float *weight_decay)
@@ -244,6 +346,16 @@ int gcn_model_params(const gcn_model *m, gcn_tensor **out, float *weight_decay)
                 out[n] = p[j];
             if (weight_decay)
                 weight_decay[n] = wd;
+        }
+    }
+    for (int i = 0; i <= m->n_blocks; i++) {
+        gcn_tensor *p[GCN_LAYER_MAX_PARAMS];
+        int k = m->head[i].weight ? gcn_linear_params(&m->head[i], p) : 0;
+        for (int j = 0; j < k; j++, n++) {
+            if (out)
+                out[n] = p[j];
+            if (weight_decay)
+                weight_decay[n] = m->cfg.optim.weight_decay;
         }
     }
     return n;
@@ -295,6 +407,8 @@ void gcn_model_free(gcn_model **pm)
         gcn_linear_release(&b->lin);
         gcn_batchnorm1d_release(&b->bn);
     }
+    for (int i = 0; i <= GCN_MAX_LAYERS; i++)
+        gcn_linear_release(&m->head[i]);
     free(m->blocks);
     free(m);
 }

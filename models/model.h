@@ -1,6 +1,7 @@
 /* gcn_model: the stack of blocks a configuration describes, each block
  * input dropout -> layer (GCNConv, GINConv or Linear) -> batch norm ->
- * activation, producing class scores (logits). */
+ * activation, producing class scores (logits) of every node, or, with a
+ * readout, of every graph of a batch. */
 #ifndef GCN_MODEL_H
 #define GCN_MODEL_H
 
@@ -20,17 +21,32 @@ typedef struct gcn_model gcn_model;
 GCN_API gcn_status gcn_model_create(gcn_ctx *ctx, gcn_model **out, const gcn_model_config *cfg,
                                     int64_t in_feat, int64_t n_classes);
 
+/* Whether the configuration has a readout: the model scores graphs
+ * (gcn_model_forward_graphs), not nodes (gcn_model_forward). */
+GCN_API bool gcn_model_is_graph_level(const gcn_model *m);
+
 /* Whether some layer aggregates over the normalised (GCN) or the raw (GIN)
  * adjacency; forward needs those matrices. */
 GCN_API bool gcn_model_uses_gcn_adj(const gcn_model *m);
 GCN_API bool gcn_model_uses_raw_adj(const gcn_model *m);
 
-/* logits [n, n_classes] from x [n, in_feat].  adj_gcn is D^-1/2 (A+I) D^-1/2
+/* A node-level model's logits [n, n_classes] from x [n, in_feat].  adj_gcn is D^-1/2 (A+I) D^-1/2
  * and adj_raw the unnormalised adjacency; either may be NULL when no layer
  * uses it.  training enables dropout and batch statistics. */
 GCN_API gcn_status gcn_model_forward(gcn_ctx *ctx, gcn_model *m, const gcn_csr *adj_gcn,
                                      const gcn_csr *adj_raw, gcn_tensor *x, bool training,
                                      gcn_tensor **logits);
+
+/* A graph-level model's scores [g, n_classes] of the g graphs of a batch:
+ * x [n, in_feat] holds their nodes one graph after another, graph_ptr
+ * [g + 1] (ascending from 0 to n) where each starts, and the adjacency
+ * matrices are the batch's (block diagonal: no edge between graphs).  The
+ * readout pools each graph's rows of the input (jk) and of the blocks'
+ * outputs, each through its own linear head, and sums the heads. */
+GCN_API gcn_status gcn_model_forward_graphs(gcn_ctx *ctx, gcn_model *m, const gcn_csr *adj_gcn,
+                                            const gcn_csr *adj_raw, gcn_tensor *x,
+                                            const gcn_index *graph_ptr, bool training,
+                                            gcn_tensor **scores);
 
 /* The trainable tensors (borrowed) and each one's weight decay (the layer's
  * own, or the optimiser's when the layer sets none); returns the count.

@@ -87,8 +87,9 @@ gcn_status gcn_model_config_load_dataset(gcn_ctx *ctx, const gcn_model_config *c
     o.root = cfg->root;
     o.features = cfg->features;
     o.normalize_features = cfg->normalize_features;
-    if (!strcmp(cfg->reorder, "auto"))
-        o.reorder = gcn_ctx_device(ctx) == GCN_DEVICE_CUDA ? "metis" : NULL;
+    if (!strcmp(cfg->reorder, "auto")) /* graph-level models train on batches of graphs */
+        o.reorder = gcn_ctx_device(ctx) == GCN_DEVICE_CUDA && !cfg->readout.enabled ? "metis"
+                                                                                   : NULL;
     else
         o.reorder = strcmp(cfg->reorder, "none") ? cfg->reorder : NULL;
     gcn_rng_seed(ctx, cfg->data_seed);

@@ -27,9 +27,10 @@ GCN_API gcn_status gcn_model_config_set(gcn_model_config *cfg, const char *key,
 GCN_API gcn_status gcn_model_config_ctx_opts(const gcn_model_config *cfg, gcn_ctx_opts *opts);
 
 /* Loads the dataset spec (gcn_dataset_load) as the configuration says: its
- * root, substitute features and feature normalisation, its reordering ("auto"
- * is METIS on a CUDA context and none on the CPU), with the context's random
- * streams seeded from its data seed.  Caller frees. */
+ * root, substitute features and feature normalisation, its reordering
+ * ("auto" is METIS for a node-level model on a CUDA context, else none),
+ * with the context's random streams seeded from its data seed.  Caller
+ * frees. */
 GCN_API gcn_status gcn_model_config_load_dataset(gcn_ctx *ctx, const gcn_model_config *cfg,
                                                  const char *spec, gcn_dataset **ds);
 

@@ -105,7 +105,12 @@ gcn_status gcn_trainer_create(gcn_ctx *ctx, gcn_trainer **out, const gcn_model_c
         return GCN_ERR_INVALID_ARG;
     GCN_ARG(ctx, out && cfg && ds);
     *out = NULL;
-    GCN_TRY(check_dataset(ctx, ds));
+    bool graphs = cfg->readout.enabled;
+    if (!graphs)
+        GCN_TRY(check_dataset(ctx, ds));
+    else if (ds->n_graphs == 0 || ds->n_graph_classes < 2)
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "dataset %s is not a labelled collection of "
+                         "graphs: a model with a readout classifies graphs (tu:NAME)", ds->name);
     gcn_status st = GCN_OK;
     gcn_trainer *tr = calloc(1, sizeof *tr);
     if (!tr)
@@ -113,20 +118,26 @@ gcn_status gcn_trainer_create(gcn_ctx *ctx, gcn_trainer **out, const gcn_model_c
     tr->ctx = ctx;
     tr->cfg = *cfg;
     size_t mark = ctx->mem.in_use;
-    st = gcn_model_create(ctx, &tr->model, cfg, ds->n_features, ds->n_classes);
+    st = gcn_model_create(ctx, &tr->model, cfg, ds->n_features,
+                          graphs ? ds->n_graph_classes : ds->n_classes);
     GCN_CHECK(gcn_trainer_allocating(ctx, st, "the model's parameters"));
     tr->mem.params = ctx->mem.in_use - mark;
     mark = ctx->mem.in_use;
     GCN_CHECK(gcn_trainer_allocating(ctx, make_optimisers(ctx, tr), "the optimiser state"));
     tr->mem.optimizer = ctx->mem.in_use - mark;
     mark = ctx->mem.in_use;
-    st = gcn_dataset_upload(ctx, ds, &tr->dev);
-    GCN_CHECK(gcn_trainer_allocating(ctx, st, "the dataset's features, labels and split"));
-    if (gcn_model_uses_gcn_adj(tr->model)) {
+    if (graphs) {
+        st = gcn_graph_data_create(ctx, tr, ds);
+        GCN_CHECK(gcn_trainer_allocating(ctx, st, "the graphs, their batches and labels"));
+    } else {
+        st = gcn_dataset_upload(ctx, ds, &tr->dev);
+        GCN_CHECK(gcn_trainer_allocating(ctx, st, "the dataset's features, labels and split"));
+    }
+    if (!graphs && gcn_model_uses_gcn_adj(tr->model)) {
         st = gcn_dataset_adjacency(ctx, ds, GCN_ADJ_GCN, &tr->adj_gcn);
         GCN_CHECK(gcn_trainer_allocating(ctx, st, "the normalised adjacency matrix"));
     }
-    if (gcn_model_uses_raw_adj(tr->model)) {
+    if (!graphs && gcn_model_uses_raw_adj(tr->model)) {
         st = gcn_dataset_adjacency(ctx, ds, GCN_ADJ_RAW, &tr->adj_raw);
         GCN_CHECK(gcn_trainer_allocating(ctx, st, "the adjacency matrix"));
     }
@@ -299,6 +310,8 @@ static double fraction(double correct, const gcn_index *rows)
 
 gcn_status gcn_trainer_accuracies(gcn_ctx *ctx, gcn_trainer *tr, double acc[3])
 {
+    if (tr->graphs)
+        return gcn_graph_accuracies(ctx, tr, acc);
     epoch_readout host = {{0}, 0.0f};
     gcn_status st = evaluate(ctx, tr, tr->readout);
     GCN_TRY(gcn_trainer_allocating(ctx, st, "an evaluation's activations"));
@@ -336,12 +349,18 @@ gcn_status gcn_trainer_epoch(gcn_ctx *ctx, gcn_trainer *tr, gcn_epoch_stats *sta
     *stats = (gcn_epoch_stats){.epoch = tr->epoch + 1};
     epoch_readout host = {{0}, 0.0f};
     GCN_TRY(schedule_lr(tr));
-    double t0 = now_ms();
-    gcn_status st = run_epoch(ctx, tr, &stats->graph);
+    double t0 = now_ms(), acc[3] = {0.0, 0.0, 0.0};
+    gcn_status st = tr->graphs ? gcn_graph_epoch(ctx, tr, acc, &host.loss)
+                               : run_epoch(ctx, tr, &stats->graph);
     if (st == GCN_ERR_NOMEM)
         return gcn_error_prefix(ctx, st, "allocating epoch %d's activations", tr->epoch + 1);
     GCN_TRY(st);
-    GCN_TRY(ctx->be->download(ctx, &host, tr->readout, sizeof host));
+    if (!tr->graphs) {
+        GCN_TRY(ctx->be->download(ctx, &host, tr->readout, sizeof host));
+        acc[0] = fraction(host.correct[0], tr->dev.train);
+        acc[1] = fraction(host.correct[1], tr->dev.valid);
+        acc[2] = fraction(host.correct[2], tr->dev.test);
+    }
     double t1 = now_ms();
     stats->loss = host.loss;
     if (!isfinite(stats->loss))
@@ -349,9 +368,9 @@ gcn_status gcn_trainer_epoch(gcn_ctx *ctx, gcn_trainer *tr, gcn_epoch_stats *sta
                          (double)stats->loss, tr->epoch + 1);
     GCN_TRY(gcn_ctx_stamp_ms(ctx, 0, 1, &stats->train_ms));
     stats->eval_ms = t1 - t0 - stats->train_ms;
-    stats->train_acc = fraction(host.correct[0], tr->dev.train);
-    stats->valid_acc = fraction(host.correct[1], tr->dev.valid);
-    stats->test_acc = fraction(host.correct[2], tr->dev.test);
+    stats->train_acc = acc[0];
+    stats->valid_acc = acc[1];
+    stats->test_acc = acc[2];
     tr->epoch++;
     if (tr->best.epoch == 0 || stats->valid_acc > tr->best.valid_acc) {
         tr->best = (gcn_train_best){tr->epoch, stats->train_acc, stats->valid_acc,
@@ -418,6 +437,7 @@ void gcn_trainer_free(gcn_trainer **ptr)
     gcn_model_free(&tr->model);
     gcn_csr_free(&tr->adj_gcn);
     gcn_csr_free(&tr->adj_raw);
+    gcn_graph_data_free(tr->ctx, &tr->graphs);
     gcn_dataset_device_free(&tr->dev);
     free(tr->best_state);
     free(tr->position);

@@ -8,6 +8,10 @@
 
 #define GCN_MAX_OPTIMISERS (GCN_MAX_LAYERS + 1)
 
+/* A graph-level model's collection, batches and evaluation batch
+ * (trainer_graphs.c). */
+typedef struct gcn_graph_data gcn_graph_data;
+
 struct gcn_trainer {
     gcn_ctx *ctx;
     gcn_model_config cfg;
@@ -32,6 +36,8 @@ struct gcn_trainer {
     size_t state_floats;  /* floats in the model state */
     int32_t *position;    /* position[original id] = the node's row here; NULL when the
                            * dataset was not reordered */
+    gcn_graph_data *graphs; /* a graph-level model's data (then dev is empty and adj_raw,
+                             * adj_gcn are the evaluation batch's); NULL otherwise */
 };
 
 /* The model's state: its parameters, then its buffers (borrowed); returns
@@ -55,6 +61,23 @@ gcn_status gcn_trainer_eval_logits(gcn_ctx *ctx, gcn_trainer *tr, gcn_tensor **l
 /* Accuracies of the current model on the training, validation and test
  * rows (0 for an empty split), in one wait for the device. */
 gcn_status gcn_trainer_accuracies(gcn_ctx *ctx, gcn_trainer *tr, double acc[3]);
+
+/* Graph-level training (trainer_graphs.c): uploads the collection's
+ * features and labels, sizes the epoch's batch buffers and builds the
+ * evaluation batch of ds's validation and test graphs (ds's split lists
+ * hold graph ids); tr->model must exist. */
+gcn_status gcn_graph_data_create(gcn_ctx *ctx, gcn_trainer *tr, const gcn_dataset *ds);
+void gcn_graph_data_free(gcn_ctx *ctx, gcn_graph_data **g);
+
+/* One epoch of batches, then the evaluation: acc the training batches'
+ * accuracy (of their training-mode scores, as each batch was trained), the
+ * validation and the test graphs'; *loss the mean training loss over the
+ * training graphs.  One wait for the device, at the end. */
+gcn_status gcn_graph_epoch(gcn_ctx *ctx, gcn_trainer *tr, double acc[3], float *loss);
+
+/* The current model's validation and test accuracies (acc[0] is 0: the
+ * training graphs are not evaluated outside an epoch). */
+gcn_status gcn_graph_accuracies(gcn_ctx *ctx, gcn_trainer *tr, double acc[3]);
 
 /* Writes len bytes to a temporary file beside path (path.tmp.PID), fsyncs
  * it and renames it over path; a failure removes the temporary file. */

@@ -327,3 +327,37 @@ gcn_dataset *ds_load_tu(gcn_ctx *ctx, const char *name, const char *cache_dir)
     snprintf(spec, sizeof spec, "tu:%s", name);
     return ds_load_ok(ctx, spec, &o);
 }
+
+void ds_write_tu_shapes(const char *dir, int n_graphs)
+{
+    size_t cap = (size_t)n_graphs * 400 + 64;
+    char *a = malloc(cap), *ind = malloc(cap), *nl = malloc(cap), *gl = malloc(cap);
+    cr_assert(a && ind && nl && gl);
+    size_t la = 0, li = 0, ln = 0, lg = 0;
+    int node = 1; /* TU ids are 1-based */
+    for (int g = 0; g < n_graphs; g++) {
+        int n = 5 + (g / 2) % 6;
+        bool star = g % 2;
+        for (int v = 0; v < n; v++) {
+            li += (size_t)snprintf(ind + li, cap - li, "%d\n", g + 1);
+            ln += (size_t)snprintf(nl + ln, cap - ln, "1\n");
+        }
+        for (int v = 0; v < n; v++) { /* both directions, as TU stores them */
+            int u = star ? (v == 0 ? -1 : 0) : (v + 1) % n;
+            if (u < 0)
+                continue;
+            la += (size_t)snprintf(a + la, cap - la, "%d, %d\n%d, %d\n", node + v, node + u,
+                                   node + u, node + v);
+        }
+        lg += (size_t)snprintf(gl + lg, cap - lg, "%d\n", star ? 2 : 1);
+        node += n;
+    }
+    ds_write(dir, "tu/shapes/shapes_A.txt", a);
+    ds_write(dir, "tu/shapes/shapes_graph_indicator.txt", ind);
+    ds_write(dir, "tu/shapes/shapes_node_labels.txt", nl);
+    ds_write(dir, "tu/shapes/shapes_graph_labels.txt", gl);
+    free(a);
+    free(ind);
+    free(nl);
+    free(gl);
+}

@@ -102,6 +102,11 @@ typedef struct ds_fixture {
 ds_fixture ds_fixture_open(void (*write)(const char *dir), const char *spec);
 void ds_fixture_close(ds_fixture *f);
 
+/* A learnable TU collection dir/tu/shapes ("tu:shapes" with root dir):
+ * n_graphs graphs alternating between class "1", a cycle, and class "2", a
+ * star, of 5 + (g / 2) % 6 nodes each, every node with node label 1. */
+void ds_write_tu_shapes(const char *dir, int n_graphs);
+
 /* Loads tu:<name> from the shared data (cached in cache_dir, or not cached
  * when it is NULL), or NULL when the collection is absent. */
 gcn_dataset *ds_load_tu(gcn_ctx *ctx, const char *name, const char *cache_dir);

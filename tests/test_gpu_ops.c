@@ -287,11 +287,11 @@ static gcn_status op_scale_by_acc(gcn_ctx *c, const ew_args *a, float *const *in
 static gcn_status op_copy_cols(gcn_ctx *c, const ew_args *a, float *const *in, float *out)
 {
     int64_t w = a->cols > 1 ? a->cols - 1 : 1;
-    return c->be->copy_cols(c, a->rows, w, in[0], a->cols, out, a->cols, false);
+    return c->be->copy_cols(c, a->rows, w, in[0], a->cols, NULL, out, a->cols, false);
 }
 static gcn_status op_copy_cols_acc(gcn_ctx *c, const ew_args *a, float *const *in, float *out)
 {
-    return c->be->copy_cols(c, a->rows, a->cols, in[0], a->cols, out, a->cols, true);
+    return c->be->copy_cols(c, a->rows, a->cols, in[0], a->cols, NULL, out, a->cols, true);
 }
 
 Test(gpu_ops, elementwise_bit_identical)

@@ -41,6 +41,13 @@ static const char usage[] =
     "                        splits (and --predict), no training\n"
     "  --export-data DIR     write the dataset as used (features, edges, labels, split)\n"
     "                        as .npy files, e.g. for tools/compare/pyg_train.py\n"
+    "graph-level models (a \"readout\" in CONFIG) on collections (--dataset tu:NAME):\n"
+    "  --folds K             stratified K-fold cross-validation (default 10)\n"
+    "  --fold F              run only outer fold F (0 to K-1)\n"
+    "  --folds-file FILE     read the folds from FILE if it exists, else write them there\n"
+    "                        (tools/compare/pyg_graph.py reads the same file)\n"
+    "  --protocol gin|errica gin (default): the epoch of the best mean test-fold accuracy;\n"
+    "                        errica: fold F+1 validates, test at the best-validation epoch\n"
     "  --quiet               no per-epoch lines\n"
     "  --help, --version\n"
     "SIGINT or SIGTERM ends the epoch, logs, checkpoints (--save) and summarises; a second\n"
@@ -94,11 +101,13 @@ static bool parse_value(const char *o, const char *v, args *a)
     static const char *const names[] = {"--dataset", "--root", "--device", "--spmm",
                                         "--reorder", "--spmm-plan", "--cuda-graph",
                                         "--features", "--log", "--save", "--resume",
-                                        "--export-data", "--predict"};
+                                        "--export-data", "--predict", "--folds-file",
+                                        "--protocol"};
     const char **fields[] = {&a->dataset, &a->root, &a->device, &a->spmm,
                              &a->reorder, &a->spmm_plan, &a->cuda_graph,
                              &a->features, &a->log, &a->save, &a->resume,
-                             &a->export_dir, &a->predict};
+                             &a->export_dir, &a->predict, &a->folds_file,
+                             &a->protocol};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(o, names[i])) {
             *fields[i] = v;
@@ -109,6 +118,8 @@ static bool parse_value(const char *o, const char *v, args *a)
     else if (!strcmp(o, "--runs") && parse_long(v, 1, 1000, &n)) a->runs = n;
     else if (!strcmp(o, "--seed") && parse_long(v, 0, 2147483647, &n)) a->seed = n;
     else if (!strcmp(o, "--save-every") && parse_long(v, 1, 10000000, &n)) a->save_every = n;
+    else if (!strcmp(o, "--folds") && parse_long(v, 2, 1000000, &n)) a->folds = n;
+    else if (!strcmp(o, "--fold") && parse_long(v, 0, 1000000, &n)) a->fold = n;
     else return false;
     return true;
 }
@@ -122,6 +133,8 @@ static int check_combinations(const args *a)
         return usage_error("%s needs --resume CHECKPOINT", "--eval-only");
     if (a->eval_only && a->save)
         return usage_error("%s trains nothing to --save", "--eval-only");
+    if (a->protocol && strcmp(a->protocol, "gin") && strcmp(a->protocol, "errica"))
+        return usage_error("--protocol %s: expected gin or errica", a->protocol);
     return 0;
 }
 
@@ -129,7 +142,7 @@ static int check_combinations(const args *a)
  * after printing why. */
 static int parse_args(int argc, char **argv, args *a)
 {
-    *a = (args){.epochs = -1, .runs = -1, .seed = -1};
+    *a = (args){.epochs = -1, .runs = -1, .seed = -1, .folds = -1, .fold = -1};
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
@@ -177,6 +190,28 @@ static int apply_args(const args *a, gcn_model_config *cfg)
             fprintf(stderr, "gcntrain: --%s\n", err);
             return EXIT_INPUT;
         }
+    return 0;
+}
+
+/* Options for one kind of model only: cross-validation for graph-level
+ * ones; runs, checkpoints and node predictions for node-level ones. */
+static int check_model_kind(const args *a, const gcn_model_config *cfg)
+{
+    const char *graph_only[] = {a->folds > 0 ? "--folds" : NULL, a->fold >= 0 ? "--fold" : NULL,
+                                a->folds_file ? "--folds-file" : NULL,
+                                a->protocol ? "--protocol" : NULL};
+    const char *node_only[] = {a->runs > 0 ? "--runs" : NULL, a->save ? "--save" : NULL,
+                               a->resume ? "--resume" : NULL, a->predict ? "--predict" : NULL,
+                               a->eval_only ? "--eval-only" : NULL,
+                               a->export_dir ? "--export-data" : NULL};
+    for (int i = 0; i < 4 && !cfg->readout.enabled; i++)
+        if (graph_only[i])
+            return usage_error("%s applies to graph-level models (a \"readout\" in the "
+                               "configuration)", graph_only[i]);
+    for (int i = 0; i < 6 && cfg->readout.enabled; i++)
+        if (node_only[i])
+            return usage_error("%s applies to node-level models; a graph-level model is "
+                               "cross-validated (--folds, --fold)", node_only[i]);
     return 0;
 }
 
@@ -310,7 +345,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "gcntrain: %s\n", err);
         return EXIT_INPUT;
     }
-    if ((rc = apply_args(&s.a, &s.cfg)) || (rc = check_outputs(&s)))
+    if ((rc = apply_args(&s.a, &s.cfg)) || (rc = check_model_kind(&s.a, &s.cfg)) ||
+        (rc = check_outputs(&s)))
         return rc;
     signals_install();
     if ((rc = open_context(&s)) || (rc = load_dataset(&s)))
@@ -321,7 +357,7 @@ int main(int argc, char **argv)
         goto done;
     }
     print_summary(&s);
-    rc = s.a.eval_only ? eval_only(&s) : train_runs(&s);
+    rc = s.cfg.readout.enabled ? train_folds(&s) : s.a.eval_only ? eval_only(&s) : train_runs(&s);
 done:
     if (rc && rc != 128 + s.stop && s.log.f) {
         char error[sizeof s.error + 8];

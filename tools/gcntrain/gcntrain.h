@@ -1,6 +1,7 @@
 /* gcntrain's parts: the options, what one invocation holds, the exit-code
- * contract, the JSON-lines log (log.c), signal handling (signals.c) and the
- * SpMM selector's report and plan files (spmm_report.c). */
+ * contract, the JSON-lines log (log.c), signal handling (signals.c), the
+ * SpMM selector's report and plan files (spmm_report.c) and the
+ * cross-validation of graph-level models (folds.c). */
 #ifndef GCNTRAIN_H
 #define GCNTRAIN_H
 
@@ -24,7 +25,8 @@ typedef enum phase { PHASE_INPUT, PHASE_TRAIN, PHASE_OUTPUT } phase;
 typedef struct args {
     const char *config, *dataset, *root, *device, *spmm, *features, *reorder, *cuda_graph;
     const char *log, *save, *resume, *export_dir, *spmm_plan, *predict;
-    long epochs, runs, save_every;
+    const char *folds_file, *protocol;
+    long epochs, runs, save_every, folds, fold; /* folds, fold: -1 when not given */
     long long seed;
     bool quiet, force, append, eval_only;
 } args;
@@ -78,6 +80,12 @@ int eval_only(session *s);
 /* The summary on stdout and as the log's last line (marked interrupted
  * when a signal stopped the run). */
 void print_results(session *s);
+
+/* ---- folds.c ---- */
+
+/* Cross-validation of a graph-level model: every fold (or --fold K), the
+ * per-fold results and the protocol's mean and std. */
+int train_folds(session *s);
 
 /* ---- log.c ---- */
 
