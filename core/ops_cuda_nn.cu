@@ -430,9 +430,12 @@ gcn_status gcn_cuda_cross_entropy_backward(gcn_ctx *ctx, int64_t n, int64_t cols
 /* ---- segment pooling ---------------------------------------------------------------------- */
 
 /* Block (segment s, column chunk): each thread reduces one column over the
- * segment's rows in order, as the CPU does. */
+ * segment's rows in order, as the CPU does; loads go ahead in groups of
+ * POOL_AHEAD so that a long segment does not wait for each row in turn. */
+#define POOL_AHEAD 32
+
 __global__ void segment_pool_kernel(gcn_pooling kind, int64_t cols, const int32_t *offsets,
-                                    const float *x, float *out, int32_t *argmax)
+                                    const float *__restrict__ x, float *out, int32_t *argmax)
 {
     int64_t s = blockIdx.x;
     int64_t c = (int64_t)blockIdx.y * blockDim.x + threadIdx.x;
@@ -441,13 +444,21 @@ __global__ void segment_pool_kernel(gcn_pooling kind, int64_t cols, const int32_
     int32_t begin = offsets[s], end = offsets[s + 1];
     float acc = 0.0f;
     int32_t arg = -1;
-    for (int32_t r = begin; r < end; r++) {
-        float v = x[(int64_t)r * cols + c];
-        if (kind != GCN_POOL_MAX) {
-            acc = __fadd_rn(acc, v);
-        } else if (arg < 0 || v > acc || v != v) {
-            acc = v;
-            arg = r;
+    for (int32_t r0 = begin; r0 < end; r0 += POOL_AHEAD) {
+        float v[POOL_AHEAD];
+#pragma unroll
+        for (int k = 0; k < POOL_AHEAD; k++)
+            v[k] = r0 + k < end ? __ldg(x + (int64_t)(r0 + k) * cols + c) : 0.0f;
+#pragma unroll
+        for (int k = 0; k < POOL_AHEAD; k++) {
+            if (r0 + k >= end)
+                break;
+            if (kind != GCN_POOL_MAX) {
+                acc = __fadd_rn(acc, v[k]);
+            } else if (arg < 0 || v[k] > acc || v[k] != v[k]) {
+                acc = v[k];
+                arg = r0 + k;
+            }
         }
     }
     if (kind == GCN_POOL_MEAN && end > begin)
@@ -457,21 +468,25 @@ __global__ void segment_pool_kernel(gcn_pooling kind, int64_t cols, const int32_
         argmax[s * cols + c] = arg;
 }
 
+/* Block (s, y): its threads stride over the (row, column) elements of part y
+ * of segment s's rows (POOL_PARTS parts), each written once. */
+#define POOL_PARTS 8
+
 __global__ void segment_pool_backward_kernel(gcn_pooling kind, int64_t cols, const int32_t *offsets,
                                              const int32_t *argmax, const float *dy, float *dx,
                                              bool acc)
 {
     int64_t s = blockIdx.x;
-    int64_t c = (int64_t)blockIdx.y * blockDim.x + threadIdx.x;
-    if (c >= cols)
-        return;
     int32_t begin = offsets[s], end = offsets[s + 1];
-    float g = dy[s * cols + c];
-    if (kind == GCN_POOL_MEAN && end > begin)
-        g = __fdiv_rn(g, (float)(end - begin));
-    for (int32_t r = begin; r < end; r++) {
+    int64_t n = (int64_t)(end - begin) * cols;
+    int64_t first = n * blockIdx.y / POOL_PARTS, last = n * (blockIdx.y + 1) / POOL_PARTS;
+    for (int64_t i = first + threadIdx.x; i < last; i += blockDim.x) {
+        int64_t r = begin + i / cols, c = i % cols;
+        float g = dy[s * cols + c];
+        if (kind == GCN_POOL_MEAN)
+            g = __fdiv_rn(g, (float)(end - begin));
         float v = kind == GCN_POOL_MAX && argmax[s * cols + c] != r ? 0.0f : g;
-        dx[(int64_t)r * cols + c] = v + ACC(dx[(int64_t)r * cols + c], acc);
+        dx[r * cols + c] = v + ACC(dx[r * cols + c], acc);
     }
 }
 
@@ -505,6 +520,12 @@ gcn_status gcn_cuda_segment_pool_backward(gcn_ctx *ctx, gcn_pooling kind, int64_
                                           const int32_t *argmax, const float *dy, float *dx,
                                           bool acc)
 {
-    return segment_launch(ctx, "segment_pool_backward_kernel", segment_pool_backward_kernel,
-                          n_seg, cols, kind, cols, offsets, argmax, dy, dx, acc);
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    if (n_seg <= 0 || cols <= 0)
+        return GCN_OK;
+    segment_pool_backward_kernel<<<dim3((unsigned)n_seg, POOL_PARTS), GCN_THREADS, 0,
+                                   cs->stream>>>(kind, cols, offsets, argmax, dy, dx, acc);
+    GCN_LAUNCHED("segment_pool_backward_kernel");
+    return GCN_OK;
 }

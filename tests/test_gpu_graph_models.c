@@ -43,9 +43,10 @@ Test(gpu_graph_models, gather_rows_bit_identical)
 }
 
 /* Epochs of the small GIN graph model on the shapes collection (fold 0 of
- * 4, errica's split); each epoch's loss and validation accuracy. */
+ * 4, errica's split); each epoch's loss and validation accuracy, and the
+ * selector's call sites on the evaluation batch's matrix. */
 static void train(gcn_ctx *ctx, const char *dir, int epochs, float *loss, double *valid,
-                  bool *locked)
+                  int *sites)
 {
     gcn_dataset_opts o = ds_opts(dir);
     gcn_dataset *ds = ds_load_ok(ctx, "tu:shapes", &o);
@@ -71,7 +72,7 @@ static void train(gcn_ctx *ctx, const char *dir, int epochs, float *loss, double
         loss[e] = es.loss;
         valid[e] = es.valid_acc;
     }
-    *locked = gcn_trainer_spmm_locked(tr);
+    *sites = gcn_spmm_sites(gcn_trainer_adjacency(tr, GCN_ADJ_RAW), NULL, 0);
     gcn_trainer_free(&tr);
     gcn_dataset_free(&ds);
 }
@@ -85,15 +86,15 @@ Test(gpu_graph_models, epochs_match_the_cpu, .timeout = 120)
     enum { EPOCHS = 12 };
     float loss[2][EPOCHS];
     double valid[2][EPOCHS];
-    bool locked[2];
-    train(p.cpu, dir, EPOCHS, loss[0], valid[0], &locked[0]);
-    train(p.gpu, dir, EPOCHS, loss[1], valid[1], &locked[1]);
+    int sites[2];
+    train(p.cpu, dir, EPOCHS, loss[0], valid[0], &sites[0]);
+    train(p.gpu, dir, EPOCHS, loss[1], valid[1], &sites[1]);
     for (int e = 0; e < 3; e++) /* float rounding grows as the models drift apart */
         cr_assert_float_eq(loss[1][e], loss[0][e], 1e-3f * loss[0][e], "epoch %d: gpu %g cpu %g",
                            e + 1, (double)loss[1][e], (double)loss[0][e]);
     cr_assert_lt(loss[1][EPOCHS - 1], loss[1][0], "the GPU model learns");
     cr_assert_geq(valid[1][EPOCHS - 1], 0.9, "cycles and stars: valid %g", valid[1][EPOCHS - 1]);
-    cr_assert(locked[1], "the evaluation batch's call sites lock");
+    cr_assert_gt(sites[1], 0, "the evaluation batch's products go through the selector");
     gpu_pair_close(&p);
     ds_rmtree(dir);
     free(dir);
