@@ -178,6 +178,8 @@ cleanup:
 
 gcn_status gcn_trainer_eval_logits(gcn_ctx *ctx, gcn_trainer *tr, gcn_tensor **logits)
 {
+    if (tr->graphs)
+        return gcn_graph_scores(ctx, tr, logits);
     bool prev = gcn_set_grad_enabled(ctx, false);
     gcn_status st = gcn_model_forward(ctx, tr->model, tr->adj_gcn, tr->adj_raw,
                                       tr->dev.features, false, logits);

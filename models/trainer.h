@@ -1,5 +1,8 @@
-/* Full-batch node classification: a model, its optimisers and a dataset on
- * the context's device; one call trains one epoch and evaluates it.
+/* Training: a model, its optimisers and a dataset on the context's device;
+ * one call trains one epoch and evaluates it.  Node classification is
+ * full-batch; a graph-level model (a readout in its configuration) trains
+ * on batches of graphs of a collection, whose split lists (graph ids, e.g.
+ * from gcn_graph_fold_split) say which graphs train, validate and test.
  * Checkpoints save and restore everything a resumed run needs. */
 #ifndef GCN_TRAINER_H
 #define GCN_TRAINER_H
@@ -67,8 +70,10 @@ GCN_API gcn_status gcn_trainer_evaluate(gcn_ctx *ctx, gcn_trainer *tr, gcn_train
  * the trainer was created from, in the dataset's original node order (a
  * reordering undone): classes[n_nodes] the predicted class (the first
  * largest score) and probs[n_nodes * n_classes] (row-major) the softmax of
- * the evaluation-mode logits.  Host arrays the caller owns; either may be
- * NULL.  The model being trained is left as it was. */
+ * the evaluation-mode logits.  For a graph-level model, the same for every
+ * graph of the collection: classes[n_graphs], probs[n_graphs *
+ * n_graph_classes].  Host arrays the caller owns; either may be NULL.  The
+ * model being trained is left as it was. */
 GCN_API gcn_status gcn_trainer_predict(gcn_ctx *ctx, gcn_trainer *tr, int32_t *classes,
                                        float *probs);
 

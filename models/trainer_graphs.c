@@ -28,7 +28,8 @@ struct gcn_graph_data {
     int32_t n_graphs, batch_size;
     int32_t *graph_ptr, *labels;   /* host copies of the collection's */
     gcn_graph *mat[N_KINDS];       /* host: the collection's matrices the model multiplies */
-    int32_t *train, n_train;       /* graph ids, shuffled in place every epoch */
+    int32_t *split, n_train;       /* the training graph ids, as the split lists them */
+    int32_t *train;                /* an epoch's order: split, shuffled from there */
     gcn_tensor *features;          /* every node's */
     float *ones;                   /* values of the raw batch matrices */
     size_t ones_bytes;
@@ -115,6 +116,9 @@ static void lay_out_batch(gcn_graph_data *g, const int32_t *ids, int32_t n, batc
  * (the device is idle: the previous epoch ended with its read-back). */
 static gcn_status prepare_epoch(gcn_ctx *ctx, gcn_graph_data *g)
 {
+    /* each epoch's order from the split's, so it depends on the stream alone
+     * (a resumed run draws the epochs the uninterrupted one would have) */
+    memcpy(g->train, g->split, (size_t)g->n_train * sizeof *g->train);
     GCN_TRY(gcn_graph_shuffle_batches(ctx, g->train, g->n_train, g->batch_size, &g->n_batches));
     int64_t w = 0, fv = 0;
     for (int32_t b = 0; b < g->n_batches; b++) {
@@ -273,6 +277,27 @@ gcn_status gcn_graph_accuracies(gcn_ctx *ctx, gcn_trainer *tr, double acc[3])
     return GCN_OK;
 }
 
+gcn_status gcn_graph_scores(gcn_ctx *ctx, gcn_trainer *tr, gcn_tensor **scores)
+{
+    gcn_graph_data *g = tr->graphs;
+    gcn_csr *mat[N_KINDS] = {NULL, NULL};
+    gcn_index *ptr = NULL;
+    gcn_status st;
+    for (int k = 0; k < N_KINDS; k++)
+        if (g->mat[k])
+            GCN_CHECK(gcn_graph_to_csr(ctx, g->mat[k], &mat[k]));
+    GCN_CHECK(gcn_index_from_host(ctx, &ptr, g->graph_ptr, (int64_t)g->n_graphs + 1));
+    bool prev = gcn_set_grad_enabled(ctx, false);
+    st = gcn_model_forward_graphs(ctx, tr->model, mat[KIND_GCN], mat[KIND_RAW], g->features, ptr,
+                                  false, scores);
+    gcn_set_grad_enabled(ctx, prev);
+cleanup:
+    for (int k = 0; k < N_KINDS; k++)
+        gcn_csr_free(&mat[k]);
+    gcn_index_free(&ptr);
+    return st;
+}
+
 /* ---- creation ------------------------------------------------------------ */
 
 static gcn_status check_collection(gcn_ctx *ctx, const gcn_dataset *ds)
@@ -413,6 +438,7 @@ gcn_status gcn_graph_data_create(gcn_ctx *ctx, gcn_trainer *tr, const gcn_datase
     g->n_train = ds->n_train;
     GCN_TRY(copy_ints(ctx, &g->graph_ptr, ds->graph_ptr, (int64_t)ds->n_graphs + 1));
     GCN_TRY(copy_ints(ctx, &g->labels, ds->graph_labels, ds->n_graphs));
+    GCN_TRY(copy_ints(ctx, &g->split, ds->train, ds->n_train));
     GCN_TRY(copy_ints(ctx, &g->train, ds->train, ds->n_train));
     GCN_TRY(host_matrices(ctx, tr, ds->graph, g->mat));
     GCN_TRY(gcn_tensor_from_host(ctx, &g->features, ds->features, ds->n_nodes, ds->n_features));
@@ -428,6 +454,7 @@ void gcn_graph_data_free(gcn_ctx *ctx, gcn_graph_data **pg)
     *pg = NULL;
     free(g->graph_ptr);
     free(g->labels);
+    free(g->split);
     free(g->train);
     for (int k = 0; k < N_KINDS; k++)
         gcn_graph_free(&g->mat[k]);

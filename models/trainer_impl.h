@@ -54,8 +54,8 @@ gcn_status gcn_trainer_best_init(gcn_ctx *ctx, gcn_trainer *tr);
 /* Copies the model's state into tr->best_state (a new best epoch). */
 gcn_status gcn_trainer_keep_best(gcn_ctx *ctx, gcn_trainer *tr);
 
-/* The evaluation forward (no tape, evaluation mode): logits of every node,
- * a new tensor. */
+/* The evaluation forward (no tape, evaluation mode): logits of every node
+ * (of every graph, for a graph-level model), a new tensor. */
 gcn_status gcn_trainer_eval_logits(gcn_ctx *ctx, gcn_trainer *tr, gcn_tensor **logits);
 
 /* Accuracies of the current model on the training, validation and test
@@ -78,6 +78,10 @@ gcn_status gcn_graph_epoch(gcn_ctx *ctx, gcn_trainer *tr, double acc[3], float *
 /* The current model's validation and test accuracies (acc[0] is 0: the
  * training graphs are not evaluated outside an epoch). */
 gcn_status gcn_graph_accuracies(gcn_ctx *ctx, gcn_trainer *tr, double acc[3]);
+
+/* The current model's evaluation-mode scores of every graph of the
+ * collection, in graph order: a new [n_graphs, n_classes] tensor. */
+gcn_status gcn_graph_scores(gcn_ctx *ctx, gcn_trainer *tr, gcn_tensor **scores);
 
 /* Writes len bytes to a temporary file beside path (path.tmp.PID), fsyncs
  * it and renames it over path; a failure removes the temporary file. */

@@ -294,3 +294,53 @@ Test(graph_models, trainer_needs_a_labelled_collection)
     ds_rmtree(dir);
     free(dir);
 }
+
+/* Predictions cover every graph; on the test graphs they score the
+ * evaluation's test accuracy; a checkpoint resumes to the same epochs. */
+Test(graph_models, predictions_and_checkpoints, .timeout = 120)
+{
+    char *dir = ds_tmpdir();
+    ds_write_tu_shapes(dir, 24);
+    gcn_ctx *ctx = test_cpu_ctx(8);
+    gcn_dataset_opts o = ds_opts(dir);
+    gcn_dataset *ds = ds_load_ok(ctx, "tu:shapes", &o);
+    int32_t fold[24];
+    cr_assert_eq(gcn_graph_folds(ctx, ds, 3, 0, fold), GCN_OK);
+    cr_assert_eq(gcn_graph_fold_split(ctx, ds, fold, 3, 0, true), GCN_OK);
+    gcn_model_config cfg = parse_ok(GIN_GRAPH("\"readout\": {\"jk\": true, \"dropout\": 0.2}"));
+    gcn_trainer *tr = NULL, *again = NULL;
+    gcn_rng_seed(ctx, 2);
+    cr_assert_eq(gcn_trainer_create(ctx, &tr, &cfg, ds), GCN_OK, "%s", gcn_last_error(ctx));
+    gcn_epoch_stats es[6];
+    for (int e = 0; e < 3; e++)
+        cr_assert_eq(gcn_trainer_epoch(ctx, tr, &es[e]), GCN_OK);
+    char path[512];
+    snprintf(path, sizeof path, "%s", ds_path(dir, "gin.ckpt"));
+    cr_assert_eq(gcn_trainer_save(ctx, tr, path), GCN_OK, "%s", gcn_last_error(ctx));
+    for (int e = 3; e < 6; e++)
+        cr_assert_eq(gcn_trainer_epoch(ctx, tr, &es[e]), GCN_OK);
+    cr_assert_eq(gcn_trainer_create(ctx, &again, &cfg, ds), GCN_OK);
+    cr_assert_eq(gcn_trainer_load(ctx, again, path), GCN_OK, "%s", gcn_last_error(ctx));
+    for (int e = 3; e < 6; e++) {
+        gcn_epoch_stats r;
+        cr_assert_eq(gcn_trainer_epoch(ctx, again, &r), GCN_OK);
+        cr_assert_eq(r.loss, es[e].loss, "epoch %d after the resume", e + 1);
+    }
+    int32_t classes[24];
+    float probs[48];
+    gcn_train_best best;
+    cr_assert_eq(gcn_trainer_predict(ctx, tr, classes, probs), GCN_OK, "%s", gcn_last_error(ctx));
+    cr_assert_eq(gcn_trainer_evaluate(ctx, tr, &best), GCN_OK);
+    int correct = 0;
+    for (int32_t i = 0; i < ds->n_test; i++)
+        correct += classes[ds->test[i]] == ds->graph_labels[ds->test[i]];
+    cr_assert_float_eq((double)correct / ds->n_test, best.test_acc, 1e-9);
+    for (int g = 0; g < 24; g++)
+        cr_assert_float_eq(probs[2 * g] + probs[2 * g + 1], 1.0f, 1e-5f);
+    gcn_trainer_free(&again);
+    gcn_trainer_free(&tr);
+    gcn_dataset_free(&ds);
+    gcn_ctx_free(&ctx);
+    ds_rmtree(dir);
+    free(dir);
+}
