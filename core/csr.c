@@ -91,10 +91,9 @@ static bool host_sorted(const host_csr *h)
     return true;
 }
 
-/* A device copy of a host matrix, with no transpose attached. */
-static gcn_status upload(gcn_ctx *ctx, const host_csr *h, gcn_csr **out)
+/* A zeroed matrix with its zeroed private part, on ctx. */
+static gcn_status header_new(gcn_ctx *ctx, gcn_csr **out)
 {
-    gcn_status st = GCN_OK;
     gcn_csr *a = calloc(1, sizeof *a);
     gcn_csr_priv *p = calloc(1, sizeof *p);
     if (!a || !p) {
@@ -104,6 +103,17 @@ static gcn_status upload(gcn_ctx *ctx, const host_csr *h, gcn_csr **out)
     }
     a->priv = p;
     p->ctx = ctx;
+    *out = a;
+    return GCN_OK;
+}
+
+/* A device copy of a host matrix, with no transpose attached. */
+static gcn_status upload(gcn_ctx *ctx, const host_csr *h, gcn_csr **out)
+{
+    gcn_status st = GCN_OK;
+    gcn_csr *a;
+    GCN_TRY(header_new(ctx, &a));
+    gcn_csr_priv *p = a->priv;
     p->sorted = host_sorted(h);
     a->n_rows = h->n_rows;
     a->n_cols = h->n_cols;
@@ -179,17 +189,12 @@ gcn_status gcn_csr_borrow(gcn_ctx *ctx, int32_t n, int32_t nnz, int32_t *row_ptr
 {
     GCN_ARG(ctx, out && n >= 0 && nnz >= 0 && row_ptr && (nnz == 0 || (col_idx && values)) &&
                      kernel);
-    gcn_csr *a = calloc(1, sizeof *a);
-    gcn_csr_priv *p = calloc(1, sizeof *p);
-    if (!a || !p) {
-        free(a);
-        free(p);
-        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "csr: out of host memory for a matrix header");
-    }
+    gcn_csr *a;
+    GCN_TRY(header_new(ctx, &a));
     *a = (gcn_csr){.n_rows = n, .n_cols = n, .nnz = nnz, .row_ptr = row_ptr,
-                   .col_idx = col_idx, .values = values, .device = ctx->device, .priv = p};
-    *p = (gcn_csr_priv){.ctx = ctx, .symmetric = true, .sorted = true, .borrowed = true,
-                        .kernel = kernel};
+                   .col_idx = col_idx, .values = values, .device = ctx->device, .priv = a->priv};
+    *a->priv = (gcn_csr_priv){.ctx = ctx, .symmetric = true, .sorted = true, .borrowed = true,
+                              .kernel = kernel};
     *out = a;
     return GCN_OK;
 }

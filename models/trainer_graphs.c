@@ -403,8 +403,10 @@ static gcn_status eval_batch(gcn_ctx *ctx, gcn_trainer *tr, const gcn_dataset *d
     gcn_status st = GCN_OK;
     if (!ids)
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "trainer: out of host memory");
-    memcpy(ids, ds->valid, (size_t)ds->n_valid * sizeof *ids);
-    memcpy(ids + ds->n_valid, ds->test, (size_t)ds->n_test * sizeof *ids);
+    if (ds->n_valid > 0) /* the lists are NULL when empty */
+        memcpy(ids, ds->valid, (size_t)ds->n_valid * sizeof *ids);
+    if (ds->n_test > 0)
+        memcpy(ids + ds->n_valid, ds->test, (size_t)ds->n_test * sizeof *ids);
     GCN_CHECK(gcn_graph_batch_build(ctx, ds, ids, n, &b));
     GCN_CHECK(host_matrices(ctx, tr, b->graph, mat));
     if (mat[KIND_RAW])

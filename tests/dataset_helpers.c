@@ -361,3 +361,42 @@ void ds_write_tu_shapes(const char *dir, int n_graphs)
     free(nl);
     free(gl);
 }
+
+gcn_dataset *ds_load_shapes_fold(gcn_ctx *ctx, const char *dir, int32_t k, uint64_t seed,
+                                 int32_t outer, bool inner_valid, int32_t *fold)
+{
+    gcn_dataset_opts o = ds_opts(dir);
+    gcn_dataset *ds = ds_load_ok(ctx, "tu:shapes", &o);
+    int32_t *f = malloc((size_t)ds->n_graphs * sizeof *f);
+    cr_assert(f);
+    cr_assert_eq(gcn_graph_folds(ctx, ds, k, seed, f), GCN_OK, "%s", gcn_last_error(ctx));
+    cr_assert_eq(gcn_graph_fold_split(ctx, ds, f, k, outer, inner_valid), GCN_OK, "%s",
+                 gcn_last_error(ctx));
+    if (fold)
+        memcpy(fold, f, (size_t)ds->n_graphs * sizeof *f);
+    free(f);
+    return ds;
+}
+
+gcn_trainer *ds_train_graphs(gcn_ctx *ctx, const char *json, const gcn_dataset *ds,
+                             uint64_t seed, int epochs, float *loss, double *valid, double *test)
+{
+    gcn_model_config cfg;
+    char err[512] = "";
+    cr_assert_eq(gcn_model_config_parse(&cfg, json, "test", err, sizeof err), GCN_OK, "%s", err);
+    gcn_trainer *tr = NULL;
+    gcn_rng_seed(ctx, seed);
+    cr_assert_eq(gcn_trainer_create(ctx, &tr, &cfg, ds), GCN_OK, "%s", gcn_last_error(ctx));
+    for (int e = 0; e < epochs; e++) {
+        gcn_epoch_stats es;
+        cr_assert_eq(gcn_trainer_epoch(ctx, tr, &es), GCN_OK, "%s", gcn_last_error(ctx));
+        cr_assert(es.train_acc >= 0 && es.train_acc <= 1);
+        if (loss)
+            loss[e] = es.loss;
+        if (valid)
+            valid[e] = es.valid_acc;
+        if (test)
+            test[e] = es.test_acc;
+    }
+    return tr;
+}

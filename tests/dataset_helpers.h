@@ -107,6 +107,18 @@ void ds_fixture_close(ds_fixture *f);
  * star, of 5 + (g / 2) % 6 nodes each, every node with node label 1. */
 void ds_write_tu_shapes(const char *dir, int n_graphs);
 
+/* tu:shapes from dir (ds_write_tu_shapes) with its split set to outer fold
+ * `outer` of k stratified folds drawn from seed (gcn_graph_fold_split;
+ * fold, when not NULL, receives the folds).  The test fails on any error. */
+gcn_dataset *ds_load_shapes_fold(gcn_ctx *ctx, const char *dir, int32_t k, uint64_t seed,
+                                 int32_t outer, bool inner_valid, int32_t *fold);
+
+/* A trainer of the graph-level configuration `json` on ds from seed, after
+ * `epochs` epochs whose losses and validation and test accuracies go to the
+ * arrays that are not NULL.  Caller frees; the test fails on any error. */
+gcn_trainer *ds_train_graphs(gcn_ctx *ctx, const char *json, const gcn_dataset *ds,
+                             uint64_t seed, int epochs, float *loss, double *valid, double *test);
+
 /* Loads tu:<name> from the shared data (cached in cache_dir, or not cached
  * when it is NULL), or NULL when the collection is absent. */
 gcn_dataset *ds_load_tu(gcn_ctx *ctx, const char *name, const char *cache_dir);

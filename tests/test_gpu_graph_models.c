@@ -48,30 +48,13 @@ Test(gpu_graph_models, gather_rows_bit_identical)
 static void train(gcn_ctx *ctx, const char *dir, int epochs, float *loss, double *valid,
                   int *sites)
 {
-    gcn_dataset_opts o = ds_opts(dir);
-    gcn_dataset *ds = ds_load_ok(ctx, "tu:shapes", &o);
-    int32_t fold[48];
-    cr_assert_eq(gcn_graph_folds(ctx, ds, 4, 0, fold), GCN_OK);
-    cr_assert_eq(gcn_graph_fold_split(ctx, ds, fold, 4, 0, true), GCN_OK);
-    gcn_model_config cfg;
-    char err[256];
-    cr_assert_eq(gcn_model_config_parse(
-                     &cfg,
-                     "{\"layers\": [{\"type\": \"gin\", \"out\": 32, \"norm\": \"batch\", "
-                     "\"activation\": \"relu\"}, {\"type\": \"gin\", \"out\": 32, \"norm\": "
-                     "\"batch\", \"activation\": \"relu\"}], \"readout\": {\"jk\": true, "
-                     "\"dropout\": 0.5}, \"batch_size\": 8}",
-                     "t", err, sizeof err),
-                 GCN_OK, "%s", err);
-    gcn_trainer *tr = NULL;
-    gcn_rng_seed(ctx, 4);
-    cr_assert_eq(gcn_trainer_create(ctx, &tr, &cfg, ds), GCN_OK, "%s", gcn_last_error(ctx));
-    for (int e = 0; e < epochs; e++) {
-        gcn_epoch_stats es;
-        cr_assert_eq(gcn_trainer_epoch(ctx, tr, &es), GCN_OK, "%s", gcn_last_error(ctx));
-        loss[e] = es.loss;
-        valid[e] = es.valid_acc;
-    }
+    gcn_dataset *ds = ds_load_shapes_fold(ctx, dir, 4, 0, 0, true, NULL);
+    gcn_trainer *tr = ds_train_graphs(
+        ctx,
+        "{\"layers\": [{\"type\": \"gin\", \"out\": 32, \"norm\": \"batch\", \"activation\": "
+        "\"relu\"}, {\"type\": \"gin\", \"out\": 32, \"norm\": \"batch\", \"activation\": "
+        "\"relu\"}], \"readout\": {\"jk\": true, \"dropout\": 0.5}, \"batch_size\": 8}",
+        ds, 4, epochs, loss, valid, NULL);
     *sites = gcn_spmm_sites(gcn_trainer_adjacency(tr, GCN_ADJ_RAW), NULL, 0);
     gcn_trainer_free(&tr);
     gcn_dataset_free(&ds);
