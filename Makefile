@@ -125,8 +125,12 @@ $(BUILD)/examples/%: examples/%.c $(BUILD)/libgcn.so
 	$(CC) -I. $(CFLAGS) $< -o $@ -L$(BUILD) -Wl,-rpath,$(abspath $(BUILD)) -lgcn -lm
 
 # Criterion forks a worker per test; -j2 matches the machines CI runs on.
+# The two workers share the CPUs: OpenMP threads that spin after each
+# parallel loop (libgomp's default) would take them from each other, which
+# made the suite several times slower; passive ones sleep at once.
+TEST_ENV := OMP_WAIT_POLICY=passive
 test: all check-abi examples $(BUILD)/gcn_tests
-	GCN_TOOLS=$(BUILD) $(BUILD)/gcn_tests -j2 $(TEST_ARGS)
+	$(TEST_ENV) GCN_TOOLS=$(BUILD) $(BUILD)/gcn_tests -j2 $(TEST_ARGS)
 
 # Sanitised build in its own tree; protect_shadow_gap=0 lets the CUDA
 # runtime map its memory under ASan.  Criterion reports a test as passing
@@ -140,15 +144,43 @@ asan:
 	$(MAKE) BUILD=$(BUILD)/asan DEBUG=1 \
 	    EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 	    all examples $(BUILD)/asan/gcn_tests
-	set -o pipefail; GCN_TOOLS=$(BUILD)/asan ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=1 LSAN_OPTIONS=suppressions=tests/lsan.supp UBSAN_OPTIONS=print_stacktrace=1 \
+	set -o pipefail; $(TEST_ENV) GCN_TOOLS=$(BUILD)/asan ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=1 LSAN_OPTIONS=suppressions=tests/lsan.supp UBSAN_OPTIONS=print_stacktrace=1 \
 	    $(BUILD)/asan/gcn_tests -j2 --filter '$(ASAN_TESTS)' $(TEST_ARGS) 2>&1 | tee $(BUILD)/asan.log
 	@! grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' $(BUILD)/asan.log || \
 	    { echo "asan: sanitizer reports in $(BUILD)/asan.log" >&2; exit 1; }
 
+# make tsan: a data-race check of the threaded CPU code under ThreadSanitizer:
+# gcntrain, in a CPU-only build with clang, trains models that take every
+# threaded path (SpMM, the epilogue and batch norm, dropout, losses, the
+# optimiser, OpenBLAS) on 3 and 4 threads.  LLVM's OpenMP runtime
+# (libomp-dev) stands in for GCC's libgomp, which is not instrumented: it
+# loads its TSan annotations (libarcher) through OMP_TOOL_LIBRARIES, so the
+# runtime's own barriers are not reported as races, and OpenBLAS runs on it
+# too (it provides libgomp's entry points).  The Criterion runner does not
+# start under TSan (its shared arena).  Fails on any report.
+TSAN_CC    ?= clang
+ARCHER     ?= $(firstword $(wildcard /usr/lib/llvm-*/lib/libarcher.so))
+TSAN_RUNS  := "models/gcn.json --dataset sbm:nodes=4000 --threads 4" \
+              "models/gin.json --dataset sbm:nodes=4000 --threads 3" \
+              "models/gcn-cora.json --dataset sbm:nodes=20000,features=300 --threads 4"
+.PHONY: tsan
+tsan:
+	@test -n "$(ARCHER)" || { echo "tsan: libarcher.so not found (apt-get install clang libomp-dev)" >&2; exit 1; }
+	$(MAKE) BUILD=$(BUILD)/tsan CUDA=0 CC=$(TSAN_CC) WERROR=0 \
+	    BLAS_LIBS="-L$(OPENBLAS) -Wl,-rpath,$(OPENBLAS) -lopenblas" \
+	    EXTRA_CFLAGS="-fsanitize=thread -fno-omit-frame-pointer" $(BUILD)/tsan/gcntrain
+	set -o pipefail; for run in $(TSAN_RUNS); do \
+	    OMP_TOOL_LIBRARIES=$(ARCHER) TSAN_OPTIONS=ignore_noninstrumented_modules=1 \
+	    $(BUILD)/tsan/gcntrain $$run --device cpu --epochs 3 --quiet || exit 1; \
+	done 2>&1 | tee $(BUILD)/tsan.log
+	@! grep -q 'WARNING: ThreadSanitizer' $(BUILD)/tsan.log || \
+	    { echo "tsan: ThreadSanitizer reports in $(BUILD)/tsan.log" >&2; exit 1; }
+	@echo "tsan: no data race reported"
+
 setup:
 	apt-get update
 	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-	    make gcc libmetis-dev zlib1g-dev libcjson-dev libcriterion-dev
+	    make gcc libmetis-dev zlib1g-dev libcjson-dev libcriterion-dev libopenblas-openmp-dev
 	@test -x $(NVCC) || { echo "setup: nvcc not found at $(NVCC) (set CUDA_HOME)" >&2; exit 1; }
 	@$(NVCC) --version | tail -n 1
 
@@ -220,6 +252,19 @@ DATA ?= ../shared/data
 bench: bundle
 	OUT=$(BUILD)/bench BUNDLE=$(BUNDLE) DATA=$(DATA) PHASES=main tools/bench_spmm.sh
 
+# ---- CPU backend (issue 18) ---------------------------------------------------
+# Threads through OpenMP (GCC's libgomp), and dense products on OpenBLAS's
+# OpenMP build (Debian's libopenblas-openmp-dev), which runs on the same
+# threads instead of starting a pool of its own.  Its folder and the rpath
+# pick that build whichever variant the system's libopenblas points at.
+MULTIARCH  := $(shell $(CC) -print-multiarch)
+OPENBLAS   ?= /usr/lib/$(MULTIARCH)/openblas-openmp
+BLAS_CPPFLAGS := -I/usr/include/$(MULTIARCH)/openblas-openmp
+BLAS_LIBS  := -L$(OPENBLAS) -Wl,-rpath,$(OPENBLAS) -lopenblas -lgomp
+CPPFLAGS   += $(BLAS_CPPFLAGS)
+CFLAGS     += -fopenmp
+LDLIBS     += $(BLAS_LIBS)
+
 # ---- datasets (issue 4) -----------------------------------------------------
 # datasets/ reads gzip files and checksums its cache with zlib, and
 # reorders nodes with METIS.
@@ -233,7 +278,7 @@ LDLIBS += -lz -lmetis
 # (core/cuda_none.c answers for the CUDA bridge, as in make CUDA=0).
 FUZZ_CC     ?= clang
 FUZZ_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION \
-               -DGCN_WITH_CUDA=0 \
+               -DGCN_WITH_CUDA=0 $(BLAS_CPPFLAGS) \
                -I. -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined -MMD -MP
 FUZZ_SRC    := $(wildcard datasets/*.c) $(wildcard core/*.c) kernels/adaptgear.c fuzz/harness.c
 FUZZ_OBJ    := $(FUZZ_SRC:%.c=$(BUILD)/fuzz/obj/%.o)
@@ -250,4 +295,4 @@ $(BUILD)/fuzz/obj/%.o: %.c
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
 
 $(BUILD)/fuzz/fuzz_%: $(BUILD)/fuzz/obj/fuzz/fuzz_%.o $(FUZZ_OBJ)
-	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined -o $@ $^ -lz -lmetis -lm
+	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined -o $@ $^ -lz -lmetis $(BLAS_LIBS) -lm

@@ -6,6 +6,8 @@
 
 #include "cuda.h"
 #include "internal.h"
+#include "ops_cpu.h"
+#include "parallel.h"
 #include "prof.h"
 
 gcn_ctx_opts gcn_ctx_default_opts(void)
@@ -80,12 +82,15 @@ gcn_status gcn_ctx_create(gcn_ctx **out, const gcn_ctx_opts *opts)
         return GCN_ERR_INVALID_ARG;
     if (o.device != GCN_DEVICE_AUTO && o.device != GCN_DEVICE_CPU && o.device != GCN_DEVICE_CUDA)
         return GCN_ERR_INVALID_ARG;
+    if (o.threads < 0 || o.threads > GCN_MAX_THREADS)
+        return GCN_ERR_INVALID_ARG;
     gcn_ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
         return GCN_ERR_NOMEM;
     ctx->log_level = o.log_level;
     ctx->log_fn = o.log_fn;
     ctx->log_user = o.log_user;
+    ctx->threads = o.threads > 0 ? o.threads : gcn_cpu_count();
     gcn_rng_seed(ctx, o.seed);
     ctx->grad_enabled = true;
     strcpy(ctx->spmm_kernel, "auto");
@@ -117,6 +122,8 @@ void gcn_ctx_free(gcn_ctx **pctx)
         gcn_log(ctx, GCN_LOG_WARN, "context freed with %zu bytes still held by live objects",
                 ctx->mem.in_use);
     gcn_prof_free(ctx);
+    gcn_cpu_scratch_free(ctx);
+    gcn_cpu_pool_free(ctx);
     for (int i = 0; i < ctx->n_spmm_user; i++)
         free(ctx->spmm_user[i]);
     free(ctx->spmm_user);
@@ -134,6 +141,11 @@ gcn_device gcn_ctx_device(const gcn_ctx *ctx)
 void *gcn_ctx_stream(const gcn_ctx *ctx)
 {
     return ctx && ctx->device == GCN_DEVICE_CUDA ? gcn_cuda_stream(ctx) : NULL;
+}
+
+int gcn_ctx_threads(const gcn_ctx *ctx)
+{
+    return ctx ? ctx->threads : 1;
 }
 
 bool gcn_ctx_tf32(const gcn_ctx *ctx)

@@ -33,6 +33,8 @@ typedef enum gcn_log_level {
  * The library itself never writes to stdout or stderr. */
 typedef void (*gcn_log_fn)(gcn_log_level level, const char *msg, void *user);
 
+#define GCN_MAX_THREADS 1024
+
 typedef struct gcn_ctx_opts {
     size_t size; /* sizeof in the caller's build, set by gcn_ctx_default_opts */
     gcn_device device;     /* GCN_DEVICE_AUTO by default */
@@ -42,9 +44,13 @@ typedef struct gcn_ctx_opts {
     gcn_log_level log_level;
     gcn_log_fn log_fn;     /* NULL: messages are dropped */
     void *log_user;
+    int threads;           /* threads of the CPU backend (OpenMP and OpenBLAS), at most
+                            * GCN_MAX_THREADS; 0, the default: the CPUs the process may
+                            * use (its affinity mask, capped by its cgroup's CPU quota) */
 } gcn_ctx_opts;
 
-/* Defaults: AUTO device, index 0, seed 0, FP32, WARN level, no log sink. */
+/* Defaults: AUTO device, index 0, seed 0, FP32, WARN level, no log sink,
+ * threads 0 (as many as the process may use). */
 GCN_API gcn_ctx_opts gcn_ctx_default_opts(void);
 
 /* Creates a context.  opts may be NULL for the defaults.  On failure *ctx is
@@ -90,6 +96,11 @@ typedef struct gcn_memory_stats {
 
 GCN_API void gcn_ctx_memory_stats(const gcn_ctx *ctx, gcn_memory_stats *stats);
 GCN_API void gcn_ctx_reset_peak(gcn_ctx *ctx);
+
+/* The threads the context's CPU work runs on (opts.threads, or the CPUs
+ * the process may use).  Results do not depend on it beyond float
+ * rounding, and for a given count are the same from run to run. */
+GCN_API int gcn_ctx_threads(const gcn_ctx *ctx);
 
 /* Whether matmuls may use TF32 tensor cores (opts.tf32 on a GPU context). */
 GCN_API bool gcn_ctx_tf32(const gcn_ctx *ctx);

@@ -4,19 +4,13 @@
 #include <stdlib.h>
 
 #include "cuda_impl.h"
+#include "pool_classes.h"
 
 /* A released block stays on its class's free list for the next request of
  * the class instead of going back to the driver.  One context uses one
  * stream, so a block released while kernels that use it are queued can be
- * handed out again at once: its next user is queued behind them.
- *
- * Size classes: 512 bytes and below is class 0; above, each power-of-two
- * octave (2^e, 2^(e+1)] is cut into 8 equal steps, so a block wastes at most
- * 1/8 of its size. */
-
-#define MIN_BLOCK 512
-#define STEPS_LOG2 3 /* 8 steps per octave */
-#define N_CLASSES (1 + (64 - 9) * (1 << STEPS_LOG2))
+ * handed out again at once: its next user is queued behind them.  Size
+ * classes: pool_classes.h. */
 
 /* The free blocks of one class; cap never falls below the number of blocks
  * of the class in existence, so a release never needs host memory. */
@@ -42,34 +36,11 @@ struct gcn_pool_held {
 };
 
 struct gcn_pool {
-    bin bins[N_CLASSES];
+    bin bins[GCN_POOL_CLASSES];
     block *all; /* every block currently obtained from cudaMalloc */
     int64_t n_all, cap_all;
     gcn_pool_held *held; /* while a graph is captured */
 };
-
-/* Class index and rounded size of a request. */
-static int size_class(size_t bytes, size_t *rounded)
-{
-    if (bytes <= MIN_BLOCK) {
-        *rounded = MIN_BLOCK;
-        return 0;
-    }
-    int e = 63 - __builtin_clzll((unsigned long long)(bytes - 1)); /* 2^e < bytes <= 2^(e+1) */
-    size_t step = (size_t)1 << (e - STEPS_LOG2);
-    size_t q = (bytes + step - 1) / step; /* in (8, 16] */
-    *rounded = q * step;
-    return 1 + (e - 9) * (1 << STEPS_LOG2) + (int)(q - (1 << STEPS_LOG2) - 1);
-}
-
-static size_t class_bytes(int cls)
-{
-    if (cls == 0)
-        return MIN_BLOCK;
-    int e = 9 + (cls - 1) / (1 << STEPS_LOG2);
-    size_t q = (size_t)((cls - 1) % (1 << STEPS_LOG2)) + (1 << STEPS_LOG2) + 1;
-    return q * ((size_t)1 << (e - STEPS_LOG2));
-}
 
 gcn_status gcn_pool_create(gcn_ctx *ctx, gcn_pool **pool)
 {
@@ -112,14 +83,14 @@ static void free_block(gcn_ctx *ctx, gcn_pool *pool, void *p, int cls)
     cudaGetLastError();
     forget(pool, p);
     pool->bins[cls].n_blocks--;
-    ctx->mem.reserved -= class_bytes(cls);
+    ctx->mem.reserved -= gcn_pool_class_bytes(cls);
     ctx->mem.device_frees++;
 }
 
 /* Gives every cached block back to the driver (after cudaMalloc ran out). */
 static void trim(gcn_ctx *ctx, gcn_pool *pool)
 {
-    for (int c = 0; c < N_CLASSES; c++) {
+    for (int c = 0; c < GCN_POOL_CLASSES; c++) {
         bin *b = &pool->bins[c];
         while (b->n_free > 0)
             free_block(ctx, pool, b->free[--b->n_free], c);
@@ -168,7 +139,7 @@ static gcn_status out_of_memory(gcn_ctx *ctx, size_t rounded)
 gcn_status gcn_pool_alloc(gcn_ctx *ctx, gcn_pool *pool, void **p, size_t bytes)
 {
     size_t rounded;
-    int cls = size_class(bytes, &rounded);
+    int cls = gcn_pool_size_class(bytes, &rounded);
     bin *b = &pool->bins[cls];
     if (pool->held && take_held(pool->held, cls, p))
         return GCN_OK;
@@ -214,7 +185,7 @@ void gcn_pool_release(gcn_ctx *ctx, gcn_pool *pool, void *p, size_t bytes)
     if (!p)
         return;
     size_t rounded;
-    int cls = size_class(bytes, &rounded);
+    int cls = gcn_pool_size_class(bytes, &rounded);
     if (pool->held) {
         pool->held->blocks[pool->held->n++] = (block){p, cls};
         return;
@@ -264,7 +235,7 @@ void gcn_pool_destroy(gcn_ctx *ctx, gcn_pool **pool)
         return;
     while (pl->n_all > 0)
         free_block(ctx, pl, pl->all[pl->n_all - 1].ptr, pl->all[pl->n_all - 1].cls);
-    for (int c = 0; c < N_CLASSES; c++)
+    for (int c = 0; c < GCN_POOL_CLASSES; c++)
         free(pl->bins[c].free);
     free(pl->all);
     free(pl);

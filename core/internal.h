@@ -498,6 +498,10 @@ struct gcn_ctx {
     bool profiling;         /* between gcn_ctx_profile_begin and _end (core/prof.h) */
     struct gcn_prof *prof;  /* the profiler's state, from the first begin on */
     char spmm_kernel[64];   /* kernels/spmm.c: "auto", "auto-deterministic" or a strategy */
+    int threads;            /* the CPU backend's threads (core/parallel.h), >= 1 */
+    void *scratch;          /* the CPU backend's scratch memory (gcn_cpu_scratch) */
+    size_t scratch_size;
+    struct gcn_cpu_pool *cpu_pool; /* the CPU backend's free blocks (core/cpu_pool.c) */
     /* kernels registered by the program (kernels/spmm.c): owned copies,
      * each one allocation */
     struct gcn_spmm_impl **spmm_user;

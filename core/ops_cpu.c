@@ -1,32 +1,16 @@
-/* The CPU backend: heap memory and the dense kernels in plain loops.  It is
- * the reference the CUDA backend is tested against, and the fallback when
- * no GPU is present. */
+/* The CPU backend: element-wise ops and reductions on the context's
+ * threads (parallel.h), and the table that gathers the CPU functions.  It
+ * is the reference the CUDA backend is tested against, and the fallback
+ * when no GPU is present. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ops_cpu.h"
+#include "parallel.h"
 #include "philox.h"
 
 /* ---- memory ------------------------------------------------------------ */
-
-static gcn_status cpu_alloc(gcn_ctx *ctx, void **p, size_t bytes)
-{
-    size_t rounded = (bytes + 63) / 64 * 64;
-    *p = aligned_alloc(64, rounded);
-    if (!*p)
-        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory allocating %zu bytes", bytes);
-    ctx->mem.device_allocs++;
-    ctx->mem.reserved += bytes;
-    return GCN_OK;
-}
-
-static void cpu_release(gcn_ctx *ctx, void *p, size_t bytes)
-{
-    free(p);
-    ctx->mem.device_frees++;
-    ctx->mem.reserved -= bytes;
-}
 
 static gcn_status cpu_memcpy(gcn_ctx *ctx, void *dst, const void *src, size_t bytes)
 {
@@ -37,7 +21,7 @@ static gcn_status cpu_memcpy(gcn_ctx *ctx, void *dst, const void *src, size_t by
 
 static gcn_status cpu_fill(gcn_ctx *ctx, float *x, int64_t n, float value)
 {
-    (void)ctx;
+    GCN_PAR_FOR_SIMD(gcn_par_threads(ctx, n))
     for (int64_t i = 0; i < n; i++)
         x[i] = value;
     return GCN_OK;
@@ -49,79 +33,16 @@ static gcn_status cpu_sync(gcn_ctx *ctx)
     return GCN_OK;
 }
 
-/* ---- gemm -------------------------------------------------------------- */
-
-/* c[i, :] += alpha sum_l opA(i, l) b[l, :], b not transposed: the inner
- * loop runs along contiguous rows of b and c, so it vectorises; zeros of A
- * (sparse features) are skipped.  With A transposed, rows of A are walked
- * in order and scattered into the rows of c. */
-static void gemm_nn_rows(bool ta, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-                         int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc)
-{
-    for (int64_t outer = 0; outer < (ta ? k : m); outer++) {
-        const float *arow = a + outer * lda;
-        for (int64_t inner = 0; inner < (ta ? m : k); inner++) {
-            float av = alpha * arow[inner];
-            if (av == 0.0f)
-                continue;
-            int64_t i = ta ? inner : outer, l = ta ? outer : inner;
-            const float *bl = b + l * ldb;
-            float *ci = c + i * ldc;
-            for (int64_t j = 0; j < n; j++)
-                ci[j] += av * bl[j];
-        }
-    }
-}
-
-/* b transposed: c[i, j] += alpha dot(opA(i, :), b[j, :]). */
-static gcn_status gemm_nt_rows(gcn_ctx *ctx, bool ta, int64_t m, int64_t n, int64_t k,
-                               float alpha, const float *a, int64_t lda, const float *b,
-                               int64_t ldb, float *c, int64_t ldc)
-{
-    float *col = NULL;
-    if (ta) {
-        col = malloc((size_t)(k > 0 ? k : 1) * sizeof *col);
-        if (!col)
-            return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory in gemm");
-    }
-    for (int64_t i = 0; i < m; i++) {
-        const float *ai = a + i * lda;
-        if (ta) {
-            for (int64_t l = 0; l < k; l++)
-                col[l] = a[l * lda + i];
-            ai = col;
-        }
-        for (int64_t j = 0; j < n; j++) {
-            const float *bj = b + j * ldb;
-            float s = 0.0f;
-            for (int64_t l = 0; l < k; l++)
-                s += ai[l] * bj[l];
-            c[i * ldc + j] += alpha * s;
-        }
-    }
-    free(col);
-    return GCN_OK;
-}
-
-static gcn_status cpu_gemm(gcn_ctx *ctx, bool trans_a, bool trans_b, int64_t m, int64_t n,
-                           int64_t k, float alpha, const float *a, int64_t lda, const float *b,
-                           int64_t ldb, float beta, float *c, int64_t ldc)
-{
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < n; j++)
-            c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
-    if (trans_b)
-        return gemm_nt_rows(ctx, trans_a, m, n, k, alpha, a, lda, b, ldb, c, ldc);
-    gemm_nn_rows(trans_a, m, n, k, alpha, a, lda, b, ldb, c, ldc);
-    return GCN_OK;
-}
-
 /* ---- element-wise and reductions ---------------------------------------- */
+
+/* Work of an element with a transcendental function or a Philox draw, in
+ * units of a plain one (parallel.h's grain). */
+#define HEAVY 8
 
 static gcn_status cpu_axpby(gcn_ctx *ctx, int64_t n, float alpha, const float *x, float beta,
                             float *y)
 {
-    (void)ctx;
+    GCN_PAR_FOR_SIMD(gcn_par_threads(ctx, n))
     for (int64_t i = 0; i < n; i++)
         y[i] = alpha * x[i] + (beta == 0.0f ? 0.0f : beta * y[i]);
     return GCN_OK;
@@ -129,7 +50,7 @@ static gcn_status cpu_axpby(gcn_ctx *ctx, int64_t n, float alpha, const float *x
 
 static gcn_status cpu_add(gcn_ctx *ctx, int64_t n, const float *a, const float *b, float *out)
 {
-    (void)ctx;
+    GCN_PAR_FOR_SIMD(gcn_par_threads(ctx, n))
     for (int64_t i = 0; i < n; i++)
         out[i] = a[i] + b[i];
     return GCN_OK;
@@ -138,43 +59,74 @@ static gcn_status cpu_add(gcn_ctx *ctx, int64_t n, const float *a, const float *
 static gcn_status cpu_add_bias(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
                                const float *bias, float *out)
 {
-    (void)ctx;
+    GCN_PAR_FOR(gcn_par_threads(ctx, rows * cols))
     for (int64_t i = 0; i < rows; i++)
+        GCN_SIMD
         for (int64_t j = 0; j < cols; j++)
             out[i * cols + j] = x[i * cols + j] + bias[j];
+    return GCN_OK;
+}
+
+typedef struct rows_arg {
+    int64_t cols;
+    const float *x, *y;
+} rows_arg;
+
+static void sum_items(const void *user, int64_t lo, int64_t hi, double *acc)
+{
+    const rows_arg *u = user;
+    double s = 0.0;
+    GCN_PRAGMA(omp simd reduction(+ : s))
+    for (int64_t i = lo; i < hi; i++)
+        s += u->x[i];
+    acc[0] = s;
+}
+
+static void dot_items(const void *user, int64_t lo, int64_t hi, double *acc)
+{
+    const rows_arg *u = user;
+    double s = 0.0;
+    GCN_PRAGMA(omp simd reduction(+ : s))
+    for (int64_t i = lo; i < hi; i++)
+        s += (double)u->x[i] * u->y[i];
+    acc[0] = s;
+}
+
+/* out[0, width) = the sums gcn_par_sums gives, with the scratch it needs. */
+static gcn_status sums(gcn_ctx *ctx, int64_t n, int64_t width, gcn_par_sum_fn *fn,
+                       const void *u, double **out)
+{
+    double *part;
+    GCN_TRY(gcn_cpu_scratch(ctx, (size_t)(GCN_PAR_CHUNKS + 1) * (size_t)width * sizeof *part,
+                            (void **)&part));
+    *out = part + (int64_t)GCN_PAR_CHUNKS * width;
+    gcn_par_sums(ctx, n, width, 1, fn, u, part, *out);
     return GCN_OK;
 }
 
 static gcn_status cpu_col_sum(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
                               float *out, bool acc)
 {
-    double *s = calloc((size_t)(cols > 0 ? cols : 1), sizeof *s);
-    if (!s)
-        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory in col_sum");
-    for (int64_t i = 0; i < rows; i++)
-        for (int64_t j = 0; j < cols; j++)
-            s[j] += x[i * cols + j];
+    double *s;
+    GCN_TRY(sums(ctx, rows, cols, gcn_par_add_rows, &(gcn_par_rows){.cols = cols, .x = x}, &s));
     for (int64_t j = 0; j < cols; j++)
         out[j] = (float)s[j] + (acc ? out[j] : 0.0f);
-    free(s);
     return GCN_OK;
 }
 
 static gcn_status cpu_sum(gcn_ctx *ctx, int64_t n, const float *x, float *out)
 {
-    (void)ctx;
-    double s = 0.0;
-    for (int64_t i = 0; i < n; i++)
-        s += x[i];
-    out[0] = (float)s;
+    double *s;
+    GCN_TRY(sums(ctx, n, 1, sum_items, &(rows_arg){.x = x}, &s));
+    out[0] = (float)s[0];
     return GCN_OK;
 }
 
 static gcn_status cpu_sum_backward(gcn_ctx *ctx, int64_t n, const float *dy, float scale,
                                    float *dx, bool acc)
 {
-    (void)ctx;
     float g = dy[0] * scale;
+    GCN_PAR_FOR_SIMD(gcn_par_threads(ctx, n))
     for (int64_t i = 0; i < n; i++)
         dx[i] = g + (acc ? dx[i] : 0.0f);
     return GCN_OK;
@@ -182,7 +134,7 @@ static gcn_status cpu_sum_backward(gcn_ctx *ctx, int64_t n, const float *dy, flo
 
 static gcn_status cpu_relu(gcn_ctx *ctx, int64_t n, const float *x, float *y)
 {
-    (void)ctx;
+    GCN_PAR_FOR_SIMD(gcn_par_threads(ctx, n))
     for (int64_t i = 0; i < n; i++)
         y[i] = x[i] > 0.0f ? x[i] : 0.0f;
     return GCN_OK;
@@ -191,7 +143,7 @@ static gcn_status cpu_relu(gcn_ctx *ctx, int64_t n, const float *x, float *y)
 static gcn_status cpu_relu_backward(gcn_ctx *ctx, int64_t n, const float *y, const float *dy,
                                     float *dx, bool acc)
 {
-    (void)ctx;
+    GCN_PAR_FOR_SIMD(gcn_par_threads(ctx, n))
     for (int64_t i = 0; i < n; i++)
         dx[i] = (y[i] > 0.0f ? dy[i] : 0.0f) + (acc ? dx[i] : 0.0f);
     return GCN_OK;
@@ -199,7 +151,7 @@ static gcn_status cpu_relu_backward(gcn_ctx *ctx, int64_t n, const float *y, con
 
 static gcn_status cpu_elu(gcn_ctx *ctx, int64_t n, const float *x, float alpha, float *y)
 {
-    (void)ctx;
+    GCN_PAR_FOR(gcn_par_threads(ctx, n * HEAVY))
     for (int64_t i = 0; i < n; i++)
         y[i] = x[i] > 0.0f ? x[i] : alpha * expm1f(x[i]);
     return GCN_OK;
@@ -208,7 +160,7 @@ static gcn_status cpu_elu(gcn_ctx *ctx, int64_t n, const float *x, float alpha, 
 static gcn_status cpu_elu_backward(gcn_ctx *ctx, int64_t n, const float *y, float alpha,
                                    const float *dy, float *dx, bool acc)
 {
-    (void)ctx;
+    GCN_PAR_FOR_SIMD(gcn_par_threads(ctx, n))
     for (int64_t i = 0; i < n; i++)
         dx[i] = dy[i] * (y[i] > 0.0f ? 1.0f : y[i] + alpha) + (acc ? dx[i] : 0.0f);
     return GCN_OK;
@@ -217,8 +169,8 @@ static gcn_status cpu_elu_backward(gcn_ctx *ctx, int64_t n, const float *y, floa
 static gcn_status cpu_scale_by(gcn_ctx *ctx, int64_t n, const float *x, const float *s, float *y,
                                bool acc)
 {
-    (void)ctx;
     float k = s[0];
+    GCN_PAR_FOR_SIMD(gcn_par_threads(ctx, n))
     for (int64_t i = 0; i < n; i++)
         y[i] = k * x[i] + (acc ? y[i] : 0.0f);
     return GCN_OK;
@@ -227,11 +179,9 @@ static gcn_status cpu_scale_by(gcn_ctx *ctx, int64_t n, const float *x, const fl
 static gcn_status cpu_dot(gcn_ctx *ctx, int64_t n, const float *a, const float *b, float *out,
                           bool acc)
 {
-    (void)ctx;
-    double s = 0.0;
-    for (int64_t i = 0; i < n; i++)
-        s += (double)a[i] * b[i];
-    out[0] = (float)s + (acc ? out[0] : 0.0f);
+    double *s;
+    GCN_TRY(sums(ctx, n, 1, dot_items, &(rows_arg){.x = a, .y = b}, &s));
+    out[0] = (float)s[0] + (acc ? out[0] : 0.0f);
     return GCN_OK;
 }
 
@@ -242,33 +192,69 @@ static gcn_status cpu_add_u64(gcn_ctx *ctx, uint64_t *p, uint64_t delta)
     return GCN_OK;
 }
 
-/* One Philox block gives the mask of four consecutive elements.  A block
- * of four zeros (common in sparse input features) is zero whatever its
- * mask, so it skips the draw. */
+/* Elements a dropout pass takes at a time, their mask words on the stack. */
+#define DROP_BLOCK 256
+
+/* One Philox block gives the mask words of four consecutive elements.  A
+ * group of four zeros (common in sparse input features) is zero whatever
+ * its mask, so it skips the draw (its words say "kept").  An element is
+ * kept when its uniform value (w >> 8) 2^-24 >= p, both sides exact in
+ * float, so when (w >> 8) >= ceil(p 2^24): an integer test, and the kept
+ * product is selected by a bit mask, so the element loops vectorise. */
+/* v where word w keeps its element, else +0 (whatever v is). */
+static inline float dropped(float v, uint32_t w, uint32_t threshold)
+{
+    uint32_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    bits &= (w >> 8) >= threshold ? 0xffffffffu : 0u;
+    memcpy(&v, &bits, sizeof v);
+    return v;
+}
+
+static void dropout_block(const float *restrict x, float *restrict y, int64_t base, int64_t len,
+                          float p, const uint32_t key[2], uint64_t first, bool acc)
+{
+    uint32_t w[DROP_BLOCK];
+    for (int64_t g = 0; g < len; g += 4) {
+        const float *xg = x + g;
+        int64_t n = len - g < 4 ? len - g : 4;
+        if (g % 8 == 0 && g + 8 <= len && gcn_cpu_zeros8(xg)) {
+            memset(w + g, 0xff, 8 * sizeof *w);
+            g += 4;
+            continue;
+        }
+        bool zeros = true;
+        for (int64_t i = 0; i < n; i++)
+            zeros = zeros && xg[i] == 0.0f;
+        uint32_t *wg = w + g, words[4] = {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu};
+        if (!zeros) {
+            uint64_t ctr = first + (uint64_t)(base + g) / 4;
+            uint32_t counter[4] = {(uint32_t)ctr, (uint32_t)(ctr >> 32), GCN_RNG_DROPOUT, 0u};
+            gcn_philox4x32_10(counter, key, words);
+        }
+        for (int64_t i = 0; i < n; i++)
+            wg[i] = words[i];
+    }
+    uint32_t threshold = (uint32_t)ceil((double)p * 16777216.0);
+    float scale = 1.0f / (1.0f - p);
+    if (acc)
+        GCN_SIMD
+        for (int64_t i = 0; i < len; i++)
+            y[i] = dropped(x[i] * scale, w[i], threshold) + y[i];
+    else
+        GCN_SIMD
+        for (int64_t i = 0; i < len; i++)
+            y[i] = dropped(x[i] * scale, w[i], threshold) + 0.0f;
+}
+
 static gcn_status cpu_dropout(gcn_ctx *ctx, int64_t n, const float *x, float *y, float p,
                               const uint32_t key[2], gcn_draw_offset offset, bool acc)
 {
-    (void)ctx;
     uint64_t first = gcn_draw_first(offset);
-    float scale = 1.0f / (1.0f - p);
-    for (int64_t base = 0; base < n; base += 4) {
-        int64_t len = n - base < 4 ? n - base : 4;
-        const float *xb = x + base;
-        float *yb = y + base;
-        bool zeros = true;
-        for (int64_t i = 0; i < len; i++)
-            zeros = zeros && xb[i] == 0.0f;
-        uint32_t w[4] = {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu};
-        if (!zeros) {
-            uint64_t ctr = first + (uint64_t)base / 4;
-            uint32_t counter[4] = {(uint32_t)ctr, (uint32_t)(ctr >> 32), GCN_RNG_DROPOUT, 0u};
-            gcn_philox4x32_10(counter, key, w);
-        }
-        for (int64_t i = 0; i < len; i++) {
-            float kept = gcn_philox_uniform(w[i]) >= p ? xb[i] * scale : 0.0f;
-            yb[i] = kept + (acc ? yb[i] : 0.0f);
-        }
-    }
+    GCN_PAR_FOR(gcn_par_threads(ctx, n * 2))
+    for (int64_t base = 0; base < n; base += DROP_BLOCK)
+        dropout_block(x + base, y + base, base, n - base < DROP_BLOCK ? n - base : DROP_BLOCK, p,
+                      key, first, acc);
     return GCN_OK;
 }
 
@@ -287,14 +273,14 @@ static gcn_status cpu_copy_cols(gcn_ctx *ctx, int64_t rows, int64_t width, const
 
 const gcn_backend gcn_backend_cpu = {
     .name = "cpu",
-    .alloc = cpu_alloc,
-    .release = cpu_release,
+    .alloc = gcn_cpu_alloc,
+    .release = gcn_cpu_release,
     .upload = cpu_memcpy,
     .download = cpu_memcpy,
     .copy = cpu_memcpy,
     .fill = cpu_fill,
     .sync = cpu_sync,
-    .gemm = cpu_gemm,
+    .gemm = gcn_cpu_gemm,
     .axpby = cpu_axpby,
     .add = cpu_add,
     .add_bias = cpu_add_bias,

@@ -1,9 +1,32 @@
-/* CPU backend functions defined in ops_cpu_nn.c, ops_cpu_epilogue.c and gathered into the
- * gcn_backend_cpu table in ops_cpu.c.  Types and semantics: gcn_be_*_fn in internal.h. */
+/* CPU backend functions defined in cpu_pool.c, ops_cpu_gemm.c, ops_cpu_nn.c and
+ * ops_cpu_epilogue.c, gathered into the gcn_backend_cpu table in ops_cpu.c.
+ * Types and semantics: gcn_be_*_fn in internal.h. */
 #ifndef GCN_OPS_CPU_H
 #define GCN_OPS_CPU_H
 
+#include <string.h>
+
 #include "internal.h"
+
+/* Whether x[0, 8) are all zeros (of either sign): one vector test, for the
+ * loops that skip the zeros of sparse features eight at a time. */
+static inline bool gcn_cpu_zeros8(const float *x)
+{
+    uint32_t bits[8], any = 0;
+    memcpy(bits, x, sizeof bits);
+    for (int i = 0; i < 8; i++)
+        any |= bits[i] << 1;
+    return any == 0;
+}
+
+/* Dense products: OpenBLAS, or a path for operands of mostly zeros (ops_cpu_gemm.c). */
+gcn_be_gemm_fn gcn_cpu_gemm;
+
+/* Host memory through the context's caching pool (cpu_pool.c). */
+gcn_be_alloc_fn gcn_cpu_alloc;
+gcn_be_release_fn gcn_cpu_release;
+/* Returns the pool's free blocks to the system and frees it (gcn_ctx_free). */
+void gcn_cpu_pool_free(gcn_ctx *ctx);
 
 gcn_be_batchnorm_train_fn gcn_cpu_batchnorm_train;
 gcn_be_batchnorm_eval_fn gcn_cpu_batchnorm_eval;

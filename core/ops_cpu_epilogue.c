@@ -1,140 +1,342 @@
-/* The fused epilogue on the CPU: the reference the CUDA kernels are tested
- * against.  Statistics and the batch-norm gradient sums are taken in double
- * over the rows in order; element arithmetic is epilogue_math.h's. */
+/* The fused epilogue on the CPU, on the context's threads: the reference the
+ * CUDA kernels are tested against.  Statistics and the batch-norm gradient
+ * sums are taken in double over fixed chunks of rows added in chunk order
+ * (parallel.h); element arithmetic is epilogue_math.h's. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "epilogue_math.h"
 #include "ops_cpu.h"
+#include "parallel.h"
+
+/* Work of an element with a Philox draw, in units of a plain one. */
+#define HEAVY 8
+
+/* Operands of the row sums: x + bias per column (bias never NULL here),
+ * centred on mean. */
+typedef struct stat_arg {
+    int64_t cols;
+    const float *x, *bias;
+    const double *mean;
+} stat_arg;
+
+static void sum_v(const void *user, int64_t lo, int64_t hi, double *acc)
+{
+    const stat_arg *u = user;
+    for (int64_t r = lo; r < hi; r++)
+        GCN_SIMD
+        for (int64_t c = 0; c < u->cols; c++)
+            acc[c] += u->x[r * u->cols + c] + u->bias[c];
+}
+
+static void sum_sq(const void *user, int64_t lo, int64_t hi, double *acc)
+{
+    const stat_arg *u = user;
+    for (int64_t r = lo; r < hi; r++)
+        GCN_SIMD
+        for (int64_t c = 0; c < u->cols; c++) {
+            double d = (double)(u->x[r * u->cols + c] + u->bias[c]) - u->mean[c];
+            acc[c] += d * d;
+        }
+}
 
 gcn_status gcn_cpu_epilogue_stats(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
                                   const float *bias, bool training, float momentum, float eps,
                                   float *running_mean, float *running_var, float *mean,
                                   float *invstd)
 {
-    (void)ctx;
-    for (int64_t c = 0; c < cols; c++) {
-        if (!training) {
+    if (!training) {
+        for (int64_t c = 0; c < cols; c++)
             invstd[c] = (float)(1.0 / sqrt((double)running_var[c] + eps));
-            continue;
-        }
-        float b = bias ? bias[c] : 0.0f;
-        double m = 0.0, var = 0.0;
-        for (int64_t r = 0; r < rows; r++)
-            m += x[r * cols + c] + b;
-        m /= (double)rows;
-        for (int64_t r = 0; r < rows; r++) {
-            double d = (double)(x[r * cols + c] + b) - m;
-            var += d * d;
-        }
-        double unbiased = var / (double)(rows - 1);
-        var /= (double)rows;
-        mean[c] = (float)m;
-        invstd[c] = (float)(1.0 / sqrt(var + eps));
-        running_mean[c] = (float)((1.0 - momentum) * running_mean[c] + momentum * m);
+        return GCN_OK;
+    }
+    double *m;
+    GCN_TRY(gcn_cpu_scratch(ctx, (size_t)(GCN_PAR_CHUNKS + 3) * (size_t)cols * sizeof *m,
+                            (void **)&m));
+    double *var = m + cols, *part = m + 3 * cols;
+    float *zeros = (float *)(m + 2 * cols);
+    for (int64_t c = 0; !bias && c < cols; c++)
+        zeros[c] = 0.0f;
+    stat_arg u = {.cols = cols, .x = x, .bias = bias ? bias : zeros, .mean = m};
+    gcn_par_sums(ctx, rows, cols, 1, sum_v, &u, part, m);
+    for (int64_t c = 0; c < cols; c++)
+        m[c] /= (double)rows;
+    gcn_par_sums(ctx, rows, cols, 1, sum_sq, &u, part, var);
+    for (int64_t c = 0; c < cols; c++) {
+        double unbiased = var[c] / (double)(rows - 1);
+        mean[c] = (float)m[c];
+        invstd[c] = (float)(1.0 / sqrt(var[c] / (double)rows + eps));
+        running_mean[c] = (float)((1.0 - momentum) * running_mean[c] + momentum * m[c]);
         running_var[c] = (float)((1.0 - momentum) * running_var[c] + momentum * unbiased);
     }
     return GCN_OK;
 }
 
-/* The per-column constants of a, or NULL when out of memory. */
-static gcn_epi_col *columns(const gcn_epilogue_args *a)
+/* The per-column constants of gcn_epi_column, one array each, so the block
+ * loops below load them as vectors. */
+typedef struct epi_cols {
+    float *bias, *mean, *scale, *beta;
+    bool norm;
+} epi_cols;
+
+/* Scratch: the per-column constants of a into *k, then `words` doubles
+ * into *d. */
+static gcn_status epi_scratch(gcn_ctx *ctx, const gcn_epilogue_args *a, int64_t words,
+                              epi_cols *k, double **d)
 {
-    gcn_epi_col *k = malloc((size_t)(a->cols > 0 ? a->cols : 1) * sizeof *k);
-    for (int64_t c = 0; k && c < a->cols; c++)
-        k[c] = gcn_epi_column(a->bias, a->gamma, a->beta, a->mean, a->invstd, c);
-    return k;
+    size_t kbytes = ((size_t)a->cols * sizeof(float) + 63) / 64 * 64;
+    char *p;
+    GCN_TRY(gcn_cpu_scratch(ctx, 4 * kbytes + (size_t)words * sizeof **d, (void **)&p));
+    *k = (epi_cols){(float *)p, (float *)(p + kbytes), (float *)(p + 2 * kbytes),
+                    (float *)(p + 3 * kbytes), a->gamma != NULL};
+    *d = (double *)(p + 4 * kbytes);
+    for (int64_t c = 0; c < a->cols; c++) {
+        gcn_epi_col col = gcn_epi_column(a->bias, a->gamma, a->beta, a->mean, a->invstd, c);
+        k->bias[c] = col.bias;
+        k->mean[c] = col.mean;
+        k->scale[c] = col.scale;
+        k->beta[c] = col.beta;
+    }
+    return GCN_OK;
 }
 
-/* Dropout's factor for flat element i: 1 without dropout, else 1 / (1 - p)
- * or 0 by the mask; w caches the words of i's group of four. */
-static float drop_factor(const gcn_epilogue_args *a, int64_t i, uint32_t w[4])
+/* Columns of a row taken at a time, their temporaries on the stack. */
+#define BLOCK 256
+
+/* One block: w elements of a row from flat element i0 and column c0, with
+ * pre, act(pre) and dropout's mask (all ones where the element is kept,
+ * and scaled by 1 / (1 - p), else 0).  Each loop runs one stage of
+ * epilogue_math.h over the block with the stage's branches decided
+ * outside it, and masks bits rather than branching on a float, so the
+ * compiler vectorises it. */
+typedef struct epi_block {
+    int64_t i0, c0, w;
+    float pre[BLOCK], y[BLOCK];
+    uint32_t keep[BLOCK];
+} epi_block;
+
+/* gcn_epi_kept(w, p) compares (w >> 8) 2^-24 with p, both exact in float,
+ * so it is (w >> 8) >= ceil(p 2^24): an integer test that vectorises. */
+static uint32_t keep_threshold(float p)
 {
-    if (a->p == 0.0f)
-        return 1.0f;
-    if (i % 4 == 0)
-        gcn_epi_words(a->key, gcn_draw_first(a->offset), (uint64_t)i / 4, w);
-    return gcn_epi_kept(w[i % 4], a->p) ? 1.0f / (1.0f - a->p) : 0.0f;
+    return (uint32_t)ceil((double)p * 16777216.0);
+}
+
+static void drop_mask(const gcn_epilogue_args *a, epi_block *b)
+{
+    uint32_t words[BLOCK + 8];
+    uint64_t first = gcn_draw_first(a->offset), g0 = (uint64_t)b->i0 / 4;
+    int64_t skip = b->i0 % 4, groups = (skip + b->w + 3) / 4;
+    for (int64_t g = 0; g < groups; g++)
+        gcn_epi_words(a->key, first, g0 + (uint64_t)g, words + 4 * g);
+    uint32_t threshold = keep_threshold(a->p);
+    const uint32_t *restrict w = words + skip;
+    GCN_SIMD
+    for (int64_t j = 0; j < b->w; j++)
+        b->keep[j] = (w[j] >> 8) >= threshold ? 0xffffffffu : 0u;
+}
+
+/* v where keep is all ones, +0 where it is 0: the kept product, or the
+ * dropped element's 0 (which v, an infinity times 0, might not be). */
+static inline float masked(float v, uint32_t keep)
+{
+    uint32_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    bits &= keep;
+    memcpy(&v, &bits, sizeof v);
+    return v;
+}
+
+/* b->pre and b->y of the block at row r, column c0, and its factors. */
+static void block_values(const gcn_epilogue_args *a, const epi_cols *k, int64_t r, int64_t c0,
+                         epi_block *b)
+{
+    b->i0 = r * a->cols + c0;
+    b->c0 = c0;
+    b->w = a->cols - c0 < BLOCK ? a->cols - c0 : BLOCK;
+    const float *restrict x = a->x + b->i0;
+    const float *restrict bias = k->bias + c0, *restrict mean = k->mean + c0;
+    const float *restrict scale = k->scale + c0, *restrict beta = k->beta + c0;
+    int64_t w = b->w;
+    if (k->norm)
+        GCN_SIMD
+        for (int64_t j = 0; j < w; j++)
+            b->pre[j] = gcn_epi_pre(x[j], (gcn_epi_col){bias[j], mean[j], scale[j], beta[j], true});
+    else
+        GCN_SIMD
+        for (int64_t j = 0; j < w; j++)
+            b->pre[j] = gcn_epi_pre(x[j], (gcn_epi_col){bias[j], 0.0f, 1.0f, 0.0f, false});
+    if (a->act == GCN_ACT_RELU)
+        GCN_SIMD
+        for (int64_t j = 0; j < w; j++)
+            b->y[j] = gcn_epi_act(b->pre[j], GCN_ACT_RELU, a->alpha);
+    else
+        for (int64_t j = 0; j < w; j++)
+            b->y[j] = gcn_epi_act(b->pre[j], a->act, a->alpha);
+    if (a->p > 0.0f)
+        drop_mask(a, b);
+}
+
+/* The work of one element (plain units). */
+static int64_t element_cost(const gcn_epilogue_args *a)
+{
+    return a->p > 0.0f ? HEAVY : 2;
 }
 
 gcn_status gcn_cpu_epilogue_forward(gcn_ctx *ctx, const gcn_epilogue_args *a, float *out)
 {
-    gcn_epi_col *k = columns(a);
-    if (!k)
-        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "epilogue: out of host memory");
-    uint32_t w[4];
-    for (int64_t i = 0; i < a->rows * a->cols; i++) {
-        float y = gcn_epi_act(gcn_epi_pre(a->x[i], k[i % a->cols]), a->act, a->alpha);
-        float f = drop_factor(a, i, w);
-        out[i] = a->p == 0.0f ? y : f != 0.0f ? y * f : 0.0f;
-    }
-    free(k);
+    epi_cols k;
+    double *unused;
+    GCN_TRY(epi_scratch(ctx, a, 0, &k, &unused));
+    float scale = 1.0f / (1.0f - a->p);
+    GCN_PAR_FOR(gcn_par_threads(ctx, a->rows * a->cols * element_cost(a)))
+    for (int64_t r = 0; r < a->rows; r++)
+        for (int64_t c0 = 0; c0 < a->cols; c0 += BLOCK) {
+            epi_block b;
+            block_values(a, &k, r, c0, &b);
+            float *restrict o = out + b.i0;
+            if (a->p == 0.0f)
+                GCN_SIMD
+                for (int64_t j = 0; j < b.w; j++)
+                    o[j] = b.y[j];
+            else
+                GCN_SIMD
+                for (int64_t j = 0; j < b.w; j++)
+                    o[j] = masked(b.y[j] * scale, b.keep[j]);
+        }
     return GCN_OK;
 }
 
-/* g at pre for flat element i, and pre itself. */
-static float pre_grad(const gcn_epilogue_args *a, const gcn_epi_col *k, const float *dout,
-                      int64_t i, uint32_t w[4], float *pre)
+/* g[j]: the gradient at pre of the block's elements, from dout. */
+static void block_grad(const gcn_epilogue_args *a, const float *dout, const epi_block *b,
+                       float *restrict g)
 {
-    *pre = gcn_epi_pre(a->x[i], *k);
-    float f = drop_factor(a, i, w);
-    float g = a->p == 0.0f ? dout[i] : f != 0.0f ? dout[i] * f : 0.0f;
-    return gcn_epi_act_grad(g, *pre, gcn_epi_act(*pre, a->act, a->alpha), a->act, a->alpha);
+    const float *restrict d = dout + b->i0;
+    float scale = 1.0f / (1.0f - a->p);
+    if (a->p == 0.0f)
+        GCN_SIMD
+        for (int64_t j = 0; j < b->w; j++)
+            g[j] = d[j];
+    else
+        GCN_SIMD
+        for (int64_t j = 0; j < b->w; j++)
+            g[j] = masked(d[j] * scale, b->keep[j]);
+    if (a->act == GCN_ACT_RELU)
+        GCN_SIMD
+        for (int64_t j = 0; j < b->w; j++)
+            g[j] = gcn_epi_act_grad(g[j], b->pre[j], b->y[j], GCN_ACT_RELU, a->alpha);
+    else
+        for (int64_t j = 0; j < b->w; j++)
+            g[j] = gcn_epi_act_grad(g[j], b->pre[j], b->y[j], a->act, a->alpha);
 }
 
-/* sums[c] = sum of g, sums[cols + c] = sum of g xhat over the rows. */
-static void grad_sums(const gcn_epilogue_args *a, const gcn_epi_col *k, const float *dout,
-                      double *sums)
+/* The backward's operands for the row passes. */
+typedef struct back_arg {
+    const gcn_epilogue_args *a;
+    const epi_cols *k;
+    const float *dout;
+    const double *sums;
+    const gcn_epilogue_grads *gr;
+} back_arg;
+
+/* xhat of the block's elements (training-mode batch norm): (x + bias -
+ * mean) invstd in double. */
+static void block_xhat(const gcn_epilogue_args *a, const epi_cols *k, const epi_block *b,
+                       double *restrict xhat)
 {
-    uint32_t w[4];
-    for (int64_t c = 0; c < 2 * a->cols; c++)
-        sums[c] = 0.0;
-    for (int64_t i = 0; i < a->rows * a->cols; i++) {
-        int64_t c = i % a->cols;
-        float pre;
-        double g = pre_grad(a, &k[c], dout, i, w, &pre);
-        sums[c] += g;
-        if (k[c].norm)
-            sums[a->cols + c] += g * (((double)(a->x[i] + k[c].bias) - k[c].mean) * a->invstd[c]);
-    }
+    const float *restrict x = a->x + b->i0, *restrict bias = k->bias + b->c0;
+    const float *restrict mean = k->mean + b->c0, *restrict invstd = a->invstd + b->c0;
+    GCN_SIMD
+    for (int64_t j = 0; j < b->w; j++)
+        xhat[j] = ((double)(x[j] + bias[j]) - mean[j]) * invstd[j];
 }
 
-/* Batch-norm training: dx = gamma invstd / n (n g - sum g - xhat sum(g xhat));
- * otherwise dx = g scale (scale 1 without batch norm). */
-static double dx_value(const gcn_epilogue_args *a, const gcn_epi_col *k, const double *sums,
-                       int64_t i, double g)
+/* acc[c] += g, acc[cols + c] += g xhat over the rows. */
+static void grad_rows(const void *user, int64_t lo, int64_t hi, double *acc)
 {
-    int64_t c = i % a->cols;
-    if (!k->norm)
-        return g;
-    if (!a->batch_stats)
-        return g * k->scale;
-    double n = (double)a->rows, invstd = a->invstd[c];
-    double xhat = ((double)(a->x[i] + k->bias) - k->mean) * invstd;
-    return a->gamma[c] * invstd / n * (n * g - sums[c] - xhat * sums[a->cols + c]);
+    const back_arg *u = user;
+    const gcn_epilogue_args *a = u->a;
+    for (int64_t r = lo; r < hi; r++)
+        for (int64_t c0 = 0; c0 < a->cols; c0 += BLOCK) {
+            epi_block b;
+            float g[BLOCK];
+            double xhat[BLOCK];
+            block_values(a, u->k, r, c0, &b);
+            block_grad(a, u->dout, &b, g);
+            double *restrict sg = acc + c0, *restrict sgx = acc + a->cols + c0;
+            GCN_SIMD
+            for (int64_t j = 0; j < b.w; j++)
+                sg[j] += g[j];
+            if (!u->k->norm)
+                continue;
+            block_xhat(a, u->k, &b, xhat);
+            GCN_SIMD
+            for (int64_t j = 0; j < b.w; j++)
+                sgx[j] += g[j] * xhat[j];
+        }
+}
+
+/* Writes dx over the rows and sums it into acc[c] (dbias).  dx = g
+ * without batch norm, g scale with running statistics, and in training
+ * gamma invstd / n (n g - sum g - xhat sum(g xhat)). */
+static void dx_rows(const void *user, int64_t lo, int64_t hi, double *acc)
+{
+    const back_arg *u = user;
+    const gcn_epilogue_args *a = u->a;
+    const epi_cols *k = u->k;
+    double n = (double)a->rows;
+    for (int64_t r = lo; r < hi; r++)
+        for (int64_t c0 = 0; c0 < a->cols; c0 += BLOCK) {
+            epi_block b;
+            float g[BLOCK];
+            double v[BLOCK];
+            block_values(a, k, r, c0, &b);
+            block_grad(a, u->dout, &b, g);
+            if (!k->norm) {
+                GCN_SIMD
+                for (int64_t j = 0; j < b.w; j++)
+                    v[j] = g[j];
+            } else if (!a->batch_stats) {
+                GCN_SIMD
+                for (int64_t j = 0; j < b.w; j++)
+                    v[j] = (double)g[j] * k->scale[c0 + j];
+            } else {
+                const double *sg = u->sums + c0, *sgx = u->sums + a->cols + c0;
+                block_xhat(a, k, &b, v);
+                GCN_SIMD
+                for (int64_t j = 0; j < b.w; j++) {
+                    double invstd = a->invstd[c0 + j];
+                    v[j] = a->gamma[c0 + j] * invstd / n * (n * g[j] - sg[j] - v[j] * sgx[j]);
+                }
+            }
+            double *restrict db = acc + c0;
+            GCN_SIMD
+            for (int64_t j = 0; j < b.w; j++)
+                db[j] += (float)v[j];
+            float *restrict dx = u->gr->dx ? u->gr->dx + b.i0 : NULL;
+            if (dx && u->gr->acc_x)
+                GCN_SIMD
+                for (int64_t j = 0; j < b.w; j++)
+                    dx[j] = (float)v[j] + dx[j];
+            else if (dx)
+                GCN_SIMD
+                for (int64_t j = 0; j < b.w; j++)
+                    dx[j] = (float)v[j];
+        }
 }
 
 gcn_status gcn_cpu_epilogue_backward(gcn_ctx *ctx, const gcn_epilogue_args *a, const float *dout,
                                      const gcn_epilogue_grads *gr)
 {
     int64_t cols = a->cols;
-    gcn_epi_col *k = columns(a);
-    double *sums = calloc((size_t)(3 * cols + 1), sizeof *sums);
-    if (!k || !sums) {
-        free(k);
-        free(sums);
-        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "epilogue: out of host memory");
-    }
-    double *dbias = sums + 2 * cols;
-    grad_sums(a, k, dout, sums);
-    uint32_t w[4];
-    for (int64_t i = 0; i < a->rows * cols; i++) {
-        float pre;
-        double dx = dx_value(a, &k[i % cols], sums, i, pre_grad(a, &k[i % cols], dout, i, w, &pre));
-        dbias[i % cols] += (float)dx;
-        if (gr->dx)
-            gr->dx[i] = (float)dx + (gr->acc_x ? gr->dx[i] : 0.0f);
-    }
+    epi_cols k;
+    double *sums;
+    GCN_TRY(epi_scratch(ctx, a, (GCN_PAR_CHUNKS * 2 + 3) * cols, &k, &sums));
+    double *dbias = sums + 2 * cols, *part = sums + 3 * cols;
+    back_arg u = {.a = a, .k = &k, .dout = dout, .sums = sums, .gr = gr};
+    gcn_par_sums(ctx, a->rows, 2 * cols, element_cost(a) / 2, grad_rows, &u, part, sums);
+    gcn_par_sums(ctx, a->rows, cols, element_cost(a), dx_rows, &u, part, dbias);
     for (int64_t c = 0; c < cols; c++) {
         if (gr->dbias)
             gr->dbias[c] = (float)dbias[c] + (gr->acc_bias ? gr->dbias[c] : 0.0f);
@@ -143,7 +345,5 @@ gcn_status gcn_cpu_epilogue_backward(gcn_ctx *ctx, const gcn_epilogue_args *a, c
         if (gr->dbeta)
             gr->dbeta[c] = (float)sums[c] + (gr->acc_beta ? gr->dbeta[c] : 0.0f);
     }
-    free(k);
-    free(sums);
     return GCN_OK;
 }

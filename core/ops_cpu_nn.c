@@ -1,37 +1,100 @@
-/* CPU backend, neural-network part: batch norm, log_softmax, NLL, accuracy
- * and cross-entropy.  Statistics accumulate in double. */
+/* CPU backend, neural-network part: batch norm, log_softmax, NLL, accuracy,
+ * cross-entropy and segment pooling, on the context's threads
+ * (parallel.h).  Statistics accumulate in double, over fixed chunks of rows
+ * added in chunk order. */
 #include <math.h>
 #include <stdlib.h>
 
 #include "ops_cpu.h"
+#include "parallel.h"
 
 #define ACC(p, acc) ((acc) ? (p) : 0.0f)
+
+/* Work of an element with an exp or log, in units of a plain one. */
+#define HEAVY 8
+
+/* A column statistic's operands: x and dy [rows, cols], and per column
+ * centre and scale (double). */
+typedef struct col_arg {
+    int64_t cols;
+    const float *x, *dy;
+    const double *centre, *scale;
+} col_arg;
+
+static void sum_sq_dev(const void *user, int64_t lo, int64_t hi, double *acc)
+{
+    const col_arg *u = user;
+    for (int64_t i = lo; i < hi; i++)
+        GCN_SIMD
+        for (int64_t j = 0; j < u->cols; j++) {
+            double d = u->x[i * u->cols + j] - u->centre[j];
+            acc[j] += d * d;
+        }
+}
+
+/* acc[j] += dy, acc[cols + j] += dy xhat with xhat = (x - centre) scale. */
+static void sum_dy_dyx(const void *user, int64_t lo, int64_t hi, double *acc)
+{
+    const col_arg *u = user;
+    for (int64_t i = lo; i < hi; i++)
+        GCN_SIMD
+        for (int64_t j = 0; j < u->cols; j++) {
+            double g = u->dy[i * u->cols + j];
+            acc[j] += g;
+            acc[u->cols + j] += g * ((u->x[i * u->cols + j] - u->centre[j]) * u->scale[j]);
+        }
+}
+
+/* Scratch for `words` doubles of the op's own and the partial sums of a
+ * reduction `width` wide after them. */
+static gcn_status bn_scratch(gcn_ctx *ctx, int64_t words, int64_t width, double **own,
+                             double **part)
+{
+    double *p;
+    GCN_TRY(gcn_cpu_scratch(ctx, (size_t)(words + GCN_PAR_CHUNKS * width) * sizeof *p,
+                            (void **)&p));
+    *own = p;
+    *part = p + words;
+    return GCN_OK;
+}
+
+/* y = (x - mean) invstd gamma + beta, column by column, in double. */
+static void bn_normalize(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
+                         const double *mean, const double *invstd, const float *gamma,
+                         const float *beta, float *y)
+{
+    GCN_PAR_FOR(gcn_par_threads(ctx, rows * cols))
+    for (int64_t i = 0; i < rows; i++)
+        GCN_SIMD
+        for (int64_t j = 0; j < cols; j++)
+            y[i * cols + j] =
+                (float)((x[i * cols + j] - mean[j]) * invstd[j] * gamma[j] + beta[j]);
+}
 
 gcn_status gcn_cpu_batchnorm_train(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
                                    const float *gamma, const float *beta, float *y,
                                    float *save_mean, float *save_invstd, float *running_mean,
                                    float *running_var, float momentum, float eps)
 {
-    (void)ctx;
+    double *st, *part;
+    GCN_TRY(bn_scratch(ctx, 3 * cols, cols, &st, &part));
+    double *mean = st, *var = st + cols, *invstd = st + 2 * cols;
+    col_arg u = {.cols = cols, .x = x, .centre = mean};
+    gcn_par_sums(ctx, rows, cols, 1, gcn_par_add_rows, &(gcn_par_rows){.cols = cols, .x = x},
+                 part, mean);
+    for (int64_t j = 0; j < cols; j++)
+        mean[j] /= (double)rows;
+    gcn_par_sums(ctx, rows, cols, 1, sum_sq_dev, &u, part, var);
     for (int64_t j = 0; j < cols; j++) {
-        double mean = 0.0, var = 0.0;
-        for (int64_t i = 0; i < rows; i++)
-            mean += x[i * cols + j];
-        mean /= (double)rows;
-        for (int64_t i = 0; i < rows; i++) {
-            double d = x[i * cols + j] - mean;
-            var += d * d;
-        }
-        double unbiased = var / (double)(rows - 1);
-        var /= (double)rows;
-        double invstd = 1.0 / sqrt(var + eps);
-        for (int64_t i = 0; i < rows; i++)
-            y[i * cols + j] = (float)((x[i * cols + j] - mean) * invstd * gamma[j] + beta[j]);
-        save_mean[j] = (float)mean;
-        save_invstd[j] = (float)invstd;
-        running_mean[j] = (float)((1.0 - momentum) * running_mean[j] + momentum * mean);
+        double unbiased = var[j] / (double)(rows - 1);
+        var[j] /= (double)rows;
+        invstd[j] = 1.0 / sqrt(var[j] + eps);
+        save_mean[j] = (float)mean[j];
+        save_invstd[j] = (float)invstd[j];
+        running_mean[j] = (float)((1.0 - momentum) * running_mean[j] + momentum * mean[j]);
         running_var[j] = (float)((1.0 - momentum) * running_var[j] + momentum * unbiased);
     }
+    bn_normalize(ctx, rows, cols, x, mean, invstd, gamma, beta, y);
     return GCN_OK;
 }
 
@@ -39,12 +102,14 @@ gcn_status gcn_cpu_batchnorm_eval(gcn_ctx *ctx, int64_t rows, int64_t cols, cons
                                   const float *gamma, const float *beta, const float *mean,
                                   const float *var, float eps, float *y)
 {
-    (void)ctx;
+    double *st, *part;
+    GCN_TRY(bn_scratch(ctx, 2 * cols, 0, &st, &part));
+    double *centre = st, *invstd = st + cols;
     for (int64_t j = 0; j < cols; j++) {
-        double invstd = 1.0 / sqrt((double)var[j] + eps);
-        for (int64_t i = 0; i < rows; i++)
-            y[i * cols + j] = (float)((x[i * cols + j] - mean[j]) * invstd * gamma[j] + beta[j]);
+        centre[j] = mean[j];
+        invstd[j] = 1.0 / sqrt((double)var[j] + eps);
     }
+    bn_normalize(ctx, rows, cols, x, centre, invstd, gamma, beta, y);
     return GCN_OK;
 }
 
@@ -55,27 +120,33 @@ gcn_status gcn_cpu_batchnorm_backward(gcn_ctx *ctx, int64_t rows, int64_t cols, 
                                       float *dgamma, float *dbeta, bool acc_x, bool acc_gamma,
                                       bool acc_beta)
 {
-    (void)ctx;
+    double *st, *part;
+    GCN_TRY(bn_scratch(ctx, 4 * cols, 2 * cols, &st, &part));
+    double *mean = st, *invstd = st + cols, *s = st + 2 * cols; /* s: sdy, then sdyx */
     for (int64_t j = 0; j < cols; j++) {
-        double mean = save_mean[j], invstd = save_invstd[j], sdy = 0.0, sdyx = 0.0;
-        for (int64_t i = 0; i < rows; i++) {
-            double xhat = (x[i * cols + j] - mean) * invstd;
-            sdy += dy[i * cols + j];
-            sdyx += dy[i * cols + j] * xhat;
-        }
+        mean[j] = save_mean[j];
+        invstd[j] = save_invstd[j];
+    }
+    col_arg u = {.cols = cols, .x = x, .dy = dy, .centre = mean, .scale = invstd};
+    gcn_par_sums(ctx, rows, 2 * cols, 1, sum_dy_dyx, &u, part, s);
+    for (int64_t j = 0; j < cols; j++) {
         if (dgamma)
-            dgamma[j] = (float)sdyx + ACC(dgamma[j], acc_gamma);
+            dgamma[j] = (float)s[cols + j] + ACC(dgamma[j], acc_gamma);
         if (dbeta)
-            dbeta[j] = (float)sdy + ACC(dbeta[j], acc_beta);
-        if (!dx)
-            continue;
-        double k = gamma[j] * invstd / (double)rows;
-        for (int64_t i = 0; i < rows; i++) {
-            double xhat = (x[i * cols + j] - mean) * invstd;
-            double g = k * ((double)rows * dy[i * cols + j] - sdy - xhat * sdyx);
+            dbeta[j] = (float)s[j] + ACC(dbeta[j], acc_beta);
+    }
+    if (!dx)
+        return GCN_OK;
+    double n = (double)rows;
+    GCN_PAR_FOR(gcn_par_threads(ctx, rows * cols))
+    for (int64_t i = 0; i < rows; i++)
+        GCN_SIMD
+        for (int64_t j = 0; j < cols; j++) {
+            double k = gamma[j] * invstd[j] / n;
+            double xhat = (x[i * cols + j] - mean[j]) * invstd[j];
+            double g = k * (n * dy[i * cols + j] - s[j] - xhat * s[cols + j]);
             dx[i * cols + j] = (float)g + ACC(dx[i * cols + j], acc_x);
         }
-    }
     return GCN_OK;
 }
 
@@ -85,21 +156,30 @@ gcn_status gcn_cpu_batchnorm_eval_backward(gcn_ctx *ctx, int64_t rows, int64_t c
                                            float *dx, float *dgamma, float *dbeta, bool acc_x,
                                            bool acc_gamma, bool acc_beta)
 {
-    (void)ctx;
+    double *st, *part;
+    GCN_TRY(bn_scratch(ctx, 4 * cols, 2 * cols, &st, &part));
+    double *centre = st, *invstd = st + cols, *s = st + 2 * cols;
     for (int64_t j = 0; j < cols; j++) {
-        double invstd = 1.0 / sqrt((double)var[j] + eps), sdy = 0.0, sdyx = 0.0;
-        for (int64_t i = 0; i < rows; i++) {
-            double g = dy[i * cols + j];
-            sdy += g;
-            sdyx += g * (x[i * cols + j] - mean[j]) * invstd;
-            if (dx)
-                dx[i * cols + j] = (float)(g * gamma[j] * invstd) + ACC(dx[i * cols + j], acc_x);
-        }
-        if (dgamma)
-            dgamma[j] = (float)sdyx + ACC(dgamma[j], acc_gamma);
-        if (dbeta)
-            dbeta[j] = (float)sdy + ACC(dbeta[j], acc_beta);
+        centre[j] = mean[j];
+        invstd[j] = 1.0 / sqrt((double)var[j] + eps);
     }
+    col_arg u = {.cols = cols, .x = x, .dy = dy, .centre = centre, .scale = invstd};
+    if (dgamma || dbeta)
+        gcn_par_sums(ctx, rows, 2 * cols, 1, sum_dy_dyx, &u, part, s);
+    for (int64_t j = 0; j < cols; j++) {
+        if (dgamma)
+            dgamma[j] = (float)s[cols + j] + ACC(dgamma[j], acc_gamma);
+        if (dbeta)
+            dbeta[j] = (float)s[j] + ACC(dbeta[j], acc_beta);
+    }
+    if (!dx)
+        return GCN_OK;
+    GCN_PAR_FOR(gcn_par_threads(ctx, rows * cols))
+    for (int64_t i = 0; i < rows; i++)
+        GCN_SIMD
+        for (int64_t j = 0; j < cols; j++)
+            dx[i * cols + j] = (float)((double)dy[i * cols + j] * gamma[j] * invstd[j]) +
+                               ACC(dx[i * cols + j], acc_x);
     return GCN_OK;
 }
 
@@ -117,7 +197,7 @@ static double log_sum_exp(const float *x, int64_t cols)
 
 gcn_status gcn_cpu_log_softmax(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x, float *y)
 {
-    (void)ctx;
+    GCN_PAR_FOR(gcn_par_threads(ctx, rows * cols * HEAVY))
     for (int64_t i = 0; i < rows; i++) {
         const float *xi = x + i * cols;
         double lse = log_sum_exp(xi, cols);
@@ -131,7 +211,7 @@ gcn_status gcn_cpu_log_softmax(gcn_ctx *ctx, int64_t rows, int64_t cols, const f
 gcn_status gcn_cpu_log_softmax_backward(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *y,
                                         const float *dy, float *dx, bool acc)
 {
-    (void)ctx;
+    GCN_PAR_FOR(gcn_par_threads(ctx, rows * cols * HEAVY))
     for (int64_t i = 0; i < rows; i++) {
         double s = 0.0;
         for (int64_t j = 0; j < cols; j++)
@@ -144,29 +224,46 @@ gcn_status gcn_cpu_log_softmax_backward(gcn_ctx *ctx, int64_t rows, int64_t cols
     return GCN_OK;
 }
 
+/* The first listed row whose label is not a class, or -1. */
+static int64_t bad_label(int64_t cols, const int32_t *labels, const int32_t *rows,
+                         int64_t n_rows)
+{
+    for (int64_t i = 0; i < n_rows; i++)
+        if (labels[rows[i]] < 0 || labels[rows[i]] >= cols)
+            return i;
+    return -1;
+}
+
 gcn_status gcn_cpu_nll(gcn_ctx *ctx, int64_t cols, const float *logp, const int32_t *labels,
                        const int32_t *rows, int64_t n_rows, float *out)
 {
+    int64_t bad = bad_label(cols, labels, rows, n_rows);
+    if (bad >= 0)
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG,
+                         "nll_loss: row %d is listed but its label %d is not a class", rows[bad],
+                         labels[rows[bad]]);
     double s = 0.0;
-    for (int64_t i = 0; i < n_rows; i++) {
-        int32_t r = rows[i], c = labels[r];
-        if (c < 0 || c >= cols)
-            return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG,
-                             "nll_loss: row %d is listed but its label %d is not a class", r, c);
-        s += logp[(int64_t)r * cols + c];
-    }
+    for (int64_t i = 0; i < n_rows; i++)
+        s += logp[(int64_t)rows[i] * cols + labels[rows[i]]];
     out[0] = (float)(-s / (double)n_rows);
     return GCN_OK;
+}
+
+/* Zeroes x [n, cols] unless acc. */
+static void zero_unless(gcn_ctx *ctx, int64_t n, int64_t cols, float *x, bool acc)
+{
+    if (acc)
+        return;
+    GCN_PAR_FOR(gcn_par_threads(ctx, n * cols))
+    for (int64_t i = 0; i < n * cols; i++)
+        x[i] = 0.0f;
 }
 
 gcn_status gcn_cpu_nll_backward(gcn_ctx *ctx, int64_t n, int64_t cols, const int32_t *labels,
                                 const int32_t *rows, int64_t n_rows, const float *dy,
                                 float *dlogp, bool acc)
 {
-    (void)ctx;
-    if (!acc)
-        for (int64_t i = 0; i < n * cols; i++)
-            dlogp[i] = 0.0f;
+    zero_unless(ctx, n, cols, dlogp, acc);
     float g = -dy[0] / (float)n_rows;
     for (int64_t i = 0; i < n_rows; i++) {
         int32_t r = rows[i];
@@ -179,8 +276,8 @@ gcn_status gcn_cpu_count_correct(gcn_ctx *ctx, int64_t cols, const float *scores
                                  const int32_t *labels, const int32_t *rows, int64_t n_rows,
                                  double *count)
 {
-    (void)ctx;
     int64_t hits = 0;
+#pragma omp parallel for num_threads(gcn_par_threads(ctx, n_rows * cols)) reduction(+ : hits)
     for (int64_t i = 0; i < n_rows; i++) {
         const float *si = scores + (int64_t)rows[i] * cols;
         int64_t best = 0;
@@ -193,41 +290,65 @@ gcn_status gcn_cpu_count_correct(gcn_ctx *ctx, int64_t cols, const float *scores
     return GCN_OK;
 }
 
+/* Cross-entropy's rows: the listed rows' scores x [n, cols] and labels;
+ * lse receives each listed row's log-sum-exp. */
+typedef struct ce_arg {
+    int64_t cols;
+    const float *x;
+    const int32_t *labels, *rows;
+    float *lse;
+} ce_arg;
+
+static void ce_rows(const void *user, int64_t lo, int64_t hi, double *acc)
+{
+    const ce_arg *u = user;
+    for (int64_t i = lo; i < hi; i++) {
+        const float *xr = u->x + (int64_t)u->rows[i] * u->cols;
+        double l = log_sum_exp(xr, u->cols);
+        u->lse[i] = (float)l;
+        acc[0] += xr[u->labels[u->rows[i]]] - l;
+    }
+}
+
 gcn_status gcn_cpu_cross_entropy(gcn_ctx *ctx, int64_t cols, const float *x, const int32_t *labels,
                                  const int32_t *rows, int64_t n_rows, float *lse, float *out)
 {
-    double s = 0.0;
-    for (int64_t i = 0; i < n_rows; i++) {
-        int32_t r = rows[i], c = labels[r];
-        if (c < 0 || c >= cols)
-            return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG,
-                             "cross_entropy: row %d is listed but its label %d is not a class", r,
-                             c);
-        const float *xr = x + (int64_t)r * cols;
-        double l = log_sum_exp(xr, cols);
-        lse[i] = (float)l;
-        s += xr[c] - l;
-    }
-    out[0] = (float)(-s / (double)n_rows);
+    int64_t bad = bad_label(cols, labels, rows, n_rows);
+    if (bad >= 0)
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG,
+                         "cross_entropy: row %d is listed but its label %d is not a class",
+                         rows[bad], labels[rows[bad]]);
+    double *part;
+    GCN_TRY(gcn_cpu_scratch(ctx, (GCN_PAR_CHUNKS + 1) * sizeof *part, (void **)&part));
+    ce_arg u = {.cols = cols, .x = x, .labels = labels, .rows = rows, .lse = lse};
+    gcn_par_sums(ctx, n_rows, 1, cols * HEAVY, ce_rows, &u, part, part + GCN_PAR_CHUNKS);
+    out[0] = (float)(-part[GCN_PAR_CHUNKS] / (double)n_rows);
     return GCN_OK;
 }
 
+/* Each thread takes the listed rows of its own range of dx's rows, in list
+ * order, so a row listed twice is added to by one thread in the order a
+ * single thread would. */
 gcn_status gcn_cpu_cross_entropy_backward(gcn_ctx *ctx, int64_t n, int64_t cols, const float *x,
                                           const int32_t *labels, const int32_t *rows,
                                           int64_t n_rows, const float *lse, const float *dy,
                                           float *dx, bool acc)
 {
-    (void)ctx;
-    if (!acc)
-        for (int64_t i = 0; i < n * cols; i++)
-            dx[i] = 0.0f;
+    zero_unless(ctx, n, cols, dx, acc);
     float g = dy[0] / (float)n_rows;
-    for (int64_t i = 0; i < n_rows; i++) {
-        int64_t base = (int64_t)rows[i] * cols;
-        int32_t c = labels[rows[i]];
-        for (int64_t j = 0; j < cols; j++) {
-            float p = (float)exp((double)x[base + j] - lse[i]);
-            dx[base + j] += g * (j == c ? p - 1.0f : p);
+#pragma omp parallel num_threads(gcn_par_threads(ctx, n_rows * cols * HEAVY))
+    {
+        int64_t t = gcn_par_thread(), team = gcn_par_team();
+        int64_t lo = n * t / team, hi = n * (t + 1) / team;
+        for (int64_t i = 0; i < n_rows; i++) {
+            if (rows[i] < lo || rows[i] >= hi)
+                continue;
+            int64_t base = (int64_t)rows[i] * cols;
+            int32_t c = labels[rows[i]];
+            for (int64_t j = 0; j < cols; j++) {
+                float p = (float)exp((double)x[base + j] - lse[i]);
+                dx[base + j] += g * (j == c ? p - 1.0f : p);
+            }
         }
     }
     return GCN_OK;
@@ -239,7 +360,7 @@ gcn_status gcn_cpu_segment_pool(gcn_ctx *ctx, gcn_pooling kind, int64_t n_seg, i
                                 const int32_t *offsets, const float *x, float *out,
                                 int32_t *argmax)
 {
-    (void)ctx;
+    GCN_PAR_FOR(gcn_par_threads(ctx, (n_seg > 0 ? offsets[n_seg] : 0) * cols))
     for (int64_t s = 0; s < n_seg; s++)
         for (int64_t c = 0; c < cols; c++) {
             float acc = 0.0f;
@@ -265,7 +386,7 @@ gcn_status gcn_cpu_segment_pool_backward(gcn_ctx *ctx, gcn_pooling kind, int64_t
                                          const int32_t *argmax, const float *dy, float *dx,
                                          bool acc)
 {
-    (void)ctx;
+    GCN_PAR_FOR(gcn_par_threads(ctx, (n_seg > 0 ? offsets[n_seg] : 0) * cols))
     for (int64_t s = 0; s < n_seg; s++)
         for (int32_t r = offsets[s]; r < offsets[s + 1]; r++)
             for (int64_t c = 0; c < cols; c++) {

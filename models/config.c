@@ -459,6 +459,12 @@ static gcn_status parse_top_key(parser *p, const cJSON *v, gcn_model_config *cfg
         return get_string(p, v, k, cfg->spmm, sizeof cfg->spmm);
     if (!strcmp(k, "cuda_graph"))
         return get_bool(p, v, k, &cfg->cuda_graph);
+    if (!strcmp(k, "threads")) {
+        int64_t n = 0;
+        GCN_TRY(get_int(p, v, k, 0, GCN_MAX_THREADS, &n));
+        cfg->threads = (int)n;
+        return GCN_OK;
+    }
     if (!strcmp(k, "reorder"))
         return parse_reorder(p, v, cfg->reorder, sizeof cfg->reorder);
     if (!strcmp(k, "readout"))

@@ -64,6 +64,8 @@ typedef struct gcn_model_config {
     bool tf32;             /* precision "tf32" (else "fp32") */
     char spmm[64];         /* "auto", "auto-deterministic", a kernel or a strategy */
     bool cuda_graph;       /* replay steady-state epochs as one CUDA graph (default on) */
+    int threads;           /* CPU threads (gcn_ctx_opts.threads); 0: the CPUs the process
+                            * may use */
     char reorder[64];      /* "auto" (METIS on a GPU, none on the CPU) or a
                             * datasets/reorder.h spec: "none", "degree", "metis",
                             * "metis:S,..." */

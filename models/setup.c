@@ -1,6 +1,7 @@
 /* A configuration put to use: command-line values over its keys, the
  * context options and the dataset it describes (setup.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../core/rng.h"
@@ -32,6 +33,14 @@ gcn_status gcn_model_config_set(gcn_model_config *cfg, const char *key, const ch
             snprintf(expected, sizeof expected, "fp32 or tf32");
         else
             cfg->tf32 = value[0] == 't';
+    } else if (!strcmp(key, "threads")) {
+        char *end;
+        long n = strtol(value, &end, 10);
+        if (end == value || *end || n < 0 || n > GCN_MAX_THREADS)
+            snprintf(expected, sizeof expected, "0 (the CPUs the process may use) to %d",
+                     GCN_MAX_THREADS);
+        else
+            cfg->threads = (int)n;
     } else if (!strcmp(key, "cuda_graph")) {
         if (strcmp(value, "on") && strcmp(value, "off"))
             snprintf(expected, sizeof expected, "on or off");
@@ -48,8 +57,8 @@ gcn_status gcn_model_config_set(gcn_model_config *cfg, const char *key, const ch
         while (i < n && strcmp(key, strings[i].key))
             i++;
         if (i == n)
-            snprintf(expected, sizeof expected, "a key: device, precision, cuda_graph, spmm, "
-                                                "reorder, root or features");
+            snprintf(expected, sizeof expected, "a key: device, precision, threads, "
+                                                "cuda_graph, spmm, reorder, root or features");
         else if (!copy_value(strings[i].field, strings[i].size, value))
             snprintf(expected, sizeof expected, "a value of 1 to %zu characters",
                      strings[i].size - 1);
@@ -75,6 +84,7 @@ gcn_status gcn_model_config_ctx_opts(const gcn_model_config *cfg, gcn_ctx_opts *
     opts->device_index = index;
     opts->seed = cfg->seed;
     opts->tf32 = cfg->tf32;
+    opts->threads = cfg->threads;
     return GCN_OK;
 }
 

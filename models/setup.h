@@ -14,15 +14,16 @@ extern "C" {
 #endif
 
 /* Sets one key from a command-line value: "device" (auto, cpu, cuda or
- * cuda:N), "precision" (fp32 or tf32), "cuda_graph" (on or off), "spmm",
+ * cuda:N), "precision" (fp32 or tf32), "threads" (0 to GCN_MAX_THREADS),
+ * "cuda_graph" (on or off), "spmm",
  * "reorder", "root" or "features" (the strings the loaders check when they use them).  On a bad
  * key or value returns GCN_ERR_INVALID_ARG and writes one line naming both
  * into err. */
 GCN_API gcn_status gcn_model_config_set(gcn_model_config *cfg, const char *key,
                                         const char *value, char *err, size_t err_size);
 
-/* The context options of the configuration: its device, seed and precision
- * over *opts (the other fields stay as they are).  GCN_ERR_INVALID_ARG for a
+/* The context options of the configuration: its device, seed, precision
+ * and threads over *opts (the other fields stay as they are).  GCN_ERR_INVALID_ARG for a
  * device string gcn_device_parse refuses. */
 GCN_API gcn_status gcn_model_config_ctx_opts(const gcn_model_config *cfg, gcn_ctx_opts *opts);
 

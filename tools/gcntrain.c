@@ -17,6 +17,8 @@ static const char usage[] =
     "  --epochs N --runs R --seed S\n"
     "                        override the configuration (run r uses seed S + r)\n"
     "  --device cpu|cuda|cuda:N|auto\n"
+    "  --threads N           CPU threads (default: the config's, else 0: the CPUs the\n"
+    "                        process may use, its affinity and cgroup quota)\n"
     "  --spmm MODE           auto (the adaptive selector, the default), auto-deterministic,\n"
     "                        a kernel name (rowsplit) or a strategy (intra_smem@256,\n"
     "                        intra_smem+inter_csr@256)\n"
@@ -102,12 +104,12 @@ static bool parse_value(const char *o, const char *v, args *a)
                                         "--reorder", "--spmm-plan", "--cuda-graph",
                                         "--features", "--log", "--save", "--resume",
                                         "--export-data", "--predict", "--folds-file",
-                                        "--protocol"};
+                                        "--protocol", "--threads"};
     const char **fields[] = {&a->dataset, &a->root, &a->device, &a->spmm,
                              &a->reorder, &a->spmm_plan, &a->cuda_graph,
                              &a->features, &a->log, &a->save, &a->resume,
                              &a->export_dir, &a->predict, &a->folds_file,
-                             &a->protocol};
+                             &a->protocol, &a->threads};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(o, names[i])) {
             *fields[i] = v;
@@ -181,9 +183,10 @@ static int apply_args(const args *a, gcn_model_config *cfg)
     if (a->epochs > 0) cfg->epochs = (int)a->epochs;
     if (a->runs > 0) cfg->runs = (int)a->runs;
     if (a->seed >= 0) cfg->seed = (uint64_t)a->seed;
-    const char *keys[] = {"device", "spmm", "features", "reorder", "root", "cuda_graph"};
-    const char *values[] = {a->device,  a->spmm, a->features,
-                            a->reorder, a->root, a->cuda_graph};
+    const char *keys[] = {"device", "spmm", "features", "reorder", "root", "cuda_graph",
+                          "threads"};
+    const char *values[] = {a->device,  a->spmm, a->features, a->reorder,
+                            a->root, a->cuda_graph, a->threads};
     char err[512];
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
         if (values[i] && gcn_model_config_set(cfg, keys[i], values[i], err, sizeof err) != GCN_OK) {
@@ -320,8 +323,10 @@ static void print_summary(session *s)
            o->kind == GCN_OPTIM_SGD ? "sgd" : o->kind == GCN_OPTIM_ADAM ? "adam" : "adamw",
            (double)o->lr, (double)o->weight_decay, s->cfg.epochs, s->cfg.runs,
            (unsigned long long)s->cfg.seed);
-    printf("device     %s, %s matmuls, spmm %s (", gcn_device_name(gcn_ctx_device(s->ctx)),
-           gcn_ctx_tf32(s->ctx) ? "tf32" : "fp32", gcn_spmm_kernel(s->ctx));
+    printf("device     %s, %s matmuls, %d CPU thread%s, spmm %s (",
+           gcn_device_name(gcn_ctx_device(s->ctx)), gcn_ctx_tf32(s->ctx) ? "tf32" : "fp32",
+           gcn_ctx_threads(s->ctx), gcn_ctx_threads(s->ctx) == 1 ? "" : "s",
+           gcn_spmm_kernel(s->ctx));
     int n;
     const gcn_spmm_impl *const *reg = gcn_spmm_registry(&n);
     for (int i = 0, first = 1; i < n; i++)

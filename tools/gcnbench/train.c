@@ -8,7 +8,7 @@
 
 #include "bench.h"
 
-enum { EXIT_RUNTIME = 1, EXIT_INPUT = 2, MAX_EPOCHS = 1000000, N_SETS = 7 };
+enum { EXIT_RUNTIME = 1, EXIT_INPUT = 2, MAX_EPOCHS = 1000000, N_SETS = 8 };
 
 /* Warm-up epochs beyond --warmup while the selector is still profiling. */
 enum { MAX_EXTRA_WARMUP = 1000 };
@@ -25,15 +25,16 @@ static const char help[] =
     "usage: gcnbench train CONFIG --dataset SPEC [--dataset SPEC ...] [--root DIR]\n"
     "                      [--features SPEC] [--epochs N] [--warmup N] [--precision fp32|tf32]\n"
     "                      [--seed S] [--spmm NAME] [--reorder SPEC] [--device cuda|cpu]\n"
-    "                      [--cuda-graph on|off] [--out FILE.jsonl] [--no-breakdown]\n"
+    "                      [--cuda-graph on|off] [--threads N] [--out FILE.jsonl]\n"
+    "                      [--no-breakdown]\n"
     "  Trains the model of CONFIG (models/*.json) on each dataset as gcntrain does: W\n"
     "  warm-up epochs (--warmup, default 10; more while the SpMM selector is still\n"
     "  profiling, up to 1000, and up to 3 more until one replays as a CUDA graph:\n"
     "  \"warmup\" says how many ran), then N timed epochs\n"
     "  (--epochs, default 200), and writes one JSON line per dataset on stdout,\n"
     "  appended to --out FILE once every dataset has run.  --root, --features,\n"
-    "  --precision, --spmm, --reorder, --device, --cuda-graph and --seed override the\n"
-    "  configuration.\n"
+    "  --precision, --spmm, --reorder, --device, --cuda-graph, --threads (CPU threads,\n"
+    "  \"threads\" in the line) and --seed override the configuration.\n"
     "  Times are medians over the timed epochs: epoch_ms = train_ms + eval_ms, each\n"
     "  device-synchronised; epoch_ms_min their minimum.  cuda_graph: whether every\n"
     "  timed epoch replayed a captured CUDA graph (the default once the selector has\n"
@@ -119,9 +120,9 @@ static bool parse_count(const char *s, long lo, long *out)
 
 /* The options that set a configuration key of the same name. */
 static const char *const set_keys[N_SETS] = {"root", "features", "precision", "spmm", "reorder",
-                                             "device", "cuda_graph"};
+                                             "device", "cuda_graph", "threads"};
 static const char *const set_options[N_SETS] = {"root", "features", "precision", "spmm",
-                                                "reorder", "device", "cuda-graph"};
+                                                "reorder", "device", "cuda-graph", "threads"};
 
 /* The value v of option --name; 0 or an exit status. */
 static int take_value(train_opts *o, const char *name, const char *v)
@@ -156,7 +157,7 @@ static bool takes_value(const char *a)
 {
     static const char *const names[] = {"--root", "--features", "--precision", "--spmm",
                                         "--reorder", "--device", "--cuda-graph", "--dataset",
-                                        "--out", "--seed", "--epochs", "--warmup"};
+                                        "--out", "--seed", "--epochs", "--warmup", "--threads"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(a, names[i]))
             return true;
@@ -383,7 +384,8 @@ static void write_line(const train_bench *b, measured *m, FILE *f)
     gcnbench_json_str(f, "spmm", b->cfg.spmm);
     fprintf(f, ",\"epochs\":%d,\"warmup\":%d,\"n_nodes\":%lld,\"nnz\":%lld", n, m->warmup,
             (long long)m->n_nodes, (long long)m->nnz);
-    fprintf(f, ",\"cuda_graph\":%s", m->n_graph == n ? "true" : "false");
+    fprintf(f, ",\"cuda_graph\":%s,\"threads\":%d", m->n_graph == n ? "true" : "false",
+            gcn_ctx_threads(b->ctx));
     gcnbench_json_num(f, "epoch_ms", med);
     gcnbench_json_num(f, "train_ms", med_train);
     gcnbench_json_num(f, "eval_ms", med_eval);

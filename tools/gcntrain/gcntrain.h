@@ -25,7 +25,7 @@ typedef enum phase { PHASE_INPUT, PHASE_TRAIN, PHASE_OUTPUT } phase;
 typedef struct args {
     const char *config, *dataset, *root, *device, *spmm, *features, *reorder, *cuda_graph;
     const char *log, *save, *resume, *export_dir, *spmm_plan, *predict;
-    const char *folds_file, *protocol;
+    const char *folds_file, *protocol, *threads;
     long epochs, runs, save_every, folds, fold; /* folds, fold: -1 when not given */
     long long seed;
     bool quiet, force, append, eval_only;
