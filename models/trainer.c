@@ -117,6 +117,7 @@ gcn_status gcn_trainer_create(gcn_ctx *ctx, gcn_trainer **out, const gcn_model_c
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "trainer: out of host memory");
     tr->ctx = ctx;
     tr->cfg = *cfg;
+    tr->validates = ds->n_valid > 0;
     size_t mark = ctx->mem.in_use;
     st = gcn_model_create(ctx, &tr->model, cfg, ds->n_features,
                           graphs ? ds->n_graph_classes : ds->n_classes);
@@ -374,7 +375,7 @@ gcn_status gcn_trainer_epoch(gcn_ctx *ctx, gcn_trainer *tr, gcn_epoch_stats *sta
     stats->valid_acc = acc[1];
     stats->test_acc = acc[2];
     tr->epoch++;
-    if (tr->best.epoch == 0 || stats->valid_acc > tr->best.valid_acc) {
+    if (tr->best.epoch == 0 || !tr->validates || stats->valid_acc > tr->best.valid_acc) {
         tr->best = (gcn_train_best){tr->epoch, stats->train_acc, stats->valid_acc,
                                     stats->test_acc};
         GCN_TRY(gcn_trainer_keep_best(ctx, tr));

@@ -53,8 +53,9 @@ GCN_API gcn_status gcn_trainer_create(gcn_ctx *ctx, gcn_trainer **out,
  * never captures again. */
 GCN_API gcn_status gcn_trainer_epoch(gcn_ctx *ctx, gcn_trainer *tr, gcn_epoch_stats *stats);
 
-/* The epoch with the best validation accuracy so far (the first of ties).
- * The trainer keeps that epoch's model (parameters and batch-norm
+/* The epoch with the best validation accuracy so far (the first of ties),
+ * or, when the split has no validation rows (the GIN paper's protocol),
+ * the latest epoch.  The trainer keeps that epoch's model (parameters and batch-norm
  * statistics, on the host) for gcn_trainer_evaluate and
  * gcn_trainer_predict; before the first epoch that is the initial model. */
 GCN_API void gcn_trainer_best(const gcn_trainer *tr, gcn_train_best *best);

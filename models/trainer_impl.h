@@ -22,6 +22,7 @@ struct gcn_trainer {
     gcn_csr *adj_gcn, *adj_raw;
     gcn_dataset_device dev;
     int epoch;
+    bool validates;       /* the dataset has validation rows (else the latest epoch is kept) */
     gcn_train_best best;
     gcn_train_memory mem; /* measured in gcn_trainer_create */
     struct epoch_readout *readout; /* device: what an epoch reads back, at a fixed
