@@ -4,12 +4,16 @@
  * log.  While a file is being written through a temporary one the second
  * signal waits for it to be in place, so no temporary file is left. */
 #include <signal.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "gcntrain.h"
 
-static volatile sig_atomic_t first_signal, held, deferred, log_fd = -1;
+/* first_signal is claimed atomically: the two signals may be handled at
+ * once on two threads (the CPU backend's OpenMP threads receive them too). */
+static atomic_int first_signal;
+static volatile sig_atomic_t held, deferred, log_fd = -1;
 
 static void say(int fd, const char *text)
 {
@@ -30,8 +34,8 @@ static void stop_now(int sig)
 
 static void on_signal(int sig)
 {
-    if (!first_signal) {
-        first_signal = sig;
+    int none = 0;
+    if (atomic_compare_exchange_strong(&first_signal, &none, sig)) {
         say(STDERR_FILENO, sig == SIGINT ? "gcntrain: SIGINT: stopping after this epoch "
                                            "(send it again to stop at once)\n"
                                          : "gcntrain: SIGTERM: stopping after this epoch "
@@ -63,7 +67,7 @@ void signals_log_fd(int fd)
 
 int signals_pending(void)
 {
-    return first_signal;
+    return atomic_load(&first_signal);
 }
 
 void signals_hold(bool on)
