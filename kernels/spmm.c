@@ -193,12 +193,13 @@ static gcn_status spmm_apply(gcn_ctx *ctx, const gcn_csr *a, const float *x, flo
                              bool accumulate)
 {
     gcn_prof_category prev = gcn_prof_enter(ctx, GCN_PROF_SPMM);
-    bool sites = gcn_spmm_uses_sites(ctx->spmm_kernel);
-    gcn_status st = sites && a->priv->kernel
-                        ? gcn_spmm_run(ctx, a->priv->kernel, a, x, y, feat, accumulate)
-                    : sites ? gcn_spmm_site_apply(ctx, a, x, y, feat, accumulate)
-                            : gcn_spmm_run(ctx, gcn_spmm_find(ctx, ctx->spmm_kernel), a, x, y,
-                                           feat, accumulate);
+    const gcn_spmm_impl *fixed = NULL; /* NULL: the call site of the mode */
+    if (!gcn_spmm_uses_sites(ctx->spmm_kernel))
+        fixed = gcn_spmm_find(ctx, ctx->spmm_kernel);
+    else if (a->priv->kernel) /* a one-step matrix (gcn_csr_borrow) */
+        fixed = a->priv->kernel;
+    gcn_status st = fixed ? gcn_spmm_run(ctx, fixed, a, x, y, feat, accumulate)
+                          : gcn_spmm_site_apply(ctx, a, x, y, feat, accumulate);
     gcn_prof_leave(ctx, prev);
     return st;
 }
