@@ -35,6 +35,8 @@
 #include "core/rng.h"
 #include "core/ops.h"
 #include "core/autograd.h"
+#include "core/comm.h"
+#include "core/ranks.h"
 #include "kernels/spmm.h"
 #include "kernels/adaptgear.h"
 #include "optim/optim.h"
@@ -45,6 +47,7 @@
 #include "models/setup.h"
 #include "datasets/graph.h"
 #include "datasets/reorder.h"
+#include "datasets/partition.h"
 #include "datasets/dataset.h"
 #include "datasets/export.h"
 

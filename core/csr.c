@@ -281,6 +281,8 @@ void gcn_csr_free(gcn_csr **pa)
         gcn_csr_free(&p->transpose);
         if (p->spmm)
             p->spmm_free(p->spmm);
+        if (p->halo)
+            p->halo_free(p->halo);
         for (gcn_csr_plan *pl = p->plans, *next; pl; pl = next) {
             next = pl->next;
             if (pl->free_plan)

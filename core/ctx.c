@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "comm_impl.h"
 #include "cuda.h"
 #include "internal.h"
 #include "ops_cpu.h"
@@ -116,6 +117,7 @@ void gcn_ctx_free(gcn_ctx **pctx)
     if (!pctx || !*pctx)
         return;
     gcn_ctx *ctx = *pctx;
+    gcn_comm_detach(ctx);
     gcn_tape_clear(ctx);
     free(ctx->tape);
     if (ctx->mem.in_use != 0)

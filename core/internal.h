@@ -216,7 +216,8 @@ typedef gcn_status gcn_be_nll_backward_fn(gcn_ctx *ctx, int64_t n, int64_t cols,
                                           int64_t n_rows, const float *dy, float *dlogp, bool acc);
 /* training: mean and invstd = 1 / sqrt(var + eps) of v = x + bias over
  * the rows (the biased variance; rows >= 2), and the running statistics
- * updated as batchnorm_train does.  !training: invstd from running_var
+ * updated as batchnorm_train does; on a context of several ranks (comm.h)
+ * over every rank's rows, as the backward's batch-norm sums are.  !training: invstd from running_var
  * only (x, bias and mean unused). */
 typedef gcn_status gcn_be_epilogue_stats_fn(gcn_ctx *ctx, int64_t rows, int64_t cols,
                                             const float *x, const float *bias, bool training,
@@ -373,6 +374,8 @@ struct gcn_csr_priv {
     const struct gcn_spmm_impl *kernel; /* gcn_csr_borrow's: products run it, no call site */
     gcn_spmm_state *spmm;
     void (*spmm_free)(gcn_spmm_state *state);
+    struct gcn_halo *halo; /* a rank's block of a partitioned matrix (gcn_csr_set_halo) */
+    void (*halo_free)(struct gcn_halo *halo);
 };
 
 /* gcn_csr_create for a matrix the caller knows to equal its transpose
@@ -499,9 +502,12 @@ struct gcn_ctx {
     struct gcn_prof *prof;  /* the profiler's state, from the first begin on */
     char spmm_kernel[64];   /* kernels/spmm.c: "auto", "auto-deterministic" or a strategy */
     int threads;            /* the CPU backend's threads (core/parallel.h), >= 1 */
+    int64_t node_row0, node_rows, node_total; /* gcn_ctx_set_node_rows's; node_total 0
+                                                 when unset */
     void *scratch;          /* the CPU backend's scratch memory (gcn_cpu_scratch) */
     size_t scratch_size;
     struct gcn_cpu_pool *cpu_pool; /* the CPU backend's free blocks (core/cpu_pool.c) */
+    struct gcn_comm *comm;  /* this rank's communicator (core/comm.c), NULL when alone */
     /* kernels registered by the program (kernels/spmm.c): owned copies,
      * each one allocation */
     struct gcn_spmm_impl **spmm_user;
@@ -523,6 +529,11 @@ uint64_t gcn_rng_reserve(gcn_ctx *ctx, gcn_rng_stream stream, uint64_t words);
 /* gcn_rng_reserve on the dropout stream, as a start that kernels read
  * relative to the device copy of the offset. */
 gcn_draw_offset gcn_rng_reserve_dropout(gcn_ctx *ctx, uint64_t words);
+
+/* gcn_rng_reserve_dropout for a [rows, cols] tensor: on a rank whose node
+ * rows are set (gcn_ctx_set_node_rows) and a tensor of that many rows, the
+ * draws of the rows' places in the whole [n_total, cols] tensor. */
+gcn_draw_offset gcn_rng_reserve_dropout_rows(gcn_ctx *ctx, int64_t rows, int64_t cols);
 
 /* Queues the device copy of the dropout offset forward to the host's and
  * returns in *advanced by how much.  A captured training step ends with

@@ -315,6 +315,6 @@ gcn_status gcn_dropout(gcn_ctx *ctx, gcn_tensor *x, float p, bool training, gcn_
     gcn_op_spec spec = {.name = "dropout", .forward = dropout_forward,
                         .backward = dropout_backward, .in = &x, .n_in = 1, .rows = x->rows,
                         .cols = x->cols, .param = {p},
-                        .offset = gcn_rng_reserve_dropout(ctx, (uint64_t)NUMEL(x))};
+                        .offset = gcn_rng_reserve_dropout_rows(ctx, x->rows, x->cols)};
     return gcn_op_run(ctx, &spec, out);
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm.h"
 #include "epilogue_math.h"
 #include "ops_cpu.h"
 #include "parallel.h"
@@ -41,6 +42,10 @@ static void sum_sq(const void *user, int64_t lo, int64_t hi, double *acc)
         }
 }
 
+/* On a context of several ranks (comm.h) the statistics are those of every
+ * rank's rows: the column sums and the row count are summed over the ranks
+ * before the mean is taken, the squared deviations from that mean before
+ * the variance is. */
 gcn_status gcn_cpu_epilogue_stats(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
                                   const float *bias, bool training, float momentum, float eps,
                                   float *running_mean, float *running_var, float *mean,
@@ -51,22 +56,29 @@ gcn_status gcn_cpu_epilogue_stats(gcn_ctx *ctx, int64_t rows, int64_t cols, cons
             invstd[c] = (float)(1.0 / sqrt((double)running_var[c] + eps));
         return GCN_OK;
     }
+    bool shared = gcn_ctx_ranks(ctx) > 1;
     double *m;
-    GCN_TRY(gcn_cpu_scratch(ctx, (size_t)(GCN_PAR_CHUNKS + 3) * (size_t)cols * sizeof *m,
+    GCN_TRY(gcn_cpu_scratch(ctx, (size_t)(GCN_PAR_CHUNKS + 3) * (size_t)cols * sizeof *m + 8,
                             (void **)&m));
-    double *var = m + cols, *part = m + 3 * cols;
-    float *zeros = (float *)(m + 2 * cols);
+    double *var = m + cols + 1, *part = var + 2 * cols;
+    float *zeros = (float *)(var + cols);
     for (int64_t c = 0; !bias && c < cols; c++)
         zeros[c] = 0.0f;
     stat_arg u = {.cols = cols, .x = x, .bias = bias ? bias : zeros, .mean = m};
     gcn_par_sums(ctx, rows, cols, 1, sum_v, &u, part, m);
+    m[cols] = (double)rows;
+    if (shared)
+        GCN_TRY(gcn_comm_allreduce_f64(ctx, m, cols + 1));
+    double n = m[cols];
     for (int64_t c = 0; c < cols; c++)
-        m[c] /= (double)rows;
+        m[c] /= n;
     gcn_par_sums(ctx, rows, cols, 1, sum_sq, &u, part, var);
+    if (shared)
+        GCN_TRY(gcn_comm_allreduce_f64(ctx, var, cols));
     for (int64_t c = 0; c < cols; c++) {
-        double unbiased = var[c] / (double)(rows - 1);
+        double unbiased = var[c] / (n - 1.0);
         mean[c] = (float)m[c];
-        invstd[c] = (float)(1.0 / sqrt(var[c] / (double)rows + eps));
+        invstd[c] = (float)(1.0 / sqrt(var[c] / n + eps));
         running_mean[c] = (float)((1.0 - momentum) * running_mean[c] + momentum * m[c]);
         running_var[c] = (float)((1.0 - momentum) * running_var[c] + momentum * unbiased);
     }
@@ -285,7 +297,7 @@ static void dx_rows(const void *user, int64_t lo, int64_t hi, double *acc)
     const back_arg *u = user;
     const gcn_epilogue_args *a = u->a;
     const epi_cols *k = u->k;
-    double n = (double)a->rows;
+    double n = u->sums[2 * a->cols];
     for (int64_t r = lo; r < hi; r++)
         for (int64_t c0 = 0; c0 < a->cols; c0 += BLOCK) {
             epi_block b;
@@ -326,24 +338,30 @@ static void dx_rows(const void *user, int64_t lo, int64_t hi, double *acc)
         }
 }
 
+/* The batch-norm sums (sum g, sum g xhat) and the row count they are over
+ * are summed over the ranks of a context of several; dgamma and dbeta stay
+ * the rank's own (the parameters' gradients are summed with the rest). */
 gcn_status gcn_cpu_epilogue_backward(gcn_ctx *ctx, const gcn_epilogue_args *a, const float *dout,
                                      const gcn_epilogue_grads *gr)
 {
     int64_t cols = a->cols;
     epi_cols k;
     double *sums;
-    GCN_TRY(epi_scratch(ctx, a, (GCN_PAR_CHUNKS * 2 + 3) * cols, &k, &sums));
-    double *dbias = sums + 2 * cols, *part = sums + 3 * cols;
+    GCN_TRY(epi_scratch(ctx, a, (GCN_PAR_CHUNKS * 2 + 3) * cols + 1, &k, &sums));
+    double *dbias = sums + 2 * cols + 1, *part = dbias + cols;
     back_arg u = {.a = a, .k = &k, .dout = dout, .sums = sums, .gr = gr};
     gcn_par_sums(ctx, a->rows, 2 * cols, element_cost(a) / 2, grad_rows, &u, part, sums);
-    gcn_par_sums(ctx, a->rows, cols, element_cost(a), dx_rows, &u, part, dbias);
     for (int64_t c = 0; c < cols; c++) {
-        if (gr->dbias)
-            gr->dbias[c] = (float)dbias[c] + (gr->acc_bias ? gr->dbias[c] : 0.0f);
         if (gr->dgamma)
             gr->dgamma[c] = (float)sums[cols + c] + (gr->acc_gamma ? gr->dgamma[c] : 0.0f);
         if (gr->dbeta)
             gr->dbeta[c] = (float)sums[c] + (gr->acc_beta ? gr->dbeta[c] : 0.0f);
     }
+    sums[2 * cols] = (double)a->rows;
+    if (a->gamma && a->batch_stats && gcn_ctx_ranks(ctx) > 1)
+        GCN_TRY(gcn_comm_allreduce_f64(ctx, sums, 2 * cols + 1));
+    gcn_par_sums(ctx, a->rows, cols, element_cost(a), dx_rows, &u, part, dbias);
+    for (int64_t c = 0; gr->dbias && c < cols; c++)
+        gr->dbias[c] = (float)dbias[c] + (gr->acc_bias ? gr->dbias[c] : 0.0f);
     return GCN_OK;
 }

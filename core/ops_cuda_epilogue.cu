@@ -2,6 +2,7 @@
  * pass, the forward in one pass, and the backward in two (gradient sums,
  * then dx).  Element arithmetic is epilogue_math.h's, as on the CPU; sums
  * are taken in double in a fixed order, so results are deterministic. */
+#include "comm.h"
 #include "cuda_cols.cuh"
 #include "epilogue_math.h"
 
@@ -88,6 +89,68 @@ struct stats_out {
     }
 };
 
+/* A rank's share of statistics taken over several ranks (comm.h): the
+ * shifted sums made plain, sums[c] = sum v and sums[cols + c] = sum v^2 in
+ * double, and sums[2 cols] = its rows, for the all-reduce.  Plain sums in
+ * double lose digits only when a column's mean is thousands of standard
+ * deviations from zero, which batch-norm inputs are not. */
+struct moments_out {
+    const float *x, *bias;
+    int64_t rows, cols;
+    double *sums;
+    __device__ void operator()(int64_t c, const double *t) const
+    {
+        double n = (double)rows;
+        double k = rows > 0 ? (double)(x[c] + (bias ? bias[c] : 0.0f)) : 0.0;
+        sums[c] = t[0] + n * k;
+        sums[cols + c] = t[1] + 2.0 * k * t[0] + n * k * k;
+        if (c == 0)
+            sums[2 * cols] = n;
+    }
+};
+
+/* The statistics from the ranks' summed moments_out (one thread per
+ * column, grid-stride). */
+__global__ void shared_stats_kernel(int64_t cols, const double *sums, float momentum, float eps,
+                                    float *running_mean, float *running_var, float *mean,
+                                    float *invstd)
+{
+    for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < cols;
+         c += (int64_t)gridDim.x * blockDim.x) {
+        double n = sums[2 * cols], m = sums[c] / n, var = sums[cols + c] / n - m * m;
+        var = var > 0.0 ? var : 0.0;
+        mean[c] = (float)m;
+        invstd[c] = (float)(1.0 / sqrt(var + (double)eps));
+        running_mean[c] = running_update(running_mean[c], momentum, m);
+        running_var[c] = running_update(running_var[c], momentum, var * n / (n - 1.0));
+    }
+}
+
+/* The statistics of every rank's rows: each rank's moments, summed over
+ * the ranks, then finished on each. */
+static gcn_status shared_stats(gcn_ctx *ctx, cudaStream_t stream, int64_t cols,
+                               int64_t n_chunks, const double *partial, const float *x,
+                               const float *bias, int64_t rows, float momentum, float eps,
+                               float *running_mean, float *running_var, float *mean,
+                               float *invstd)
+{
+    size_t bytes = (size_t)(2 * cols + 1) * sizeof(double);
+    double *sums = NULL;
+    GCN_TRY(gcn_mem_alloc(ctx, (void **)&sums, bytes));
+    col_finish_kernel<2><<<col_finish_blocks(cols), GCN_THREADS, 0, stream>>>(
+        cols, n_chunks, partial, moments_out{x, bias, rows, cols, sums});
+    gcn_status st = GCN_LAUNCHED_ST("col_finish_kernel");
+    if (st == GCN_OK)
+        st = gcn_comm_allreduce_f64(ctx, sums, 2 * cols + 1);
+    if (st == GCN_OK) {
+        shared_stats_kernel<<<gcn_blocks(cols, GCN_THREADS), GCN_THREADS, 0, stream>>>(
+            cols, sums, momentum, eps, running_mean, running_var, mean, invstd);
+        st = GCN_LAUNCHED_ST("shared_stats_kernel");
+    }
+    gcn_mem_release(ctx, sums, bytes);
+    return st;
+}
+
 /* One thread per column (grid-stride). */
 __global__ void eval_invstd_kernel(int64_t cols, const float *var, float eps, float *invstd)
 {
@@ -125,7 +188,10 @@ gcn_status gcn_cuda_epilogue_stats(gcn_ctx *ctx, int64_t rows, int64_t cols, con
                                              stats_terms<4>{x, bias, cols}, partial, "stats_4")
                         : launch_tiles<1, 2>(ctx, cs->stream, t, rows, cols,
                                              stats_terms<1>{x, bias, cols}, partial, "stats_1");
-    if (st == GCN_OK) {
+    if (st == GCN_OK && gcn_ctx_ranks(ctx) > 1) {
+        st = shared_stats(ctx, cs->stream, cols, t.n_chunks, partial, x, bias, rows, momentum,
+                          eps, running_mean, running_var, mean, invstd);
+    } else if (st == GCN_OK) {
         col_finish_kernel<2><<<col_finish_blocks(cols), GCN_THREADS, 0, cs->stream>>>(
             cols, t.n_chunks, partial,
             stats_out{x, bias, rows, momentum, eps, running_mean, running_var, mean, invstd});
@@ -215,15 +281,18 @@ struct grad_terms {
     }
 };
 
-/* sums[c] = sum g, sums[cols + c] = sum g xhat; dgamma and dbeta from them. */
+/* sums[c] = sum g, sums[cols + c] = sum g xhat, sums[2 cols] = the rows
+ * summed over; dgamma and dbeta from them. */
 struct grad_out {
     double *sums;
-    int64_t cols;
+    int64_t cols, rows;
     gcn_epilogue_grads g;
     __device__ void operator()(int64_t c, const double *t) const
     {
         sums[c] = t[0];
         sums[cols + c] = t[1];
+        if (c == 0)
+            sums[2 * cols] = (double)rows;
         if (g.dgamma)
             g.dgamma[c] = (float)t[1] + (g.acc_gamma ? g.dgamma[c] : 0.0f);
         if (g.dbeta)
@@ -254,7 +323,7 @@ struct dx_elems {
             int64_t c = c0 + v;
             double d = g[v];
             if (a.gamma && a.batch_stats) {
-                double n = (double)a.rows, invstd = a.invstd[c];
+                double n = sums[2 * a.cols], invstd = a.invstd[c];
                 d = a.gamma[c] * invstd / n * (n * g[v] - sums[c] - xhat[v] * sums[a.cols + c]);
             } else if (a.gamma) {
                 d = (double)g[v] * (double)__fmul_rn(a.gamma[c], a.invstd[c]);
@@ -289,8 +358,11 @@ static gcn_status backward_passes(gcn_ctx *ctx, gcn_cuda_state *cs, const gcn_ep
         GCN_TRY((launch_tiles<V, 2>(ctx, cs->stream, t, a->rows, a->cols,
                                     grad_terms<V>{*a, scale, dout}, partial, "grad_terms")));
         col_finish_kernel<2><<<col_blocks, GCN_THREADS, 0, cs->stream>>>(
-            a->cols, t.n_chunks, partial, grad_out{sums, a->cols, *g});
+            a->cols, t.n_chunks, partial, grad_out{sums, a->cols, a->rows, *g});
         GCN_LAUNCHED("col_finish_kernel");
+        /* training batch norm over several ranks: dx needs every rank's sums */
+        if (a->batch_stats && gcn_ctx_ranks(ctx) > 1)
+            GCN_TRY(gcn_comm_allreduce_f64(ctx, sums, 2 * a->cols + 1));
     }
     if (!g->dx && !g->dbias)
         return GCN_OK;
@@ -314,7 +386,7 @@ gcn_status gcn_cuda_epilogue_backward(gcn_ctx *ctx, const gcn_epilogue_args *a,
         return GCN_OK;
     bool vec = vectorised(a, dout, g->dx);
     tiling t = tile_grid(a->rows, a->cols, vec ? 4 : 1);
-    size_t sum_bytes = (size_t)(2 * a->cols) * sizeof(double);
+    size_t sum_bytes = (size_t)(2 * a->cols + 1) * sizeof(double);
     size_t part_bytes = (size_t)(t.n_chunks * a->cols * 2) * sizeof(double);
     double *sums = NULL, *partial = NULL;
     gcn_status st;

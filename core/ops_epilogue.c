@@ -1,5 +1,6 @@
 /* The fused block tail: bias, batch norm, activation and dropout as one
  * differentiable op (gcn_apply_epilogue in ops.h). */
+#include "comm.h"
 #include "internal.h"
 
 /* param[0] holds which stages the node has, as bits. */
@@ -20,7 +21,7 @@ static gcn_status check_spec(gcn_ctx *ctx, const gcn_tensor *x, const gcn_epilog
             return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG,
                              "epilogue: batch norm eps = %g must be > 0 and momentum = %g in "
                              "[0, 1]", (double)e->eps, (double)e->momentum);
-        if (training && x->rows < 2)
+        if (training && x->rows < 2 && gcn_ctx_ranks(ctx) == 1)
             return GCN_ERROR(ctx, GCN_ERR_SHAPE,
                              "epilogue: batch norm in training needs at least 2 rows, got %lld",
                              (long long)x->rows);
@@ -105,7 +106,7 @@ static gcn_status prepare(gcn_ctx *ctx, gcn_tensor *x, const gcn_epilogue *e, bo
                              .p = p,
                              .key = {ctx->rng_key[0], ctx->rng_key[1]}};
     if (p > 0.0f)
-        a->offset = gcn_rng_reserve_dropout(ctx, (uint64_t)(x->rows * x->cols));
+        a->offset = gcn_rng_reserve_dropout_rows(ctx, x->rows, x->cols);
     if (!e->gamma)
         return GCN_OK;
     GCN_TRY(gcn_tensor_create(ctx, invstd, 1, x->cols));

@@ -1,5 +1,6 @@
 /* The differentiable ops specific to neural networks (batch norm,
  * log_softmax, NLL loss), column concatenation, reductions and accuracy. */
+#include "comm.h"
 #include "internal.h"
 
 #define NUMEL(t) ((t)->rows * (t)->cols)
@@ -66,6 +67,11 @@ gcn_status gcn_batchnorm(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *gamma, gcn_ten
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG,
                          "batchnorm: eps = %g must be > 0 and momentum = %g in [0, 1]",
                          (double)eps, (double)momentum);
+    if (training && gcn_ctx_ranks(ctx) > 1) { /* statistics over every rank's rows */
+        gcn_epilogue e = {.gamma = gamma, .beta = beta, .running_mean = running_mean,
+                          .running_var = running_var, .momentum = momentum, .eps = eps};
+        return gcn_apply_epilogue(ctx, x, &e, true, out);
+    }
     if (training && x->rows < 2)
         return GCN_ERROR(ctx, GCN_ERR_SHAPE,
                          "batchnorm: training needs at least 2 rows, got %lld", (long long)x->rows);

@@ -25,6 +25,30 @@ gcn_draw_offset gcn_rng_reserve_dropout(gcn_ctx *ctx, uint64_t words)
     return (gcn_draw_offset){ctx->rng_dev, first - ctx->rng_dev_synced};
 }
 
+gcn_draw_offset gcn_rng_reserve_dropout_rows(gcn_ctx *ctx, int64_t rows, int64_t cols)
+{
+    if (ctx->node_total == 0 || rows != ctx->node_rows)
+        return gcn_rng_reserve_dropout(ctx, (uint64_t)(rows * cols));
+    gcn_draw_offset o = gcn_rng_reserve_dropout(ctx, (uint64_t)(ctx->node_total * cols));
+    o.rel += (uint64_t)(ctx->node_row0 * cols) / 4; /* node_row0 is a multiple of 4 */
+    return o;
+}
+
+gcn_status gcn_ctx_set_node_rows(gcn_ctx *ctx, int64_t row0, int64_t n_local, int64_t n_total)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    if (row0 < 0 || n_local < 0 || row0 + n_local > n_total || row0 % 4 != 0)
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG,
+                         "set_node_rows: rows [%lld, %lld) of %lld: need 0 <= row0, row0 a "
+                         "multiple of 4, and row0 + n_local <= n_total", (long long)row0,
+                         (long long)(row0 + n_local), (long long)n_total);
+    ctx->node_row0 = row0;
+    ctx->node_rows = n_local;
+    ctx->node_total = n_total;
+    return GCN_OK;
+}
+
 gcn_status gcn_rng_sync_device(gcn_ctx *ctx, uint64_t *advanced)
 {
     uint64_t delta = ctx->rng_offset[GCN_RNG_DROPOUT] - ctx->rng_dev_synced;

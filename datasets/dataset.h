@@ -117,6 +117,11 @@ typedef enum gcn_adjacency {
 GCN_API gcn_status gcn_dataset_adjacency(gcn_ctx *ctx, const gcn_dataset *ds, gcn_adjacency kind,
                                          gcn_csr **out);
 
+/* The same matrix as a host graph (values NULL for GCN_ADJ_RAW: all ones),
+ * without community levels.  Caller frees with gcn_graph_free. */
+GCN_API gcn_status gcn_dataset_adjacency_graph(gcn_ctx *ctx, const gcn_dataset *ds,
+                                               gcn_adjacency kind, gcn_graph **out);
+
 /* Features, labels and split on the context's device.  Every field is a new
  * reference the caller frees; a field is NULL where the dataset has nothing
  * (no features, no labels, an empty split list). */

@@ -299,9 +299,9 @@ gcn_status gcn_file_write_atomic(gcn_ctx *ctx, const char *path, const gcn_secti
 /* Frees what a dataset holds and zeroes it (the struct itself stays). */
 void gcn_ds_clear(gcn_dataset *ds);
 
-/* ---- reordering (reorder.c, reorder_apply.c, reorder_cache.c) --------- */
+/* ---- reordering (reorder.c, reorder_parts.c, reorder_apply.c, reorder_cache.c) */
 
-/* "none", "degree" or "metis". */
+/* "none", "degree", "metis" or "parts". */
 const char *gcn_reorder_method_name(gcn_reorder_method method);
 
 /* Checks o; sizes receives the METIS sizes it asks for (the defaults when
@@ -316,6 +316,21 @@ gcn_status gcn_reorder_seed(gcn_ctx *ctx, const gcn_reorder_opts *o, uint32_t *s
 /* A reordering of n_nodes with order and position allocated, no levels. */
 gcn_status gcn_reorder_alloc(gcn_ctx *ctx, gcn_reorder_method method, int32_t n_nodes,
                              gcn_reorder **out);
+
+/* part[i] in [0, nparts) for each of the n nodes of the symmetric graph
+ * xadj/adjncy (no self-loops, at least one edge), from
+ * METIS_PartGraphKway with the seed; vwgt NULL or [n] vertex weights. */
+gcn_status gcn_metis_kway(gcn_ctx *ctx, int32_t n, int32_t *xadj, int32_t *adjncy,
+                          int32_t *vwgt, int32_t nparts, uint32_t seed, int32_t *part);
+
+/* The PARTS reordering of g into r (allocated for g->n_nodes, no levels):
+ * order and its one level, as gcn_reorder_compute documents. */
+gcn_status gcn_reorder_parts(gcn_ctx *ctx, const gcn_graph *g, int32_t n_parts,
+                             bool balance_nnz, uint32_t seed, gcn_reorder *r);
+
+/* Sets r->edge_cut from g (r's graph in original ids) and r's finest
+ * level. */
+gcn_status gcn_reorder_count_cut(gcn_ctx *ctx, const gcn_graph *g, gcn_reorder *r);
 
 /* gcn_reorder_compute with the METIS seed given. */
 gcn_status gcn_reorder_compute_seeded(gcn_ctx *ctx, const gcn_graph *g,

@@ -237,6 +237,8 @@ static void put_reorder(text *t, const gcn_reorder *r)
     put(t, "; reordered by %s (", gcn_reorder_method_name(r->method));
     for (int k = 0; k < r->n_levels; k++)
         put(t, "%d parts of %d, ", r->n_parts[k], r->size[k]);
+    if (r->method == GCN_REORDER_PARTS)
+        put(t, "edge cut %lld, ", (long long)r->edge_cut);
     if (r->from_cache)
         put(t, "permutation read from its file)");
     else
@@ -290,22 +292,28 @@ int gcn_dataset_describe(const gcn_dataset *ds, char *buf, size_t size)
     return (int)t.len;
 }
 
-gcn_status gcn_dataset_adjacency(gcn_ctx *ctx, const gcn_dataset *ds, gcn_adjacency kind,
-                                 gcn_csr **out)
+gcn_status gcn_dataset_adjacency_graph(gcn_ctx *ctx, const gcn_dataset *ds, gcn_adjacency kind,
+                                       gcn_graph **out)
 {
     GCN_ARG(ctx, ds && ds->graph && out);
     *out = NULL;
-    gcn_graph *g = NULL;
     if (kind == GCN_ADJ_GCN)
-        GCN_TRY(gcn_graph_gcn_norm(ctx, ds->graph, &g));
-    else if (kind == GCN_ADJ_RAW)
-        GCN_TRY(gcn_graph_remove_self_loops(ctx, ds->graph, &g));
-    else
+        return gcn_graph_gcn_norm(ctx, ds->graph, out);
+    if (kind != GCN_ADJ_RAW)
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "unknown adjacency kind %d", (int)kind);
-    if (kind == GCN_ADJ_RAW) {
-        free(g->values);
-        g->values = NULL;
-    }
+    GCN_TRY(gcn_graph_remove_self_loops(ctx, ds->graph, out));
+    free((*out)->values);
+    (*out)->values = NULL;
+    return GCN_OK;
+}
+
+gcn_status gcn_dataset_adjacency(gcn_ctx *ctx, const gcn_dataset *ds, gcn_adjacency kind,
+                                 gcn_csr **out)
+{
+    GCN_ARG(ctx, out);
+    *out = NULL;
+    gcn_graph *g = NULL;
+    GCN_TRY(gcn_dataset_adjacency_graph(ctx, ds, kind, &g));
     gcn_status st = gcn_graph_to_csr(ctx, g, out);
     gcn_graph_free(&g);
     if (st == GCN_OK && ds->reorder)

@@ -1,6 +1,7 @@
 /* Node reorderings (gcn_reorder_compute): the options and their spec, the
  * identity, descending degree, and METIS communities nested at several
- * sizes.  Applying one to a graph or a dataset is in reorder_apply.c. */
+ * sizes.  METIS parts for ranks are in reorder_parts.c, applying a
+ * reordering to a graph or a dataset in reorder_apply.c. */
 #include <metis.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@ gcn_reorder_opts gcn_reorder_default_opts(gcn_reorder_method method)
         o.n_sizes = N_DEFAULT_SIZES;
         memcpy(o.sizes, default_sizes, sizeof default_sizes);
     }
+    o.n_parts = 2;
     return o;
 }
 
@@ -32,6 +34,7 @@ const char *gcn_reorder_method_name(gcn_reorder_method method)
     case GCN_REORDER_NONE: return "none";
     case GCN_REORDER_DEGREE: return "degree";
     case GCN_REORDER_METIS: return "metis";
+    case GCN_REORDER_PARTS: return "parts";
     }
     return "unknown";
 }
@@ -39,9 +42,29 @@ const char *gcn_reorder_method_name(gcn_reorder_method method)
 static gcn_status bad_spec(gcn_ctx *ctx, const char *spec, const char *why)
 {
     return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG,
-                     "reorder spec '%s': %s (expected none, degree, metis or metis:S[,S...] "
-                     "with at most %d ascending sizes in [2, %d])",
-                     spec, why, GCN_REORDER_MAX_LEVELS, MAX_SIZE);
+                     "reorder spec '%s': %s (expected none, degree, metis, metis:S[,S...] "
+                     "with at most %d ascending sizes in [2, %d], or parts:N[:nnz] with N in "
+                     "[1, %d])",
+                     spec, why, GCN_REORDER_MAX_LEVELS, MAX_SIZE, GCN_REORDER_MAX_PARTS);
+}
+
+/* "parts:N" or "parts:N:nnz", spec past "parts". */
+static gcn_status parse_parts(gcn_ctx *ctx, const char *spec, const char *p,
+                              gcn_reorder_opts *out)
+{
+    gcn_reorder_opts o = gcn_reorder_default_opts(GCN_REORDER_PARTS);
+    if (*p != ':' || p[1] < '0' || p[1] > '9')
+        return bad_spec(ctx, spec, "the part count is missing or not a number");
+    char *end = NULL;
+    long v = strtol(p + 1, &end, 10);
+    if (*end != '\0' && strcmp(end, ":nnz") != 0)
+        return bad_spec(ctx, spec, "junk after the part count (only :nnz may follow)");
+    if (v < 1 || v > GCN_REORDER_MAX_PARTS)
+        return bad_spec(ctx, spec, "the part count is out of range");
+    o.n_parts = (int32_t)v;
+    o.balance_nnz = *end != '\0';
+    *out = o;
+    return GCN_OK;
 }
 
 gcn_status gcn_reorder_parse(gcn_ctx *ctx, const char *spec, gcn_reorder_opts *out)
@@ -54,6 +77,8 @@ gcn_status gcn_reorder_parse(gcn_ctx *ctx, const char *spec, gcn_reorder_opts *o
             *out = gcn_reorder_default_opts(methods[m]);
             return GCN_OK;
         }
+    if (strncmp(spec, "parts", 5) == 0 && (spec[5] == ':' || spec[5] == '\0'))
+        return parse_parts(ctx, spec, spec + 5, out);
     if (strncmp(spec, "metis:", 6) != 0)
         return bad_spec(ctx, spec, "unknown method");
     gcn_reorder_opts o = gcn_reorder_default_opts(GCN_REORDER_METIS);
@@ -90,6 +115,8 @@ static int sizes_of(const gcn_reorder_opts *o, int32_t sizes[GCN_REORDER_MAX_LEV
 
 int gcn_reorder_describe(const gcn_reorder_opts *o, char *buf, size_t size)
 {
+    if (o->method == GCN_REORDER_PARTS)
+        return snprintf(buf, size, "parts:%d%s", o->n_parts, o->balance_nnz ? ":nnz" : "");
     if (o->method != GCN_REORDER_METIS)
         return snprintf(buf, size, "%s", gcn_reorder_method_name(o->method));
     int32_t sizes[GCN_REORDER_MAX_LEVELS];
@@ -107,8 +134,11 @@ gcn_status gcn_reorder_check_opts(gcn_ctx *ctx, const gcn_reorder_opts *o,
     GCN_ARG(ctx, o);
     *n_sizes = 0;
     if (o->method != GCN_REORDER_NONE && o->method != GCN_REORDER_DEGREE &&
-        o->method != GCN_REORDER_METIS)
+        o->method != GCN_REORDER_METIS && o->method != GCN_REORDER_PARTS)
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "reorder: unknown method %d", (int)o->method);
+    if (o->method == GCN_REORDER_PARTS && (o->n_parts < 1 || o->n_parts > GCN_REORDER_MAX_PARTS))
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "reorder: %d parts (expected 1 to %d)",
+                         o->n_parts, GCN_REORDER_MAX_PARTS);
     if (o->method != GCN_REORDER_METIS)
         return GCN_OK;
     if (o->n_sizes < 0 || o->n_sizes > GCN_REORDER_MAX_LEVELS)
@@ -129,7 +159,7 @@ gcn_status gcn_reorder_seed(gcn_ctx *ctx, const gcn_reorder_opts *o, uint32_t *s
     int n_sizes;
     GCN_TRY(gcn_reorder_check_opts(ctx, o, sizes, &n_sizes));
     *seed = 0;
-    if (o->method == GCN_REORDER_METIS)
+    if (o->method == GCN_REORDER_METIS || o->method == GCN_REORDER_PARTS)
         GCN_TRY(gcn_rng_below(ctx, GCN_RNG_PARTITION, INT32_MAX, seed, 1));
     return GCN_OK;
 }
@@ -245,23 +275,22 @@ static const char *metis_code(int rc)
     return "an unknown code";
 }
 
-/* part[i] in [0, nparts) for each of the n nodes, from METIS_PartGraphKway. */
-static gcn_status metis_cut(nest *t, int32_t n, idx_t *xadj, idx_t *adjncy, int32_t nparts,
-                            int32_t *part)
+gcn_status gcn_metis_kway(gcn_ctx *ctx, int32_t n, int32_t *xadj, int32_t *adjncy,
+                          int32_t *vwgt, int32_t nparts, uint32_t seed, int32_t *part)
 {
     idx_t options[METIS_NOPTIONS];
     METIS_SetDefaultOptions(options);
-    options[METIS_OPTION_SEED] = t->seed;
+    options[METIS_OPTION_SEED] = (idx_t)seed;
     options[METIS_OPTION_NUMBERING] = 0;
     idx_t nvtxs = n, ncon = 1, np = nparts, objval = 0;
-    int rc = METIS_PartGraphKway(&nvtxs, &ncon, xadj, adjncy, NULL, NULL, NULL, &np, NULL, NULL,
+    int rc = METIS_PartGraphKway(&nvtxs, &ncon, xadj, adjncy, vwgt, NULL, NULL, &np, NULL, NULL,
                                  options, &objval, part);
     if (rc == METIS_OK)
         return GCN_OK;
     gcn_status st = rc == METIS_ERROR_MEMORY  ? GCN_ERR_NOMEM
                     : rc == METIS_ERROR_INPUT ? GCN_ERR_INVALID_ARG
                                               : GCN_ERR_UNSUPPORTED;
-    return GCN_ERROR(t->ctx, st,
+    return GCN_ERROR(ctx, st,
                      "METIS_PartGraphKway returned %s (%d) cutting a graph of %d nodes and %d "
                      "edges into %d parts",
                      metis_code(rc), rc, n, xadj[n], nparts);
@@ -305,7 +334,8 @@ static gcn_status cut(nest *t, const int32_t *set, int32_t n, int k)
             for (int32_t i = 0; i < n; i++)
                 part[i] = i / size;
         else
-            GCN_CHECK(metis_cut(t, n, xadj, adjncy, nparts, part));
+            GCN_CHECK(gcn_metis_kway(t->ctx, n, xadj, adjncy, NULL, nparts, (uint32_t)t->seed,
+                                     part));
         free(xadj);
         free(adjncy);
         xadj = adjncy = NULL;
@@ -416,11 +446,14 @@ gcn_status gcn_reorder_compute_seeded(gcn_ctx *ctx, const gcn_graph *g,
         GCN_CHECK(degree_order(ctx, g, r->order));
     else if (o->method == GCN_REORDER_METIS)
         GCN_CHECK(metis_order(ctx, g, sizes, n_sizes, seed, r));
+    else if (o->method == GCN_REORDER_PARTS)
+        GCN_CHECK(gcn_reorder_parts(ctx, g, o->n_parts, o->balance_nnz, seed, r));
     else
         for (int32_t i = 0; i < g->n_nodes; i++)
             r->order[i] = i;
     for (int32_t i = 0; i < g->n_nodes; i++)
         r->position[r->order[i]] = i;
+    GCN_CHECK(gcn_reorder_count_cut(ctx, g, r));
     r->seconds = now_s() - t0;
     *out = r;
     return GCN_OK;

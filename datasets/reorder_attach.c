@@ -11,6 +11,8 @@ gcn_status gcn_reorder_attach(gcn_ctx *ctx, const gcn_reorder *r, gcn_csr *a)
         return GCN_ERROR(ctx, GCN_ERR_SHAPE,
                          "reorder: a %d x %d matrix cannot take communities of %d nodes",
                          a->n_rows, a->n_cols, r->n_nodes);
+    if (r->method == GCN_REORDER_PARTS) /* rank blocks, not communities */
+        return GCN_OK;
     const int32_t *part_ptr[GCN_REORDER_MAX_LEVELS];
     for (int l = 0; l < r->n_levels; l++)
         part_ptr[l] = r->part_ptr[l];

@@ -1,7 +1,7 @@
 /* The permutation file beside the dataset cache
- * (<cache>.metis-16-256-4096-s<seed>.perm, <cache>.degree.perm): a
- * checksummed header, order[] and each level's part_ptr[], written
- * atomically and validated in full before use. */
+ * (<cache>.metis-16-256-4096-s<seed>.perm, <cache>.parts-4-nnz-s<seed>.perm,
+ * <cache>.degree.perm): a checksummed header, order[] and each level's
+ * part_ptr[], written atomically and validated in full before use. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,8 +21,9 @@ typedef struct perm_header {
     uint32_t version;
     uint32_t endian;    /* 0x01020304 as written */
     int32_t method;
-    int32_t sizes[GCN_REORDER_MAX_LEVELS]; /* asked for (METIS), 0 past the last */
-    uint32_t seed;      /* METIS's, 0 for the other methods */
+    int32_t sizes[GCN_REORDER_MAX_LEVELS]; /* asked for (METIS), 0 past the last;
+                                              PARTS: N, then 1 when balancing entries */
+    uint32_t seed;      /* METIS's (METIS and PARTS), 0 for the other methods */
     int32_t n_nodes, nnz;
     uint32_t graph_crc; /* crc32 of row_ptr then col_idx of the graph reordered */
     int32_t n_levels;
@@ -58,14 +59,19 @@ static void key_of(const gcn_graph *g, gcn_reorder_method method, const int32_t 
                           g->col_idx, (size_t)g->nnz * sizeof(int32_t));
 }
 
-/* "<cache>.<method>[-<sizes>-s<seed>].perm"; caller frees. */
+/* "<cache>.<method>[-<sizes>-s<seed>].perm" ("-N[-nnz]-s<seed>" for PARTS);
+ * caller frees. */
 static gcn_status perm_path(gcn_ctx *ctx, const char *cache, const perm_header *k, char **out)
 {
     char tail[128];
     int len = snprintf(tail, sizeof tail, ".%s", gcn_reorder_method_name(k->method));
-    for (int i = 0; i < GCN_REORDER_MAX_LEVELS && k->sizes[i]; i++)
-        len += snprintf(tail + len, sizeof tail - (size_t)len, "-%d", k->sizes[i]);
-    if (k->method == GCN_REORDER_METIS)
+    if (k->method == GCN_REORDER_PARTS)
+        len += snprintf(tail + len, sizeof tail - (size_t)len, "-%d%s", k->sizes[0],
+                        k->sizes[1] ? "-nnz" : "");
+    else
+        for (int i = 0; i < GCN_REORDER_MAX_LEVELS && k->sizes[i]; i++)
+            len += snprintf(tail + len, sizeof tail - (size_t)len, "-%d", k->sizes[i]);
+    if (k->method == GCN_REORDER_METIS || k->method == GCN_REORDER_PARTS)
         snprintf(tail + len, sizeof tail - (size_t)len, "-s%u", k->seed);
     size_t n = strlen(cache) + strlen(tail) + sizeof ".perm";
     GCN_TRY(gcn_ds_malloc(ctx, (void **)out, n, 1));
@@ -136,11 +142,16 @@ static const char *check_header(const perm_header *h, const perm_header *key, in
         return "computed for another graph";
     if (h->n_levels < 0 || h->n_levels > GCN_REORDER_MAX_LEVELS)
         return "level count out of range";
+    if (h->method == GCN_REORDER_PARTS &&
+        (h->n_levels != 1 || h->n_parts[0] != key->sizes[0] ||
+         h->level_size[0] != (h->n_nodes + (int64_t)key->sizes[0] - 1) / key->sizes[0]))
+        return "parts out of range";
     uint64_t want = (uint64_t)h->n_nodes;
     for (int k = 0; k < h->n_levels; k++) {
-        if (h->n_parts[k] < 2 || h->n_parts[k] > h->n_nodes ||
-            !asked_for(key, h->level_size[k]) ||
-            (k > 0 && h->level_size[k] <= h->level_size[k - 1]))
+        if (h->method != GCN_REORDER_PARTS &&
+            (h->n_parts[k] < 2 || h->n_parts[k] > h->n_nodes ||
+             !asked_for(key, h->level_size[k]) ||
+             (k > 0 && h->level_size[k] <= h->level_size[k - 1])))
             return "levels out of range";
         want += (uint64_t)h->n_parts[k] + 1;
     }
@@ -181,6 +192,9 @@ static const char *check_content(gcn_reorder *r)
         for (int32_t q = 0; q < r->n_parts[k]; q++)
             if (p[q + 1] < p[q])
                 return "part_ptr decreases";
+        for (int32_t q = 1; r->method == GCN_REORDER_PARTS && q < r->n_parts[k]; q++)
+            if (p[q] % GCN_REORDER_PARTS_ALIGN != 0 && p[q] != r->n_nodes)
+                return "a part boundary is not aligned";
         if (k > 0 && !nested(r->part_ptr[k - 1], r->n_parts[k - 1], p, r->n_parts[k]))
             return "levels are not nested";
     }
@@ -262,11 +276,18 @@ gcn_status gcn_reorder_cached(gcn_ctx *ctx, const gcn_graph *g, const gcn_reorde
     perm_header key;
     char *path = NULL;
     gcn_status st = GCN_OK;
+    if (o->method == GCN_REORDER_PARTS) {
+        sizes[0] = o->n_parts;
+        sizes[1] = o->balance_nnz;
+        n_sizes = 2;
+    }
     key_of(g, o->method, sizes, n_sizes, seed, &key);
     GCN_CHECK(perm_path(ctx, cache, &key, &path));
     GCN_CHECK(perm_read(ctx, path, &key, out));
     if (*out) {
         (*out)->from_cache = true;
+        if ((st = gcn_reorder_count_cut(ctx, g, *out)) != GCN_OK)
+            gcn_reorder_free(out);
         goto cleanup;
     }
     GCN_CHECK(gcn_reorder_compute_seeded(ctx, g, o, seed, out));

@@ -8,6 +8,7 @@
 #include "../core/internal.h"
 #include "../core/prof.h"
 #include "spmm_auto.h"
+#include "spmm_halo.h"
 #include "spmm_impls.h"
 
 /* Every kernel; the selector tries each in the roles it lists.  The order
@@ -204,16 +205,39 @@ static gcn_status spmm_apply(gcn_ctx *ctx, const gcn_csr *a, const float *x, flo
     return st;
 }
 
-static gcn_status spmm_backward(gcn_ctx *ctx, gcn_node *nd)
+/* dX (+)= A^T dY (+ alpha dY when self_term): through a temporary of the
+ * block's columns and the halo's return trip for a matrix with a halo. */
+static gcn_status spmm_grad(gcn_ctx *ctx, gcn_node *nd, bool self_term)
 {
-    gcn_tensor *x = nd->in[0];
-    const gcn_csr *at = gcn_csr_transpose(nd->matrix);
+    gcn_tensor *x = nd->in[0], *dy = nd->out->grad, *dext = NULL;
+    const gcn_csr *a = nd->matrix, *at = gcn_csr_transpose(a);
     float *buf;
     bool acc;
+    gcn_status st;
     GCN_TRY(gcn_grad_slot(ctx, x, &buf, &acc));
-    if (at->n_rows > 0 && x->cols > 0)
-        return spmm_apply(ctx, at, nd->out->grad->data, buf, (int)x->cols, acc);
-    return acc ? GCN_OK : ctx->be->fill(ctx, buf, x->rows * x->cols, 0.0f);
+    if (self_term) {
+        GCN_CHECK(ctx->be->axpby(ctx, x->rows * x->cols, (float)nd->param[0], dy->data,
+                                 acc ? 1.0f : 0.0f, buf));
+        acc = true;
+    }
+    if (a->priv->halo) {
+        GCN_CHECK(gcn_tensor_create(ctx, &dext, at->n_rows, x->cols));
+        if (x->cols > 0)
+            GCN_CHECK(spmm_apply(ctx, at, dy->data, dext->data, (int)x->cols, false));
+        GCN_CHECK(gcn_halo_scatter(ctx, a, dext, buf, acc));
+    } else if (at->n_rows > 0 && x->cols > 0) {
+        GCN_CHECK(spmm_apply(ctx, at, dy->data, buf, (int)x->cols, acc));
+    } else if (!acc) {
+        GCN_CHECK(ctx->be->fill(ctx, buf, x->rows * x->cols, 0.0f));
+    }
+cleanup:
+    gcn_tensor_free(&dext);
+    return st;
+}
+
+static gcn_status spmm_backward(gcn_ctx *ctx, gcn_node *nd)
+{
+    return spmm_grad(ctx, nd, false);
 }
 
 /* The shared checks of gcn_spmm and gcn_spmm_self. */
@@ -223,32 +247,40 @@ static gcn_status check_spmm(gcn_ctx *ctx, const gcn_csr *a, const gcn_tensor *x
     GCN_TRY(gcn_check_tensor(ctx, x, "spmm x"));
     if (a->priv->ctx != ctx)
         return GCN_ERROR(ctx, GCN_ERR_DEVICE, "spmm: the matrix belongs to another context");
-    if (x->rows != a->n_cols || x->cols > INT32_MAX)
-        return GCN_ERROR(ctx, GCN_ERR_SHAPE, "spmm: matrix is %d x %d but x is [%lld, %lld]",
-                         a->n_rows, a->n_cols, (long long)x->rows, (long long)x->cols);
+    /* a rank's block multiplies the rank's rows and the halo rows it fetches */
+    int64_t rows = a->priv->halo ? a->n_rows : a->n_cols;
+    if (x->rows != rows || x->cols > INT32_MAX)
+        return GCN_ERROR(ctx, GCN_ERR_SHAPE, "spmm: matrix is %d x %d%s but x is [%lld, %lld]",
+                         a->n_rows, a->n_cols, a->priv->halo ? " with a halo" : "",
+                         (long long)x->rows, (long long)x->cols);
     return GCN_OK;
 }
 
-/* y = A x, plus alpha x when self_term; records backward on the tape. */
+/* y = A x, plus alpha x when self_term; records backward on the tape.  A
+ * matrix with a halo multiplies x extended by the halo rows. */
 static gcn_status spmm_op(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, bool self_term,
                           float alpha, gcn_backward_fn backward, gcn_tensor **out)
 {
-    gcn_tensor *y = NULL;
+    gcn_tensor *y = NULL, *ext = NULL;
     gcn_node *nd;
     gcn_status st;
     GCN_CHECK(gcn_tensor_create(ctx, &y, a->n_rows, x->cols));
     if (self_term)
         GCN_CHECK(ctx->be->axpby(ctx, x->rows * x->cols, alpha, x->data, 0.0f, y->data));
+    if (a->priv->halo)
+        GCN_CHECK(gcn_halo_gather(ctx, a, x, &ext));
     if (x->cols > 0)
-        GCN_CHECK(spmm_apply(ctx, a, x->data, y->data, (int)x->cols, self_term));
+        GCN_CHECK(spmm_apply(ctx, a, ext ? ext->data : x->data, y->data, (int)x->cols,
+                             self_term));
     GCN_CHECK(gcn_tape_record(ctx, self_term ? "spmm_self" : "spmm", backward, &x, 1, y, &nd));
     if (nd) {
         nd->matrix = a;
         nd->param[0] = alpha;
     }
     *out = y;
-    return GCN_OK;
+    y = NULL;
 cleanup:
+    gcn_tensor_free(&ext);
     gcn_tensor_free(&y);
     return st;
 }
@@ -263,16 +295,7 @@ gcn_status gcn_spmm(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, gcn_tensor **
 /* dX = A^T dY + alpha dY. */
 static gcn_status spmm_self_backward(gcn_ctx *ctx, gcn_node *nd)
 {
-    gcn_tensor *x = nd->in[0];
-    const gcn_csr *at = gcn_csr_transpose(nd->matrix);
-    float *buf;
-    bool acc;
-    GCN_TRY(gcn_grad_slot(ctx, x, &buf, &acc));
-    GCN_TRY(ctx->be->axpby(ctx, x->rows * x->cols, (float)nd->param[0], nd->out->grad->data,
-                           acc ? 1.0f : 0.0f, buf));
-    if (at->n_rows > 0 && x->cols > 0)
-        return spmm_apply(ctx, at, nd->out->grad->data, buf, (int)x->cols, true);
-    return GCN_OK;
+    return spmm_grad(ctx, nd, true);
 }
 
 gcn_status gcn_spmm_self(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, float alpha,
@@ -280,7 +303,7 @@ gcn_status gcn_spmm_self(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, float al
 {
     GCN_TRY(gcn_op_begin(ctx, out));
     GCN_TRY(check_spmm(ctx, a, x));
-    if (a->n_rows != a->n_cols)
+    if (a->n_rows != a->n_cols && !a->priv->halo)
         return GCN_ERROR(ctx, GCN_ERR_SHAPE, "spmm_self: the matrix must be square, got %d x %d",
                          a->n_rows, a->n_cols);
     return spmm_op(ctx, a, x, true, alpha, spmm_self_backward, out);

@@ -135,6 +135,23 @@ GCN_API gcn_status gcn_spmm_run(gcn_ctx *ctx, const gcn_spmm_impl *impl, const g
  * gives dX = A^T dY through the matrix's stored transpose. */
 GCN_API gcn_status gcn_spmm(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, gcn_tensor **out);
 
+/* Makes a one rank's block of a partitioned square matrix, on a context in a
+ * communicator (gcn_comm_init): a [n_local, n_local + n_halo] whose first
+ * n_local columns are the rank's own nodes and the rest its halo, nodes of
+ * other ranks (gcn_part_rows describes such a block).  gcn_spmm and
+ * gcn_spmm_self then take x [n_local, f], the rank's rows only: they fetch
+ * the halo rows from their owners before the product, and backward sends
+ * the halo rows' gradients back to be added there, so every rank's
+ * gradient is what the whole matrix would give.  Every rank must run the
+ * same products in the same order (they are collectives).
+ *   send_rows: the rank's rows the other ranks need, rank p's block
+ *     [send_off[p], send_off[p + 1]) in the order p lists them in its halo;
+ *   recv_off [ranks + 1]: the halo columns owned by rank p are n_local +
+ *     [recv_off[p], recv_off[p + 1]); recv_off[ranks] = n_halo.
+ * Host arrays, copied.  Blocks for the rank itself must be empty. */
+GCN_API gcn_status gcn_csr_set_halo(gcn_ctx *ctx, gcn_csr *a, const int32_t *send_rows,
+                                    const int64_t *send_off, const int64_t *recv_off);
+
 /* GIN's aggregation with its self term in one op: a square [n, n], x [n, f]
  * -> out = A x + alpha x.  One output tensor where A x, alpha x and their
  * sum would be three (all kept for backward); dX = A^T dY + alpha dY. */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../core/internal.h"
+#include "../core/ranks.h"
 #include "../datasets/dataset.h"
 #include "config.h"
 
@@ -42,6 +43,7 @@ gcn_model_config gcn_model_config_default(void)
     strcpy(c.device, "auto");
     strcpy(c.spmm, "auto");
     c.cuda_graph = true;
+    c.ranks = 1;
     strcpy(c.reorder, "auto");
     strcpy(c.root, "data");
     strcpy(c.features, "file");
@@ -348,8 +350,9 @@ static gcn_status parse_reorder(parser *p, const cJSON *v, char *out, size_t siz
         GCN_TRY(get_string(p, v, "reorder", out, size));
         gcn_reorder_opts o;
         if (strcmp(out, "auto") != 0 && gcn_reorder_parse(NULL, out, &o) != GCN_OK)
-            return fail(p, "reorder", "expected \"auto\", \"none\", \"degree\", \"metis\" or "
-                        "\"metis:S[,S...]\" with sizes ascending in [2, 16777216]");
+            return fail(p, "reorder", "expected \"auto\", \"none\", \"degree\", \"metis\", "
+                        "\"metis:S[,S...]\" with sizes ascending in [2, 16777216] or "
+                        "\"parts:N[:nnz]\" with N in [1, 4096]");
         return GCN_OK;
     }
     if (!cJSON_IsObject(v))
@@ -463,6 +466,13 @@ static gcn_status parse_top_key(parser *p, const cJSON *v, gcn_model_config *cfg
         int64_t n = 0;
         GCN_TRY(get_int(p, v, k, 0, GCN_MAX_THREADS, &n));
         cfg->threads = (int)n;
+        return GCN_OK;
+    }
+    if (!strcmp(k, "ranks") || !strcmp(k, "devices")) {
+        int64_t n = 0;
+        GCN_TRY(get_int(p, v, k, 1, GCN_MAX_RANKS, &n));
+        cfg->ranks = (int)n;
+        cfg->nccl = k[0] == 'd';
         return GCN_OK;
     }
     if (!strcmp(k, "reorder"))

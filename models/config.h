@@ -66,9 +66,13 @@ typedef struct gcn_model_config {
     bool cuda_graph;       /* replay steady-state epochs as one CUDA graph (default on) */
     int threads;           /* CPU threads (gcn_ctx_opts.threads); 0: the CPUs the process
                             * may use */
+    int ranks;             /* ranks the graph is partitioned over (default 1): key
+                            * "devices" (one GPU each, NCCL) or "ranks" (all on the
+                            * device, the local transport) */
+    bool nccl;             /* the ranks are GPUs joined by NCCL */
     char reorder[64];      /* "auto" (METIS on a GPU, none on the CPU) or a
                             * datasets/reorder.h spec: "none", "degree", "metis",
-                            * "metis:S,..." */
+                            * "metis:S,...", "parts:N" */
     gcn_readout_config readout;
     int batch_size;        /* graphs a training batch (graph-level models; default 32) */
     /* dataset defaults, overridable on the command line */

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/internal.h"
+#include "../core/ranks.h"
 #include "../core/rng.h"
 #include "setup.h"
 
@@ -41,6 +43,15 @@ gcn_status gcn_model_config_set(gcn_model_config *cfg, const char *key, const ch
                      GCN_MAX_THREADS);
         else
             cfg->threads = (int)n;
+    } else if (!strcmp(key, "ranks") || !strcmp(key, "devices")) {
+        char *end;
+        long n = strtol(value, &end, 10);
+        if (end == value || *end || n < 1 || n > GCN_MAX_RANKS) {
+            snprintf(expected, sizeof expected, "1 to %d", GCN_MAX_RANKS);
+        } else {
+            cfg->ranks = (int)n;
+            cfg->nccl = key[0] == 'd';
+        }
     } else if (!strcmp(key, "cuda_graph")) {
         if (strcmp(value, "on") && strcmp(value, "off"))
             snprintf(expected, sizeof expected, "on or off");
@@ -57,8 +68,9 @@ gcn_status gcn_model_config_set(gcn_model_config *cfg, const char *key, const ch
         while (i < n && strcmp(key, strings[i].key))
             i++;
         if (i == n)
-            snprintf(expected, sizeof expected, "a key: device, precision, threads, "
-                                                "cuda_graph, spmm, reorder, root or features");
+            snprintf(expected, sizeof expected, "a key: device, precision, threads, ranks, "
+                                                "devices, cuda_graph, spmm, reorder, root or "
+                                                "features");
         else if (!copy_value(strings[i].field, strings[i].size, value))
             snprintf(expected, sizeof expected, "a value of 1 to %zu characters",
                      strings[i].size - 1);
@@ -88,20 +100,45 @@ gcn_status gcn_model_config_ctx_opts(const gcn_model_config *cfg, gcn_ctx_opts *
     return GCN_OK;
 }
 
+/* The reordering a run on several ranks needs: its partition, parts:N
+ * ("auto" picks it; parts:N:nnz balances non-zeros instead of nodes). */
+static gcn_status ranks_reorder(gcn_ctx *ctx, const gcn_model_config *cfg, char *spec,
+                                size_t size)
+{
+    snprintf(spec, size, "parts:%d", cfg->ranks);
+    size_t n = strlen(spec);
+    if (cfg->readout.enabled)
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "a graph-level model trains on one rank "
+                         "(%d asked for): its batches are whole graphs", cfg->ranks);
+    if (strcmp(cfg->reorder, "auto") &&
+        (strncmp(cfg->reorder, spec, n) || (cfg->reorder[n] && strcmp(cfg->reorder + n, ":nnz"))))
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG,
+                         "reorder %s: a run on %d ranks orders the nodes by its partition, "
+                         "%s or %s:nnz", cfg->reorder, cfg->ranks, spec, spec);
+    if (strcmp(cfg->reorder, "auto"))
+        snprintf(spec, size, "%s", cfg->reorder);
+    return GCN_OK;
+}
+
 gcn_status gcn_model_config_load_dataset(gcn_ctx *ctx, const gcn_model_config *cfg,
                                          const char *spec, gcn_dataset **ds)
 {
     if (!ctx || !cfg || !spec || !ds)
         return GCN_ERR_INVALID_ARG;
     gcn_dataset_opts o = gcn_dataset_default_opts();
+    char parts[64];
     o.root = cfg->root;
     o.features = cfg->features;
     o.normalize_features = cfg->normalize_features;
-    if (!strcmp(cfg->reorder, "auto")) /* graph-level models train on batches of graphs */
+    if (cfg->ranks > 1 || cfg->nccl) {
+        GCN_TRY(ranks_reorder(ctx, cfg, parts, sizeof parts));
+        o.reorder = parts;
+    } else if (!strcmp(cfg->reorder, "auto")) { /* graph-level models train on batches of graphs */
         o.reorder = gcn_ctx_device(ctx) == GCN_DEVICE_CUDA && !cfg->readout.enabled ? "metis"
                                                                                    : NULL;
-    else
+    } else {
         o.reorder = strcmp(cfg->reorder, "none") ? cfg->reorder : NULL;
+    }
     gcn_rng_seed(ctx, cfg->data_seed);
     return gcn_dataset_load(ctx, ds, spec, &o);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../core/comm.h"
 #include "../core/internal.h"
 #include "../kernels/spmm.h"
 #include "../optim/optim_impl.h"
@@ -98,26 +99,50 @@ static gcn_status keep_position(gcn_ctx *ctx, gcn_trainer *tr, const gcn_dataset
     return GCN_OK;
 }
 
-gcn_status gcn_trainer_create(gcn_ctx *ctx, gcn_trainer **out, const gcn_model_config *cfg,
-                              const gcn_dataset *ds)
+/* The adjacency matrices the model multiplies: the dataset's, or the
+ * rank's blocks of them (rows[kind], with their halos). */
+static gcn_status make_matrices(gcn_ctx *ctx, gcn_trainer *tr, const gcn_dataset *ds,
+                                const gcn_part_rows *const *rows)
 {
-    if (!ctx)
-        return GCN_ERR_INVALID_ARG;
-    GCN_ARG(ctx, out && cfg && ds);
-    *out = NULL;
+    gcn_status st;
+    if (gcn_model_uses_gcn_adj(tr->model)) {
+        st = rows ? gcn_rank_matrix(ctx, rows[GCN_ADJ_GCN], &tr->adj_gcn)
+                  : gcn_dataset_adjacency(ctx, ds, GCN_ADJ_GCN, &tr->adj_gcn);
+        GCN_TRY(gcn_trainer_allocating(ctx, st, "the normalised adjacency matrix"));
+    }
+    if (gcn_model_uses_raw_adj(tr->model)) {
+        st = rows ? gcn_rank_matrix(ctx, rows[GCN_ADJ_RAW], &tr->adj_raw)
+                  : gcn_dataset_adjacency(ctx, ds, GCN_ADJ_RAW, &tr->adj_raw);
+        GCN_TRY(gcn_trainer_allocating(ctx, st, "the adjacency matrix"));
+    }
+    return GCN_OK;
+}
+
+/* gcn_trainer_create, and with rows (indexed by gcn_adjacency) one rank's
+ * trainer of gcn_trainer_create_rank. */
+static gcn_status trainer_build(gcn_ctx *ctx, gcn_trainer **out, const gcn_model_config *cfg,
+                                const gcn_dataset *ds, const gcn_part_rows *const *rows)
+{
     bool graphs = cfg->readout.enabled;
     if (!graphs)
         GCN_TRY(check_dataset(ctx, ds));
     else if (ds->n_graphs == 0 || ds->n_graph_classes < 2)
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "dataset %s is not a labelled collection of "
                          "graphs: a model with a readout classifies graphs (tu:NAME)", ds->name);
+    else if (rows)
+        return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "a graph-level model trains on one rank: "
+                         "its batches are whole graphs");
     gcn_status st = GCN_OK;
     gcn_trainer *tr = calloc(1, sizeof *tr);
     if (!tr)
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "trainer: out of host memory");
     tr->ctx = ctx;
     tr->cfg = *cfg;
+    tr->cfg.cuda_graph = cfg->cuda_graph && !rows; /* a rank's epoch waits for its peers */
     tr->validates = ds->n_valid > 0;
+    tr->split_rows[0] = ds->n_train;
+    tr->split_rows[1] = ds->n_valid;
+    tr->split_rows[2] = ds->n_test;
     size_t mark = ctx->mem.in_use;
     st = gcn_model_create(ctx, &tr->model, cfg, ds->n_features,
                           graphs ? ds->n_graph_classes : ds->n_classes);
@@ -131,16 +156,11 @@ gcn_status gcn_trainer_create(gcn_ctx *ctx, gcn_trainer **out, const gcn_model_c
         st = gcn_graph_data_create(ctx, tr, ds);
         GCN_CHECK(gcn_trainer_allocating(ctx, st, "the graphs, their batches and labels"));
     } else {
-        st = gcn_dataset_upload(ctx, ds, &tr->dev);
+        st = rows ? gcn_rank_upload(ctx, tr, ds, rows[GCN_ADJ_GCN] ? rows[GCN_ADJ_GCN]
+                                                                     : rows[GCN_ADJ_RAW])
+                  : gcn_dataset_upload(ctx, ds, &tr->dev);
         GCN_CHECK(gcn_trainer_allocating(ctx, st, "the dataset's features, labels and split"));
-    }
-    if (!graphs && gcn_model_uses_gcn_adj(tr->model)) {
-        st = gcn_dataset_adjacency(ctx, ds, GCN_ADJ_GCN, &tr->adj_gcn);
-        GCN_CHECK(gcn_trainer_allocating(ctx, st, "the normalised adjacency matrix"));
-    }
-    if (!graphs && gcn_model_uses_raw_adj(tr->model)) {
-        st = gcn_dataset_adjacency(ctx, ds, GCN_ADJ_RAW, &tr->adj_raw);
-        GCN_CHECK(gcn_trainer_allocating(ctx, st, "the adjacency matrix"));
+        GCN_CHECK(make_matrices(ctx, tr, ds, rows));
     }
     tr->mem.data = ctx->mem.in_use - mark;
     tr->mem.grads = (size_t)gcn_model_param_count(tr->model) * sizeof(float);
@@ -155,6 +175,50 @@ cleanup:
     return st;
 }
 
+gcn_status gcn_trainer_create(gcn_ctx *ctx, gcn_trainer **out, const gcn_model_config *cfg,
+                              const gcn_dataset *ds)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, out && cfg && ds);
+    *out = NULL;
+    return trainer_build(ctx, out, cfg, ds, NULL);
+}
+
+/* Both blocks, when given, must be the same rank's rows of one partition. */
+static gcn_status check_rows(gcn_ctx *ctx, const gcn_dataset *ds, const gcn_part_rows *a,
+                             const gcn_part_rows *b)
+{
+    const gcn_part_rows *r = a ? a : b;
+    if (!r)
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "trainer_create_rank: no matrix block given");
+    if (r->n_ranks != gcn_ctx_ranks(ctx) || r->rank != gcn_ctx_rank(ctx))
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG,
+                         "trainer_create_rank: the block is rank %d of %d, the context rank "
+                         "%d of %d", r->rank, r->n_ranks, gcn_ctx_rank(ctx), gcn_ctx_ranks(ctx));
+    if (a && b && (a->rank != b->rank || a->row0 != b->row0 || a->n_local != b->n_local))
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG,
+                         "trainer_create_rank: the two blocks cover different rows");
+    if ((int64_t)r->row0 + r->n_local > ds->n_nodes)
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG,
+                         "trainer_create_rank: rows [%d, %d) are not rows of %s's %d nodes",
+                         r->row0, r->row0 + r->n_local, ds->name, ds->n_nodes);
+    return GCN_OK;
+}
+
+gcn_status gcn_trainer_create_rank(gcn_ctx *ctx, gcn_trainer **out, const gcn_model_config *cfg,
+                                   const gcn_dataset *ds, const gcn_part_rows *gcn_rows,
+                                   const gcn_part_rows *raw_rows)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, out && cfg && ds);
+    *out = NULL;
+    GCN_TRY(check_rows(ctx, ds, gcn_rows, raw_rows));
+    const gcn_part_rows *rows[2] = {[GCN_ADJ_GCN] = gcn_rows, [GCN_ADJ_RAW] = raw_rows};
+    return trainer_build(ctx, out, cfg, ds, rows);
+}
+
 /* One training step; the loss stays on the device, for the epoch's one
  * read.  It ends by moving the device copy of the dropout offset on by the
  * step's draws (*draws), which a captured step then does on every replay. */
@@ -166,8 +230,13 @@ static gcn_status train_step(gcn_ctx *ctx, gcn_trainer *tr, gcn_tensor **loss, u
         GCN_CHECK(gcn_optim_zero_grad(ctx, tr->opt[i]));
     GCN_CHECK(gcn_model_forward(ctx, tr->model, tr->adj_gcn, tr->adj_raw, tr->dev.features, true,
                                 &logits));
-    GCN_CHECK(gcn_cross_entropy(ctx, logits, tr->dev.labels, tr->dev.train, loss));
+    if (tr->rank)
+        GCN_CHECK(gcn_rank_loss(ctx, tr, logits, loss));
+    else
+        GCN_CHECK(gcn_cross_entropy(ctx, logits, tr->dev.labels, tr->dev.train, loss));
     GCN_CHECK(gcn_backward(ctx, *loss));
+    if (tr->rank)
+        GCN_CHECK(gcn_rank_reduce_grads(ctx, tr));
     for (int i = 0; i < tr->n_opt; i++)
         GCN_CHECK(gcn_optim_step(ctx, tr->opt[i]));
     GCN_CHECK(gcn_rng_sync_device(ctx, draws));
@@ -196,10 +265,14 @@ static gcn_status evaluate(gcn_ctx *ctx, gcn_trainer *tr, epoch_readout *dev)
     gcn_tensor *logits = NULL;
     const gcn_index *split[3] = {tr->dev.train, tr->dev.valid, tr->dev.test};
     GCN_CHECK(gcn_trainer_eval_logits(ctx, tr, &logits));
+    if (tr->rank) /* a rank without rows of a split counts 0 for it (zero bits are 0.0) */
+        GCN_CHECK(ctx->be->fill(ctx, (float *)dev->correct, 2 * 3, 0.0f));
     for (int i = 0; i < 3; i++)
         if (split[i])
             GCN_CHECK(gcn_count_correct(ctx, logits, tr->dev.labels, split[i],
                                         &dev->correct[i]));
+    if (tr->rank)
+        GCN_CHECK(gcn_comm_allreduce_f64(ctx, dev->correct, 3));
 cleanup:
     gcn_tensor_free(&logits);
     return st;
@@ -216,6 +289,8 @@ static gcn_status queue_epoch(gcn_ctx *ctx, gcn_trainer *tr, uint64_t *draws)
     GCN_CHECK(gcn_ctx_stamp(ctx, 1));
     GCN_CHECK(evaluate(ctx, tr, tr->readout));
     GCN_CHECK(ctx->be->copy(ctx, &tr->readout->loss, loss->data, sizeof tr->readout->loss));
+    if (tr->rank)
+        GCN_CHECK(gcn_comm_allreduce(ctx, &tr->readout->loss, 1));
 cleanup:
     gcn_tensor_free(&loss);
     return st;
@@ -306,9 +381,9 @@ static gcn_status run_epoch(gcn_ctx *ctx, gcn_trainer *tr, bool *graph)
     return capture_epoch(ctx, tr, graph);
 }
 
-static double fraction(double correct, const gcn_index *rows)
+static double fraction(double correct, int64_t rows)
 {
-    return rows && rows->n > 0 ? correct / (double)rows->n : 0.0;
+    return rows > 0 ? correct / (double)rows : 0.0;
 }
 
 gcn_status gcn_trainer_accuracies(gcn_ctx *ctx, gcn_trainer *tr, double acc[3])
@@ -319,9 +394,9 @@ gcn_status gcn_trainer_accuracies(gcn_ctx *ctx, gcn_trainer *tr, double acc[3])
     gcn_status st = evaluate(ctx, tr, tr->readout);
     GCN_TRY(gcn_trainer_allocating(ctx, st, "an evaluation's activations"));
     GCN_TRY(ctx->be->download(ctx, &host, tr->readout, sizeof host));
-    acc[0] = fraction(host.correct[0], tr->dev.train);
-    acc[1] = fraction(host.correct[1], tr->dev.valid);
-    acc[2] = fraction(host.correct[2], tr->dev.test);
+    acc[0] = fraction(host.correct[0], tr->split_rows[0]);
+    acc[1] = fraction(host.correct[1], tr->split_rows[1]);
+    acc[2] = fraction(host.correct[2], tr->split_rows[2]);
     return GCN_OK;
 }
 
@@ -360,9 +435,9 @@ gcn_status gcn_trainer_epoch(gcn_ctx *ctx, gcn_trainer *tr, gcn_epoch_stats *sta
     GCN_TRY(st);
     if (!tr->graphs) {
         GCN_TRY(ctx->be->download(ctx, &host, tr->readout, sizeof host));
-        acc[0] = fraction(host.correct[0], tr->dev.train);
-        acc[1] = fraction(host.correct[1], tr->dev.valid);
-        acc[2] = fraction(host.correct[2], tr->dev.test);
+        acc[0] = fraction(host.correct[0], tr->split_rows[0]);
+        acc[1] = fraction(host.correct[1], tr->split_rows[1]);
+        acc[2] = fraction(host.correct[2], tr->split_rows[2]);
     }
     double t1 = now_ms();
     stats->loss = host.loss;
@@ -442,6 +517,7 @@ void gcn_trainer_free(gcn_trainer **ptr)
     gcn_csr_free(&tr->adj_raw);
     gcn_graph_data_free(tr->ctx, &tr->graphs);
     gcn_dataset_device_free(&tr->dev);
+    gcn_rank_free(&tr->rank);
     free(tr->best_state);
     free(tr->position);
     free(tr);

@@ -8,6 +8,8 @@
 #define GCN_TRAINER_H
 
 #include "../datasets/dataset.h"
+#include "../core/ranks.h"
+#include "../datasets/partition.h"
 #include "model.h"
 
 #ifdef __cplusplus
@@ -37,6 +39,42 @@ typedef struct gcn_trainer gcn_trainer;
  * features, labels and a non-empty training list.  Caller frees. */
 GCN_API gcn_status gcn_trainer_create(gcn_ctx *ctx, gcn_trainer **out,
                                       const gcn_model_config *cfg, const gcn_dataset *ds);
+
+/* The trainer of one rank of several (a context in a communicator,
+ * comm.h), for a node-level model: ds is the whole dataset with its nodes
+ * numbered by a PARTS reordering (gcn_dataset_reorder with "parts:N",
+ * N the ranks), gcn_rows and raw_rows the rank's blocks
+ * (gcn_partition_rows) of the dataset's GCN-normalised and plain
+ * adjacency (gcn_dataset_adjacency_graph), either NULL when the model does
+ * not multiply it.  The trainer holds the rank's rows of the features,
+ * labels and split and the blocks with their halos (gcn_csr_set_halo); its
+ * loss is the rank's share of the mean over every rank's training rows,
+ * gradients are summed over the ranks before each optimiser step, batch
+ * norm takes its statistics over every rank's rows, dropout draws the
+ * single-device masks (gcn_ctx_set_node_rows), and the accuracies and loss
+ * of gcn_trainer_epoch are those of all rows.  Every rank creates its
+ * trainer with the same configuration and the same seed and then calls
+ * the same functions in the same order, each on its own thread: the ranks
+ * then train the model one context would train on the reordered dataset,
+ * up to float rounding.  Epochs are not captured as CUDA graphs. */
+GCN_API gcn_status gcn_trainer_create_rank(gcn_ctx *ctx, gcn_trainer **out,
+                                           const gcn_model_config *cfg, const gcn_dataset *ds,
+                                           const gcn_part_rows *gcn_rows,
+                                           const gcn_part_rows *raw_rows);
+
+/* Every rank's trainer of the group g (gcn_trainer_create_rank on each
+ * rank's thread): ds reordered by parts:N for the group's N ranks; the
+ * whole matrices are built once on the host and each rank cuts its block.
+ * trainers[N] receives them; the caller frees each. */
+GCN_API gcn_status gcn_trainer_create_ranks(gcn_ctx *ctx, gcn_ranks *g,
+                                            const gcn_model_config *cfg, const gcn_dataset *ds,
+                                            gcn_trainer **trainers);
+
+/* One epoch on every rank at once (gcn_trainer_epoch on each rank's
+ * thread): *stats is of all rows, as every rank has it, with the slowest
+ * rank's train_ms and eval_ms. */
+GCN_API gcn_status gcn_trainer_epoch_ranks(gcn_ctx *ctx, gcn_ranks *g, gcn_trainer **trainers,
+                                           gcn_epoch_stats *stats);
 
 /* One optimisation step on the training rows, then accuracies of every
  * split in evaluation mode.  A non-finite loss stops with GCN_ERR_NUMERIC

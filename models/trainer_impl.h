@@ -4,6 +4,7 @@
 #define GCN_TRAINER_IMPL_H
 
 #include "../core/cuda.h"
+#include "../datasets/partition.h"
 #include "trainer.h"
 
 #define GCN_MAX_OPTIMISERS (GCN_MAX_LAYERS + 1)
@@ -11,6 +12,9 @@
 /* A graph-level model's collection, batches and evaluation batch
  * (trainer_graphs.c). */
 typedef struct gcn_graph_data gcn_graph_data;
+
+/* What the trainer of one rank of several adds (trainer_rank.c). */
+typedef struct gcn_trainer_rank gcn_trainer_rank;
 
 struct gcn_trainer {
     gcn_ctx *ctx;
@@ -39,6 +43,8 @@ struct gcn_trainer {
                            * dataset was not reordered */
     gcn_graph_data *graphs; /* a graph-level model's data (then dev is empty and adj_raw,
                              * adj_gcn are the evaluation batch's); NULL otherwise */
+    int64_t split_rows[3];  /* training, validation and test rows (of every rank) */
+    gcn_trainer_rank *rank; /* one rank of several: its share; NULL otherwise */
 };
 
 /* The model's state: its parameters, then its buffers (borrowed); returns
@@ -83,6 +89,22 @@ gcn_status gcn_graph_accuracies(gcn_ctx *ctx, gcn_trainer *tr, double acc[3]);
 /* The current model's evaluation-mode scores of every graph of the
  * collection, in graph order: a new [n_graphs, n_classes] tensor. */
 gcn_status gcn_graph_scores(gcn_ctx *ctx, gcn_trainer *tr, gcn_tensor **scores);
+
+/* One rank's trainer (trainer_rank.c).  gcn_rank_upload puts the rank's
+ * rows of ds (features, labels, its split rows renumbered from 0) into
+ * tr->dev, creates tr->rank and sets the context's node rows;
+ * gcn_rank_matrix makes a block of a matrix with its halo. */
+gcn_status gcn_rank_upload(gcn_ctx *ctx, gcn_trainer *tr, const gcn_dataset *ds,
+                           const gcn_part_rows *rows);
+gcn_status gcn_rank_matrix(gcn_ctx *ctx, const gcn_part_rows *rows, gcn_csr **out);
+
+/* The rank's share of the training loss: the sum of its rows' losses over
+ * every rank's training rows (0, still connected to logits, without any). */
+gcn_status gcn_rank_loss(gcn_ctx *ctx, gcn_trainer *tr, gcn_tensor *logits, gcn_tensor **loss);
+
+/* Sums the gradients over the ranks. */
+gcn_status gcn_rank_reduce_grads(gcn_ctx *ctx, gcn_trainer *tr);
+void gcn_rank_free(gcn_trainer_rank **rk);
 
 /* Writes len bytes to a temporary file beside path (path.tmp.PID), fsyncs
  * it and renames it over path; a failure removes the temporary file. */

@@ -400,3 +400,35 @@ gcn_trainer *ds_train_graphs(gcn_ctx *ctx, const char *json, const gcn_dataset *
     }
     return tr;
 }
+
+void ds_expect_follows(const gcn_dataset *a, const gcn_dataset *b)
+{
+    const gcn_reorder *r = b->reorder;
+    cr_assert_not_null(r);
+    ds_check_reorder(r, a->n_nodes);
+    for (int32_t v = 0; v < a->n_nodes; v++) {
+        int32_t p = r->position[v];
+        cr_assert_arr_eq(b->features + (int64_t)p * b->n_features,
+                         a->features + (int64_t)v * a->n_features,
+                         (size_t)a->n_features * sizeof(float));
+        cr_assert_eq(b->labels[p], a->labels[v]);
+    }
+    const int32_t *la[3] = {a->train, a->valid, a->test}, *lb[3] = {b->train, b->valid, b->test};
+    const int32_t na[3] = {a->n_train, a->n_valid, a->n_test},
+                  nb[3] = {b->n_train, b->n_valid, b->n_test};
+    for (int k = 0; k < 3; k++) {
+        cr_assert_eq(na[k], nb[k]);
+        uint8_t *in = calloc((size_t)a->n_nodes, 1);
+        for (int32_t i = 0; i < nb[k]; i++) {
+            cr_assert(i == 0 || lb[k][i] > lb[k][i - 1], "list %d not ascending", k);
+            in[lb[k][i]] = 1;
+        }
+        for (int32_t i = 0; i < na[k]; i++)
+            cr_assert(in[r->position[la[k][i]]], "list %d lost node %d", k, la[k][i]);
+        free(in);
+    }
+    gcn_graph *p = NULL;
+    cr_assert_eq(gcn_graph_permute(NULL, a->graph, r, &p), GCN_OK);
+    ds_expect_same_graph(b->graph, p);
+    gcn_graph_free(&p);
+}

@@ -86,6 +86,10 @@ bool ds_same(const gcn_dataset *a, const gcn_dataset *b);
  * every boundary of a coarser level being one of the finer level. */
 void ds_check_reorder(const gcn_reorder *r, int32_t n);
 
+/* Every array of b (features, labels, split lists, graph) is a's renumbered
+ * by b->reorder. */
+void ds_expect_follows(const gcn_dataset *a, const gcn_dataset *b);
+
 /* Asserts that two graphs are equal: row_ptr, col_idx and values. */
 void ds_expect_same_graph(const gcn_graph *a, const gcn_graph *b);
 

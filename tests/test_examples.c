@@ -28,3 +28,15 @@ Test(examples, user_kernel_runs_forced_and_among_the_selector_candidates, .timeo
     cr_assert(strstr(r.out, "2 candidates, locked") != NULL, "%s", r.out);
     cr_assert(strstr(r.out, "local_rows") != NULL, "%s", r.out);
 }
+
+Test(examples, ranks_loop_trains_the_karate_club_on_two_ranks, .timeout = 120)
+{
+    static tool_result r;
+    const char *args[] = {NULL};
+    tool_run(&r, "examples/ranks_loop", args);
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "on 2 ranks of") != NULL, "%s", r.out);
+    const char *final = strstr(r.out, "final accuracy ");
+    cr_assert_not_null(final, "%s", r.out);
+    cr_assert_geq(atof(final + strlen("final accuracy ")), 0.9, "%s", r.out);
+}

@@ -12,39 +12,6 @@
 #include "dataset_helpers.h"
 #include "helpers.h"
 
-/* Every array of b is a's renumbered by b->reorder. */
-static void expect_follows(const gcn_dataset *a, const gcn_dataset *b)
-{
-    const gcn_reorder *r = b->reorder;
-    cr_assert_not_null(r);
-    ds_check_reorder(r, a->n_nodes);
-    for (int32_t v = 0; v < a->n_nodes; v++) {
-        int32_t p = r->position[v];
-        cr_assert_arr_eq(b->features + (int64_t)p * b->n_features,
-                         a->features + (int64_t)v * a->n_features,
-                         (size_t)a->n_features * sizeof(float));
-        cr_assert_eq(b->labels[p], a->labels[v]);
-    }
-    const int32_t *la[3] = {a->train, a->valid, a->test}, *lb[3] = {b->train, b->valid, b->test};
-    const int32_t na[3] = {a->n_train, a->n_valid, a->n_test},
-                  nb[3] = {b->n_train, b->n_valid, b->n_test};
-    for (int k = 0; k < 3; k++) {
-        cr_assert_eq(na[k], nb[k]);
-        uint8_t *in = calloc((size_t)a->n_nodes, 1);
-        for (int32_t i = 0; i < nb[k]; i++) {
-            cr_assert(i == 0 || lb[k][i] > lb[k][i - 1], "list %d not ascending", k);
-            in[lb[k][i]] = 1;
-        }
-        for (int32_t i = 0; i < na[k]; i++)
-            cr_assert(in[r->position[la[k][i]]], "list %d lost node %d", k, la[k][i]);
-        free(in);
-    }
-    gcn_graph *p = NULL;
-    cr_assert_eq(gcn_graph_permute(NULL, a->graph, r, &p), GCN_OK);
-    ds_expect_same_graph(b->graph, p);
-    gcn_graph_free(&p);
-}
-
 Test(reorder, dataset_reorder_moves_every_array)
 {
     gcn_ctx *a = test_cpu_ctx(9), *b = test_cpu_ctx(9);
@@ -62,7 +29,7 @@ Test(reorder, dataset_reorder_moves_every_array)
     cr_assert(ds_same(x, y));
     cr_assert_eq(gcn_reorder_parse(b, "metis:16,64", &o), GCN_OK);
     cr_assert_eq(gcn_dataset_reorder(b, y, &o), GCN_OK, "%s", gcn_last_error(b));
-    expect_follows(x, y);
+    ds_expect_follows(x, y);
     char text[1024];
     gcn_dataset_describe(y, text, sizeof text);
     cr_assert(strstr(text, "reordered by metis ("), "%s", text);
@@ -278,7 +245,7 @@ Test(reorder, export_speaks_original_ids)
     gcn_ctx *a = test_cpu_ctx(11), *b = test_cpu_ctx(11);
     const char *sbm = "sbm:nodes=300,features=4,classes=3,valid=40,test=60";
     gcn_dataset *plain = ds_load_ok(a, sbm, NULL), *re = ds_load_ok(b, sbm, &o);
-    expect_follows(plain, re);
+    ds_expect_follows(plain, re);
     export_twice(ctx, plain, re, dir);
     gcn_dataset_free(&plain);
     gcn_dataset_free(&re);

@@ -18,12 +18,19 @@ static const char usage[] =
     "                        override the configuration (run r uses seed S + r)\n"
     "  --device cpu|cuda|cuda:N|auto\n"
     "  --threads N           CPU threads (default: the config's, else 0: the CPUs the\n"
-    "                        process may use, its affinity and cgroup quota)\n"
+    "                        process may use, its affinity and cgroup quota; shared out\n"
+    "                        between ranks)\n"
+    "  --ranks N             partition the graph over N ranks on the one --device (the\n"
+    "                        local transport): the single-device model, every rank's code\n"
+    "  --gpus N              partition the graph over N GPUs (from --device's), one rank\n"
+    "                        each, joined by NCCL (libnccl.so.2, or GCN_NCCL_LIBRARY)\n"
     "  --spmm MODE           auto (the adaptive selector, the default), auto-deterministic,\n"
     "                        a kernel name (rowsplit) or a strategy (intra_smem@256,\n"
     "                        intra_smem+inter_csr@256)\n"
     "  --reorder SPEC        auto (metis on a GPU, none on the CPU), none, degree, metis\n"
-    "                        (community sizes 16,256,4096) or metis:S[,S...]\n"
+    "                        (community sizes 16,256,4096), metis:S[,S...], parts:N (the\n"
+    "                        partition of N ranks; with --ranks N or --gpus N, auto) or\n"
+    "                        parts:N:nnz (balanced by non-zeros)\n"
     "  --spmm-plan FILE      load the selector's choices from FILE if it exists (and skip\n"
     "                        profiling), else write them there once locked\n"
     "  --cuda-graph on|off   replay steady-state epochs as one CUDA graph (default: the\n"
@@ -104,12 +111,12 @@ static bool parse_value(const char *o, const char *v, args *a)
                                         "--reorder", "--spmm-plan", "--cuda-graph",
                                         "--features", "--log", "--save", "--resume",
                                         "--export-data", "--predict", "--folds-file",
-                                        "--protocol", "--threads"};
+                                        "--protocol", "--threads", "--ranks", "--gpus"};
     const char **fields[] = {&a->dataset, &a->root, &a->device, &a->spmm,
                              &a->reorder, &a->spmm_plan, &a->cuda_graph,
                              &a->features, &a->log, &a->save, &a->resume,
                              &a->export_dir, &a->predict, &a->folds_file,
-                             &a->protocol, &a->threads};
+                             &a->protocol, &a->threads, &a->ranks, &a->gpus};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(o, names[i])) {
             *fields[i] = v;
@@ -135,6 +142,9 @@ static int check_combinations(const args *a)
         return usage_error("%s needs --resume CHECKPOINT", "--eval-only");
     if (a->eval_only && a->save)
         return usage_error("%s trains nothing to --save", "--eval-only");
+    if (a->ranks && a->gpus)
+        return usage_error("%s: --ranks runs every rank on one device, --gpus one rank per "
+                           "GPU; give one", "--ranks with --gpus");
     if (a->protocol && strcmp(a->protocol, "gin") && strcmp(a->protocol, "errica"))
         return usage_error("--protocol %s: expected gin or errica", a->protocol);
     return 0;
@@ -184,9 +194,9 @@ static int apply_args(const args *a, gcn_model_config *cfg)
     if (a->runs > 0) cfg->runs = (int)a->runs;
     if (a->seed >= 0) cfg->seed = (uint64_t)a->seed;
     const char *keys[] = {"device", "spmm", "features", "reorder", "root", "cuda_graph",
-                          "threads"};
+                          "threads", "ranks", "devices"};
     const char *values[] = {a->device,  a->spmm, a->features, a->reorder,
-                            a->root, a->cuda_graph, a->threads};
+                            a->root, a->cuda_graph, a->threads, a->ranks, a->gpus};
     char err[512];
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
         if (values[i] && gcn_model_config_set(cfg, keys[i], values[i], err, sizeof err) != GCN_OK) {
@@ -215,6 +225,20 @@ static int check_model_kind(const args *a, const gcn_model_config *cfg)
         if (node_only[i])
             return usage_error("%s applies to node-level models; a graph-level model is "
                                "cross-validated (--folds, --fold)", node_only[i]);
+    return 0;
+}
+
+/* Options of a run on one context only. */
+static int check_ranks(const args *a, const gcn_model_config *cfg)
+{
+    const char *single[] = {a->save ? "--save" : NULL, a->resume ? "--resume" : NULL,
+                            a->predict ? "--predict" : NULL, a->eval_only ? "--eval-only" : NULL,
+                            a->spmm_plan ? "--spmm-plan" : NULL};
+    for (int i = 0; i < 5 && (cfg->ranks > 1 || cfg->nccl); i++)
+        if (single[i])
+            return usage_error("%s applies to a run on one rank (without --ranks N or --gpus "
+                               "N, or \"ranks\" and \"devices\" in the configuration)",
+                               single[i]);
     return 0;
 }
 
@@ -256,7 +280,7 @@ int fail(session *s, gcn_status st, phase p, const char *what)
     return exit_code(st, p);
 }
 
-static void log_to_stderr(gcn_log_level level, const char *msg, void *user)
+void gcntrain_log(gcn_log_level level, const char *msg, void *user)
 {
     (void)user;
     fprintf(stderr, "gcntrain: %s%s\n", level <= GCN_LOG_WARN ? "warning: " : "", msg);
@@ -271,7 +295,7 @@ static int open_context(session *s)
         return EXIT_INPUT;
     }
     o.log_level = s->a.quiet ? GCN_LOG_WARN : GCN_LOG_INFO;
-    o.log_fn = log_to_stderr;
+    o.log_fn = gcntrain_log;
     gcn_status st = gcn_ctx_create(&s->ctx, &o);
     int n_gpus = st == GCN_ERR_DEVICE ? gcn_cuda_device_count() : 0;
     if (st == GCN_ERR_DEVICE && n_gpus <= 0) {
@@ -351,10 +375,10 @@ int main(int argc, char **argv)
         return EXIT_INPUT;
     }
     if ((rc = apply_args(&s.a, &s.cfg)) || (rc = check_model_kind(&s.a, &s.cfg)) ||
-        (rc = check_outputs(&s)))
+        (rc = check_ranks(&s.a, &s.cfg)) || (rc = check_outputs(&s)))
         return rc;
     signals_install();
-    if ((rc = open_context(&s)) || (rc = load_dataset(&s)))
+    if ((rc = open_context(&s)) || (rc = check_gpus(&s)) || (rc = load_dataset(&s)))
         goto done;
     if (!(s.best_test = calloc((size_t)s.cfg.runs, sizeof *s.best_test))) {
         fprintf(stderr, "gcntrain: out of host memory\n");
@@ -362,7 +386,10 @@ int main(int argc, char **argv)
         goto done;
     }
     print_summary(&s);
-    rc = s.cfg.readout.enabled ? train_folds(&s) : s.a.eval_only ? eval_only(&s) : train_runs(&s);
+    rc = s.cfg.readout.enabled           ? train_folds(&s)
+         : s.cfg.ranks > 1 || s.cfg.nccl ? train_ranks(&s)
+         : s.a.eval_only                 ? eval_only(&s)
+                                         : train_runs(&s);
 done:
     if (rc && rc != 128 + s.stop && s.log.f) {
         char error[sizeof s.error + 8];

@@ -66,7 +66,8 @@ static int usage(void)
             "  --export-matrix writes each graph's benchmarked matrix to DIR/NAME/\n"
             "  (shape, row_ptr, col_idx: int64 .npy; values: float32 .npy), NAME the\n"
             "  SPEC with every character outside [A-Za-z0-9._-] replaced by '_'.\n"
-            "  --reorder relabels each graph first (none, degree, metis, metis:S,...).\n"
+            "  --reorder relabels each graph first (none, degree, metis, metis:S,...,\n"
+            "  parts:N[:nnz]).\n"
             "  Kernels that do not support a case (subgraph kernels need communities:\n"
             "  gcnbench select) are left out of it.\n");
     return 2;

@@ -25,7 +25,7 @@ typedef enum phase { PHASE_INPUT, PHASE_TRAIN, PHASE_OUTPUT } phase;
 typedef struct args {
     const char *config, *dataset, *root, *device, *spmm, *features, *reorder, *cuda_graph;
     const char *log, *save, *resume, *export_dir, *spmm_plan, *predict;
-    const char *folds_file, *protocol, *threads;
+    const char *folds_file, *protocol, *threads, *ranks, *gpus;
     long epochs, runs, save_every, folds, fold; /* folds, fold: -1 when not given */
     long long seed;
     bool quiet, force, append, eval_only;
@@ -44,6 +44,7 @@ typedef struct session {
     args a;
     gcn_model_config cfg;
     gcn_ctx *ctx;
+    gcn_ranks *ranks;     /* the ranks' group while the summary of a run on them is written */
     gcn_dataset *ds;
     run_log log;
     char error[640];      /* the last failure's message, for the log */
@@ -67,7 +68,17 @@ int fail(session *s, gcn_status st, phase p, const char *what);
 
 double now_s(void);
 
+/* The library's log messages on stderr (gcn_ctx_opts.log_fn). */
+void gcntrain_log(gcn_log_level level, const char *msg, void *user);
+
 /* ---- run.c ---- */
+
+/* One epoch's line on stdout (unless --quiet) and in the log. */
+void log_epoch(session *s, int run, const gcn_epoch_stats *e);
+
+/* A run's end: where a signal stopped it, or its best-validation result
+ * printed, logged and kept for the summary. */
+void finish_run(session *s, int run, const gcn_train_best *b, int epochs_done);
 
 /* Every run (each from seed + run, the first from --resume), the summary
  * and --predict; 128 + the signal when one stopped it. */
@@ -80,6 +91,16 @@ int eval_only(session *s);
 /* The summary on stdout and as the log's last line (marked interrupted
  * when a signal stopped the run). */
 void print_results(session *s);
+
+/* ---- ranks.c ---- */
+
+/* --gpus N (NCCL ranks): the context is on a GPU and N GPUs from its on
+ * exist; else says why and returns EXIT_INPUT. */
+int check_gpus(session *s);
+
+/* Every run on the configuration's ranks (--ranks N, --gpus N), then the
+ * summary; 128 + the signal when one stopped it. */
+int train_ranks(session *s);
 
 /* ---- folds.c ---- */
 

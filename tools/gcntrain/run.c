@@ -7,7 +7,7 @@
 
 #include "gcntrain.h"
 
-static void log_epoch(session *s, int run, const gcn_epoch_stats *e)
+void log_epoch(session *s, int run, const gcn_epoch_stats *e)
 {
     if (!s->a.quiet)
         printf("run %d epoch %4d  loss %.4f  train %.4f  valid %.4f  test %.4f  %8.2f ms\n",
@@ -92,6 +92,23 @@ static int train_epochs(session *s, int run, gcn_trainer *tr, bool from_file)
     return s->a.save && gcn_trainer_epochs_done(tr) > saved ? save_checkpoint(s, tr) : 0;
 }
 
+void finish_run(session *s, int run, const gcn_train_best *b, int epochs_done)
+{
+    if (s->stop) {
+        s->stop_run = run;
+        s->stop_epoch = epochs_done;
+        s->stop_best = *b;
+        return;
+    }
+    s->best_test[s->runs_done++] = b->test_acc;
+    printf("run %d best valid %.4f at epoch %d: test %.4f\n", run + 1, b->valid_acc, b->epoch,
+           b->test_acc);
+    log_line(&s->log,
+             "{\"run\":%d,\"best_epoch\":%d,\"best_train_acc\":%.6f,\"best_valid_acc\":%.6f,"
+             "\"best_test_acc\":%.6f}",
+             run + 1, b->epoch, b->train_acc, b->valid_acc, b->test_acc);
+}
+
 /* One run: a fresh model from seed + run, optionally resumed. */
 static int train_run(session *s, int run)
 {
@@ -124,20 +141,9 @@ static int train_run(session *s, int run)
         goto done;
     gcn_train_best b;
     gcn_trainer_best(tr, &b);
-    if (s->stop) {
-        s->stop_run = run;
-        s->stop_epoch = gcn_trainer_epochs_done(tr);
-        s->stop_best = b;
-        goto done;
-    }
-    s->best_test[s->runs_done++] = b.test_acc;
-    printf("run %d best valid %.4f at epoch %d: test %.4f\n", run + 1, b.valid_acc, b.epoch,
-           b.test_acc);
-    log_line(&s->log,
-             "{\"run\":%d,\"best_epoch\":%d,\"best_train_acc\":%.6f,\"best_valid_acc\":%.6f,"
-             "\"best_test_acc\":%.6f}",
-             run + 1, b.epoch, b.train_acc, b.valid_acc, b.test_acc);
-    rc = keep_predictions(s, tr, &b);
+    finish_run(s, run, &b, gcn_trainer_epochs_done(tr));
+    if (!s->stop)
+        rc = keep_predictions(s, tr, &b);
 done:
     gcn_trainer_free(&tr);
     return rc;
@@ -168,6 +174,12 @@ void print_results(session *s)
         var += (s->best_test[i] - mean) * (s->best_test[i] - mean) / (r > 1 ? r - 1 : 1);
     gcn_memory_stats ms;
     gcn_ctx_memory_stats(s->ctx, &ms);
+    for (int k = 0; k < gcn_ranks_count(s->ranks); k++) { /* the busiest rank's */
+        gcn_memory_stats rs;
+        gcn_ctx_memory_stats(gcn_ranks_ctx(s->ranks, k), &rs);
+        ms.peak = k == 0 || rs.peak > ms.peak ? rs.peak : ms.peak;
+        ms.reserved = k == 0 || rs.reserved > ms.reserved ? rs.reserved : ms.reserved;
+    }
     if (s->stop && s->stop_epoch > 0)
         printf("interrupted by %s after epoch %d of run %d: best valid %.4f at epoch %d: "
                "test %.4f\n", signal_name(s->stop), s->stop_epoch, s->stop_run + 1,

@@ -1,0 +1,28 @@
+/* Checks of training over several ranks against one context, on either
+ * device: test_ranks.c runs them on the CPU, test_gpu_ranks.c on a GPU. */
+#ifndef GCN_TESTS_RANKS_CHECK_H
+#define GCN_TESTS_RANKS_CHECK_H
+
+#include <stdbool.h>
+
+#include "gcn.h"
+
+/* The products of a partitioned matrix, each rank multiplying its block
+ * with its halo: forward rows and the gradient of x equal the whole
+ * matrix's on one context (an R-MAT graph, directed, so A^T differs from
+ * A), for gcn_spmm or (self_term) gcn_spmm_self. */
+void ranks_check_spmm(gcn_device device, int n_ranks, int feat, bool self_term);
+
+/* Batch norm, ReLU and dropout in one epilogue on each rank's rows equal
+ * the epilogue on all rows on one context: output, the input's gradient,
+ * and gamma, beta and bias gradients summed over the ranks. */
+void ranks_check_epilogue(gcn_device device, int n_ranks);
+
+/* A model configuration (JSON) trained for `epochs` on a generated SBM
+ * dataset reordered by parts:n_ranks: on n_ranks ranks joined by `kind`
+ * (NCCL: skips the test when NCCL cannot be loaded) and on one context, the loss of every epoch agrees within
+ * rel_tol and the accuracies within 0.05. */
+void ranks_check_training(gcn_device device, gcn_comm_kind kind, const char *json, int n_ranks,
+                          int epochs, double rel_tol);
+
+#endif
