@@ -39,11 +39,11 @@ static const char gin_json[] =
 
 Test(ranks, gcn_on_ranks_trains_the_single_context_model, .timeout = 120)
 {
-    ranks_check_training(GCN_DEVICE_CPU, GCN_COMM_LOCAL, gcn_json, 2, 15, 1e-4);
-    ranks_check_training(GCN_DEVICE_CPU, GCN_COMM_LOCAL, gcn_json, 3, 15, 1e-4);
+    for (int n = 2; n <= 4; n++) /* 3 catches code that assumes a power of two */
+        ranks_check_training(GCN_DEVICE_CPU, GCN_COMM_LOCAL, gcn_json, n, 20, 1e-5);
 }
 
 Test(ranks, gin_on_ranks_trains_the_single_context_model, .timeout = 120)
 {
-    ranks_check_training(GCN_DEVICE_CPU, GCN_COMM_LOCAL, gin_json, 4, 15, 1e-4);
+    ranks_check_training(GCN_DEVICE_CPU, GCN_COMM_LOCAL, gin_json, 3, 20, 1e-5);
 }
