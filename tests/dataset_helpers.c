@@ -432,3 +432,20 @@ void ds_expect_follows(const gcn_dataset *a, const gcn_dataset *b)
     ds_expect_same_graph(b->graph, p);
     gcn_graph_free(&p);
 }
+
+gcn_graph *ds_coo(gcn_ctx *ctx, int32_t n, int64_t m, const int32_t *src, const int32_t *dst)
+{
+    gcn_graph *g = NULL;
+    cr_assert_eq(gcn_graph_from_coo(ctx, &g, n, m, src, dst), GCN_OK, "%s", gcn_last_error(ctx));
+    return g;
+}
+
+gcn_reorder *ds_compute_reorder(gcn_ctx *ctx, const gcn_graph *g, const char *spec)
+{
+    gcn_reorder_opts o;
+    gcn_reorder *r = NULL;
+    cr_assert_eq(gcn_reorder_parse(ctx, spec, &o), GCN_OK, "%s", gcn_last_error(ctx));
+    cr_assert_eq(gcn_reorder_compute(ctx, g, &o, &r), GCN_OK, "%s: %s", spec,
+                 gcn_last_error(ctx));
+    return r;
+}

@@ -86,6 +86,11 @@ bool ds_same(const gcn_dataset *a, const gcn_dataset *b);
  * every boundary of a coarser level being one of the finer level. */
 void ds_check_reorder(const gcn_reorder *r, int32_t n);
 
+/* The graph of m edges src -> dst (gcn_graph_from_coo), and its reordering
+ * by a gcn_reorder_parse spec; the test fails on any error. */
+gcn_graph *ds_coo(gcn_ctx *ctx, int32_t n, int64_t m, const int32_t *src, const int32_t *dst);
+gcn_reorder *ds_compute_reorder(gcn_ctx *ctx, const gcn_graph *g, const char *spec);
+
 /* Every array of b (features, labels, split lists, graph) is a's renumbered
  * by b->reorder. */
 void ds_expect_follows(const gcn_dataset *a, const gcn_dataset *b);

@@ -9,24 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dataset_helpers.h"
 #include "helpers.h"
-
-static gcn_graph *coo(gcn_ctx *ctx, int32_t n, int64_t m, const int32_t *src, const int32_t *dst)
-{
-    gcn_graph *g = NULL;
-    cr_assert_eq(gcn_graph_from_coo(ctx, &g, n, m, src, dst), GCN_OK, "%s", gcn_last_error(ctx));
-    return g;
-}
-
-static gcn_reorder *compute(gcn_ctx *ctx, const gcn_graph *g, const char *spec)
-{
-    gcn_reorder_opts o;
-    gcn_reorder *r = NULL;
-    cr_assert_eq(gcn_reorder_parse(ctx, spec, &o), GCN_OK, "%s", gcn_last_error(ctx));
-    cr_assert_eq(gcn_reorder_compute(ctx, g, &o, &r), GCN_OK, "%s: %s", spec,
-                 gcn_last_error(ctx));
-    return r;
-}
 
 /* Asserts that r is a PARTS reordering of n nodes into N parts: a
  * permutation, one level of N parts from 0 to n, every boundary a multiple
@@ -119,7 +103,7 @@ Test(partition, options_built_by_hand_and_by_older_callers)
 {
     gcn_ctx *ctx = test_cpu_ctx(2);
     const int32_t src[] = {0, 1, 2, 3}, dst[] = {1, 2, 3, 0};
-    gcn_graph *g = coo(ctx, 12, 4, src, dst);
+    gcn_graph *g = ds_coo(ctx, 12, 4, src, dst);
     gcn_reorder *r = NULL;
     gcn_reorder_opts o = gcn_reorder_default_opts(GCN_REORDER_PARTS);
     char buf[32];
@@ -160,10 +144,10 @@ Test(partition, two_planted_clusters_become_the_two_parts)
     dst[m++] = 1;
     src[m] = 1;
     dst[m++] = 0;
-    gcn_graph *g = coo(ctx, 16, m, src, dst);
+    gcn_graph *g = ds_coo(ctx, 16, m, src, dst);
     const char *specs[] = {"parts:2", "parts:2:nnz"};
     for (int s = 0; s < 2; s++) {
-        gcn_reorder *r = compute(ctx, g, specs[s]);
+        gcn_reorder *r = ds_compute_reorder(ctx, g, specs[s]);
         check_parts(r, 16, 2);
         cr_assert_eq(r->part_ptr[0][1], 8);
         cr_assert_neq(r->order[0] % 2, r->order[8] % 2);
@@ -230,7 +214,7 @@ Test(partition, power_law_parts_are_aligned_balanced_and_their_cut_counted)
         for (int nnz = 0; nnz < 2; nnz++) {
             char spec[32];
             snprintf(spec, sizeof spec, "parts:%d%s", counts[k], nnz ? ":nnz" : "");
-            gcn_reorder *r = compute(ctx, g, spec);
+            gcn_reorder *r = ds_compute_reorder(ctx, g, spec);
             int32_t N = counts[k];
             check_parts(r, n, N);
             int64_t max_nodes, max_weight;
@@ -249,7 +233,7 @@ Test(partition, power_law_parts_are_aligned_balanced_and_their_cut_counted)
             gcn_reorder_free(&r);
         }
     gcn_ctx *a = test_cpu_ctx(9), *b = test_cpu_ctx(9);
-    gcn_reorder *x = compute(a, g, "parts:4"), *y = compute(b, g, "parts:4");
+    gcn_reorder *x = ds_compute_reorder(a, g, "parts:4"), *y = ds_compute_reorder(b, g, "parts:4");
     cr_assert_arr_eq(x->order, y->order, (size_t)n * sizeof(int32_t), "same seed, same order");
     gcn_reorder_free(&x);
     gcn_reorder_free(&y);
@@ -268,12 +252,12 @@ Test(partition, edge_cut_of_every_method_matches_a_brute_force_count)
     cr_assert_not(gcn_graph_is_symmetric(g));
     const char *specs[] = {"parts:6", "parts:6:nnz", "metis:32,256"};
     for (int s = 0; s < 3; s++) {
-        gcn_reorder *r = compute(ctx, g, specs[s]);
+        gcn_reorder *r = ds_compute_reorder(ctx, g, specs[s]);
         cr_assert_eq(r->edge_cut, brute_cut(g, r), "%s", specs[s]);
         cr_assert_gt(r->edge_cut, 0, "%s", specs[s]);
         gcn_reorder_free(&r);
     }
-    gcn_reorder *r = compute(ctx, g, "degree");
+    gcn_reorder *r = ds_compute_reorder(ctx, g, "degree");
     cr_assert_eq(r->edge_cut, 0);
     gcn_reorder_free(&r);
     gcn_graph_free(&g);
@@ -297,10 +281,10 @@ Test(partition, nodes_without_neighbours_are_spread_over_the_parts)
         src[m] = v;
         dst[m++] = v;
     }
-    gcn_graph *g = coo(ctx, 192, m, src, dst);
+    gcn_graph *g = ds_coo(ctx, 192, m, src, dst);
     const char *specs[] = {"parts:4", "parts:4:nnz"};
     for (int s = 0; s < 2; s++) {
-        gcn_reorder *r = compute(ctx, g, specs[s]);
+        gcn_reorder *r = ds_compute_reorder(ctx, g, specs[s]);
         check_parts(r, 192, 4);
         for (int32_t q = 0; q < 4; q++) {
             int32_t lo = r->part_ptr[0][q], hi = r->part_ptr[0][q + 1], lonely = 0;
@@ -321,7 +305,7 @@ Test(partition, one_part_is_the_identity)
 {
     gcn_ctx *ctx = test_cpu_ctx(7);
     gcn_graph *g = power_law(ctx, 501, 2000, false);
-    gcn_reorder *r = compute(ctx, g, "parts:1");
+    gcn_reorder *r = ds_compute_reorder(ctx, g, "parts:1");
     check_parts(r, 501, 1);
     for (int32_t i = 0; i < 501; i++)
         cr_assert_eq(r->order[i], i);
@@ -345,11 +329,11 @@ Test(partition, more_parts_than_aligned_blocks_leave_parts_empty)
             src[i] = i;
             dst[i] = (i * 7 + 1) % n;
         }
-        gcn_graph *g = coo(ctx, n, n, src, dst);
+        gcn_graph *g = ds_coo(ctx, n, n, src, dst);
         for (size_t k = 0; k < sizeof counts / sizeof *counts; k++) {
             char spec[32];
             snprintf(spec, sizeof spec, "parts:%d", counts[k]);
-            gcn_reorder *r = compute(ctx, g, spec);
+            gcn_reorder *r = ds_compute_reorder(ctx, g, spec);
             check_parts(r, n, counts[k]);
             int32_t *part = parts_of(r), empty = 0;
             for (int32_t q = 0; q < counts[k]; q++)
@@ -371,13 +355,13 @@ Test(partition, rank_blocks_attach_no_communities)
 {
     gcn_ctx *ctx = test_cpu_ctx(9);
     gcn_graph *g = power_law(ctx, 400, 2000, true), *p = NULL;
-    gcn_reorder *r = compute(ctx, g, "parts:2");
+    gcn_reorder *r = ds_compute_reorder(ctx, g, "parts:2");
     gcn_csr *a = NULL;
     cr_assert_eq(gcn_graph_permute(ctx, g, r, &p), GCN_OK);
     cr_assert_eq(gcn_graph_to_csr(ctx, p, &a), GCN_OK, "%s", gcn_last_error(ctx));
     cr_assert_eq(gcn_reorder_attach(ctx, r, a), GCN_OK, "%s", gcn_last_error(ctx));
     cr_assert_eq(gcn_csr_community_levels(a), 0);
-    gcn_reorder *m = compute(ctx, g, "metis:16");
+    gcn_reorder *m = ds_compute_reorder(ctx, g, "metis:16");
     cr_assert_eq(gcn_reorder_attach(ctx, m, a), GCN_OK, "%s", gcn_last_error(ctx));
     cr_assert_eq(gcn_csr_community_levels(a), 1, "METIS's communities still attach");
     gcn_csr_free(&a);

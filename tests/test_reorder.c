@@ -10,23 +10,6 @@
 #include "dataset_helpers.h"
 #include "helpers.h"
 
-static gcn_graph *coo(gcn_ctx *ctx, int32_t n, int64_t m, const int32_t *src, const int32_t *dst)
-{
-    gcn_graph *g = NULL;
-    cr_assert_eq(gcn_graph_from_coo(ctx, &g, n, m, src, dst), GCN_OK, "%s", gcn_last_error(ctx));
-    return g;
-}
-
-static gcn_reorder *compute(gcn_ctx *ctx, const gcn_graph *g, const char *spec)
-{
-    gcn_reorder_opts o;
-    gcn_reorder *r = NULL;
-    cr_assert_eq(gcn_reorder_parse(ctx, spec, &o), GCN_OK, "%s", gcn_last_error(ctx));
-    cr_assert_eq(gcn_reorder_compute(ctx, g, &o, &r), GCN_OK, "%s: %s", spec,
-                 gcn_last_error(ctx));
-    return r;
-}
-
 /* The finest part holding new id i. */
 static int32_t part_of(const gcn_reorder *r, int32_t i)
 {
@@ -67,7 +50,7 @@ Test(reorder, parse_and_describe)
         cr_assert(strstr(gcn_last_error(ctx), quoted), "%s", gcn_last_error(ctx));
     }
     /* Options built by hand are checked too. */
-    gcn_graph *g = coo(ctx, 4, 0, NULL, NULL);
+    gcn_graph *g = ds_coo(ctx, 4, 0, NULL, NULL);
     gcn_reorder *r = NULL;
     gcn_reorder_opts hand[3] = {{.method = GCN_REORDER_METIS, .n_sizes = 5},
                                 {.method = GCN_REORDER_METIS, .n_sizes = 2, .sizes = {8, 4}},
@@ -85,8 +68,8 @@ Test(reorder, identity_and_degree_by_hand)
     gcn_ctx *ctx = test_cpu_ctx(1);
     /* Row lengths 1, 2, 3, 0, 2: descending with ties by id is 2, 1, 4, 0, 3. */
     const int32_t src[] = {0, 1, 1, 2, 2, 2, 4, 4}, dst[] = {4, 0, 2, 0, 1, 3, 1, 2};
-    gcn_graph *g = coo(ctx, 5, 8, src, dst);
-    gcn_reorder *id = compute(ctx, g, "none"), *deg = compute(ctx, g, "degree");
+    gcn_graph *g = ds_coo(ctx, 5, 8, src, dst);
+    gcn_reorder *id = ds_compute_reorder(ctx, g, "none"), *deg = ds_compute_reorder(ctx, g, "degree");
     ds_check_reorder(id, 5);
     ds_check_reorder(deg, 5);
     for (int32_t i = 0; i < 5; i++)
@@ -123,7 +106,7 @@ static gcn_graph *planted(gcn_ctx *ctx, int32_t n_blocks, int32_t block, int32_t
         src[m] = e % n;
         dst[m++] = (e % n + 1) % n; /* the next block */
     }
-    gcn_graph *g = coo(ctx, n, m, src, dst), *s = NULL;
+    gcn_graph *g = ds_coo(ctx, n, m, src, dst), *s = NULL;
     cr_assert_eq(gcn_graph_symmetrize(ctx, g, &s), GCN_OK);
     free(src);
     free(dst);
@@ -137,7 +120,7 @@ Test(reorder, metis_finds_disjoint_cliques)
     gcn_graph *g = planted(ctx, 8, 16, 0);
     const char *specs[] = {"metis:16", "metis:16,64"};
     for (int s = 0; s < 2; s++) {
-        gcn_reorder *r = compute(ctx, g, specs[s]);
+        gcn_reorder *r = ds_compute_reorder(ctx, g, specs[s]);
         ds_check_reorder(r, 128);
         cr_assert_eq(r->n_levels, s + 1);
         cr_assert_eq(r->size[0], 16);
@@ -162,7 +145,7 @@ Test(reorder, metis_keeps_planted_communities_together)
 {
     gcn_ctx *ctx = test_cpu_ctx(3);
     gcn_graph *g = planted(ctx, 32, 24, 64);
-    gcn_reorder *r = compute(ctx, g, "metis:24,96");
+    gcn_reorder *r = ds_compute_reorder(ctx, g, "metis:24,96");
     ds_check_reorder(r, 768);
     int64_t intra = 0;
     for (int32_t u = 0; u < g->n_nodes; u++)
@@ -189,7 +172,7 @@ Test(reorder, metis_on_an_sbm_nests_three_levels)
 {
     gcn_ctx *ctx = test_cpu_ctx(4);
     gcn_dataset *ds = sbm_2000(ctx);
-    gcn_reorder *r = compute(ctx, ds->graph, "metis:16,128,1024");
+    gcn_reorder *r = ds_compute_reorder(ctx, ds->graph, "metis:16,128,1024");
     ds_check_reorder(r, 2000);
     cr_assert_eq(r->n_levels, 3);
     for (int k = 0; k < 3; k++) {
@@ -221,7 +204,7 @@ Test(reorder, large_graphs_are_cut_coarse_first_and_keep_only_the_asked_levels)
 {
     gcn_ctx *ctx = test_cpu_ctx(5);
     gcn_dataset *ds = sbm_2000(ctx);
-    gcn_reorder *r = compute(ctx, ds->graph, "metis:16");
+    gcn_reorder *r = ds_compute_reorder(ctx, ds->graph, "metis:16");
     ds_check_reorder(r, 2000);
     cr_assert_eq(r->n_levels, 1);
     cr_assert_eq(r->size[0], 16);
@@ -261,7 +244,7 @@ static gcn_graph *ring_with_isolated(gcn_ctx *ctx)
     m++;
     src[m] = dst[m] = 5;
     m++;
-    return coo(ctx, 40, m, src, dst);
+    return ds_coo(ctx, 40, m, src, dst);
 }
 
 Test(reorder, isolated_last_and_directed_weighted_input_accepted)
@@ -272,8 +255,8 @@ Test(reorder, isolated_last_and_directed_weighted_input_accepted)
     cr_assert_eq(gcn_graph_symmetrize(a, g, &sym), GCN_OK);
     cr_assert_eq(gcn_graph_gcn_norm(a, sym, &norm), GCN_OK);
     cr_assert_not_null(norm->values);
-    gcn_reorder *r = compute(a, g, "metis:4,8"), *rs = compute(b, sym, "metis:4,8"),
-                *rn = compute(c, norm, "metis:4,8");
+    gcn_reorder *r = ds_compute_reorder(a, g, "metis:4,8"), *rs = ds_compute_reorder(b, sym, "metis:4,8"),
+                *rn = ds_compute_reorder(c, norm, "metis:4,8");
     ds_check_reorder(r, 40);
     cr_assert_eq(r->n_levels, 2);
     cr_assert_arr_eq(r->order + 36, ((int32_t[]){3, 17, 25, 39}), 4 * sizeof(int32_t));
@@ -297,8 +280,8 @@ Test(reorder, isolated_last_and_directed_weighted_input_accepted)
 Test(reorder, graphs_without_edges_and_tiny_graphs)
 {
     gcn_ctx *ctx = test_cpu_ctx(6);
-    gcn_graph *g = coo(ctx, 50, 0, NULL, NULL);
-    gcn_reorder *r = compute(ctx, g, "metis:3,8");
+    gcn_graph *g = ds_coo(ctx, 50, 0, NULL, NULL);
+    gcn_reorder *r = ds_compute_reorder(ctx, g, "metis:3,8");
     ds_check_reorder(r, 50);
     for (int32_t i = 0; i < 50; i++)
         cr_assert_eq(r->order[i], i);
@@ -309,13 +292,13 @@ Test(reorder, graphs_without_edges_and_tiny_graphs)
     /* Paths of 0 to 4 nodes; METIS may leave 3 nodes in one part. */
     const int32_t src[] = {0, 1, 2}, dst[] = {1, 2, 3};
     for (int32_t n = 0; n <= 4; n++) {
-        g = coo(ctx, n, n > 1 ? n - 1 : 0, src, dst);
-        r = compute(ctx, g, "metis:2");
+        g = ds_coo(ctx, n, n > 1 ? n - 1 : 0, src, dst);
+        r = ds_compute_reorder(ctx, g, "metis:2");
         ds_check_reorder(r, n);
         if (n != 3)
             cr_assert_eq(r->n_levels, n == 4, "%d nodes: %d levels", n, r->n_levels);
         gcn_reorder_free(&r);
-        r = compute(ctx, g, "metis");
+        r = ds_compute_reorder(ctx, g, "metis");
         cr_assert_eq(r->n_levels, 0);
         gcn_reorder_free(&r);
         gcn_graph_free(&g);
@@ -344,13 +327,13 @@ Test(reorder, graph_permute_and_back_is_exact)
         x = x * 1103515245u + 12345u;
         dst[e] = (int32_t)((x >> 8) % N);
     }
-    gcn_graph *plain = coo(ctx, N, M, src, dst), *g = NULL;
+    gcn_graph *plain = ds_coo(ctx, N, M, src, dst), *g = NULL;
     cr_assert_eq(gcn_graph_gcn_norm(ctx, plain, &g), GCN_OK);
     const char *specs[] = {"degree", "metis:8,32"};
     for (int s = 0; s < 2; s++)
         for (int w = 0; w < 2; w++) {
             const gcn_graph *in = w ? g : plain;
-            gcn_reorder *r = compute(ctx, in, specs[s]);
+            gcn_reorder *r = ds_compute_reorder(ctx, in, specs[s]);
             gcn_reorder inv = inverse_of(r);
             gcn_graph *p = NULL, *back = NULL;
             cr_assert_eq(gcn_graph_permute(ctx, in, r, &p), GCN_OK, "%s", gcn_last_error(ctx));
@@ -379,7 +362,7 @@ Test(reorder, rows_and_rows_back)
 {
     gcn_ctx *ctx = test_cpu_ctx(8);
     gcn_graph *g = planted(ctx, 4, 5, 3);
-    gcn_reorder *r = compute(ctx, g, "metis:5");
+    gcn_reorder *r = ds_compute_reorder(ctx, g, "metis:5");
     enum { F = 3 };
     float x[20 * F], y[20 * F], z[20 * F];
     uint64_t state = 1;
