@@ -2,6 +2,7 @@
  * beyond the first that waits for the next function to run (so each rank
  * keeps one thread, with its OpenMP team, from run to run). */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -126,8 +127,8 @@ gcn_status gcn_ranks_create(gcn_ctx *ctx, gcn_ranks **out, int n, gcn_comm_kind 
         }
     }
     st = gcn_comm_init(g->ctx, n, kind);
-    if (st != GCN_OK) {
-        st = GCN_ERROR(ctx, st, "%s", gcn_last_error(g->ctx[0]));
+    if (st != GCN_OK) { /* recorded on rank 0's context, with its place */
+        snprintf(ctx->err, sizeof ctx->err, "%s", gcn_last_error(g->ctx[0]));
         goto cleanup;
     }
     GCN_CHECK(start_workers(ctx, g));

@@ -105,12 +105,19 @@ static gcn_status make_matrices(gcn_ctx *ctx, gcn_trainer *tr, const gcn_dataset
                                 const gcn_part_rows *const *rows)
 {
     gcn_status st;
-    if (gcn_model_uses_gcn_adj(tr->model)) {
+    bool uses[2] = {[GCN_ADJ_GCN] = gcn_model_uses_gcn_adj(tr->model),
+                    [GCN_ADJ_RAW] = gcn_model_uses_raw_adj(tr->model)};
+    for (int k = 0; rows && k < 2; k++)
+        if (uses[k] && !rows[k])
+            return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG,
+                             "trainer_create_rank: the model multiplies the %s adjacency but "
+                             "its block was not given", k == GCN_ADJ_GCN ? "normalised" : "plain");
+    if (uses[GCN_ADJ_GCN]) {
         st = rows ? gcn_rank_matrix(ctx, rows[GCN_ADJ_GCN], &tr->adj_gcn)
                   : gcn_dataset_adjacency(ctx, ds, GCN_ADJ_GCN, &tr->adj_gcn);
         GCN_TRY(gcn_trainer_allocating(ctx, st, "the normalised adjacency matrix"));
     }
-    if (gcn_model_uses_raw_adj(tr->model)) {
+    if (uses[GCN_ADJ_RAW]) {
         st = rows ? gcn_rank_matrix(ctx, rows[GCN_ADJ_RAW], &tr->adj_raw)
                   : gcn_dataset_adjacency(ctx, ds, GCN_ADJ_RAW, &tr->adj_raw);
         GCN_TRY(gcn_trainer_allocating(ctx, st, "the adjacency matrix"));
