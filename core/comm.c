@@ -1,7 +1,7 @@
 /* Communicators: joining contexts as ranks, the group they share (reference
  * count, the rank threads' barrier, the stopped state), and the public
  * collectives, which check their arguments, run the transport and count
- * the traffic. */
+ * the traffic and the time the transport measured. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -306,14 +306,16 @@ static gcn_status allreduce(gcn_ctx *ctx, void *buf, int64_t n, size_t elem, con
 {
     GCN_TRY(enter(ctx, what));
     gcn_status st = GCN_OK;
+    double ms = 0.0;
     if (n < 0 || (n > 0 && !buf))
         st = gcn_comm_fail(ctx, GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "%s: buf %s with n = %lld",
                                           what, buf ? "set" : "NULL", (long long)n));
     else
-        st = ctx->comm->tp->allreduce(ctx, buf, n, elem);
+        st = ctx->comm->tp->allreduce(ctx, buf, n, elem, &ms);
     GCN_TRY(leave(ctx, st));
     ctx->comm->stats.allreduce_calls++;
     ctx->comm->stats.allreduce_bytes += n * (int64_t)elem;
+    ctx->comm->stats.allreduce_ms += ms;
     return GCN_OK;
 }
 
@@ -367,14 +369,16 @@ gcn_status gcn_comm_alltoallv(gcn_ctx *ctx, const float *send, const int64_t *se
     GCN_TRY(enter(ctx, "gcn_comm_alltoallv"));
     gcn_comm *c = ctx->comm;
     gcn_status st = check_exchange(ctx, send, send_off, recv, recv_off);
+    double ms = 0.0;
     if (st != GCN_OK)
         st = gcn_comm_fail(ctx, st);
     else
-        st = c->tp->alltoallv(ctx, send, send_off, recv, recv_off);
+        st = c->tp->alltoallv(ctx, send, send_off, recv, recv_off, &ms);
     GCN_TRY(leave(ctx, st));
     c->stats.exchange_calls++;
     c->stats.exchange_bytes += (send_off[c->ranks] - (send_off[c->rank + 1] - send_off[c->rank])) *
                                (int64_t)sizeof *send;
+    c->stats.exchange_ms += ms;
     return GCN_OK;
 }
 

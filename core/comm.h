@@ -89,10 +89,23 @@ GCN_API void gcn_comm_abort(gcn_ctx *ctx);
 /* Traffic of this rank so far, by kind of collective, counting the calls
  * that succeeded: all-reduce counts the buffer's bytes once per call;
  * the exchange (alltoallv) the bytes of the blocks sent to other ranks,
- * not the block a rank sends itself.  Zero without a communicator. */
+ * not the block a rank sends itself.
+ * The _ms fields are the host wall time (monotonic clock, milliseconds) of
+ * the transfers themselves, measured by the LOCAL transport only: from the
+ * moment every rank has published its buffers (the rank's own earlier work
+ * on its stream finished, the wait for its peers over) until the rank's
+ * copies and adds are finished (its stream synchronised).  All-reduce: the
+ * sum of the ranks' buffers into new memory and its copy back into buf,
+ * without the wait between the two for the others to finish reading buf;
+ * exchange: the copies of the blocks the rank receives, its own included.
+ * On one device this is a lower bound of the exchange's cost over a
+ * network: a device-local copy.  NCCL queues its collectives on the stream
+ * without waiting, and leaves both at 0.
+ * All zero without a communicator. */
 typedef struct gcn_comm_stats {
     int64_t allreduce_calls, allreduce_bytes;
     int64_t exchange_calls, exchange_bytes;
+    double allreduce_ms, exchange_ms;
 } gcn_comm_stats;
 
 GCN_API void gcn_comm_get_stats(const gcn_ctx *ctx, gcn_comm_stats *stats);

@@ -19,12 +19,16 @@ typedef struct gcn_comm_group gcn_comm_group;
  * context (ctx->comm names the rank and the shared state), after comm.c
  * has checked the arguments.  They return a failure of the rank's own
  * through gcn_comm_fail, so the other ranks stop waiting; a failure every
- * rank sees alike (sizes that do not match) is returned plainly. */
+ * rank sees alike (sizes that do not match) is returned plainly.
+ * All-reduce and exchange set *ms to the milliseconds their transfer took
+ * as gcn_comm_stats defines them, or leave the 0 comm.c puts there when
+ * the transport does not measure it; comm.c adds it to the rank's stats
+ * when the call succeeds. */
 typedef struct gcn_comm_transport {
     /* In-place sum of buf [n], elements of elem bytes (4: float, 8: double). */
-    gcn_status (*allreduce)(gcn_ctx *ctx, void *buf, int64_t n, size_t elem);
+    gcn_status (*allreduce)(gcn_ctx *ctx, void *buf, int64_t n, size_t elem, double *ms);
     gcn_status (*alltoallv)(gcn_ctx *ctx, const float *send, const int64_t *send_off,
-                            float *recv, const int64_t *recv_off);
+                            float *recv, const int64_t *recv_off, double *ms);
     gcn_status (*barrier)(gcn_ctx *ctx);
     /* Aborts the rank's endpoint when the communicator is stopped; NULL
      * when the barrier's stopped flag is enough.  Runs once per rank, never

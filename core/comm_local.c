@@ -3,8 +3,10 @@
  * its slot and waits for the others; it then reads theirs with copies and
  * adds queued on its own stream (plain memory on the CPU), finishes them,
  * waits until every rank has done the same, and only then writes into its
- * own buffers, which the others may have been reading. */
+ * own buffers, which the others may have been reading.  The host time of
+ * the copies and adds, without the waits, goes into the rank's stats. */
 #include <stdlib.h>
+#include <time.h>
 
 #include "comm_impl.h"
 #include "parallel.h"
@@ -19,6 +21,14 @@ typedef struct slot {
     size_t elem;
     const int64_t *send_off, *recv_off; /* exchange */
 } slot;
+
+/* The monotonic clock in milliseconds. */
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
 
 static const char *coll_name(coll c)
 {
@@ -84,10 +94,12 @@ static gcn_status sum_ranks(gcn_ctx *ctx, const slot *s, int64_t n, size_t elem,
     return GCN_OK;
 }
 
-static gcn_status local_allreduce(gcn_ctx *ctx, void *buf, int64_t n, size_t elem)
+/* *ms: the sum and the copy back, each up to its stream's sync. */
+static gcn_status local_allreduce(gcn_ctx *ctx, void *buf, int64_t n, size_t elem, double *ms)
 {
     const slot *s = ctx->comm->state;
     GCN_TRY(publish(ctx, (slot){.coll = COLL_ALLREDUCE, .buf = buf, .n = n, .elem = elem}, true));
+    double t0 = now_ms();
     gcn_status agreed = check_coll(ctx, s);
     for (int p = 1; agreed == GCN_OK && p < ctx->comm->ranks; p++)
         if (s[p].n != s[0].n || s[p].elem != s[0].elem)
@@ -103,10 +115,18 @@ static gcn_status local_allreduce(gcn_ctx *ctx, void *buf, int64_t n, size_t ele
         if (st != GCN_OK)
             return gcn_comm_fail(ctx, st);
     }
+    double summed = now_ms();
     /* the others have finished reading buf once every rank is here */
     gcn_status st = gcn_comm_wait(ctx);
-    if (st == GCN_OK && sum && (st = ctx->be->copy(ctx, buf, sum, bytes)) != GCN_OK)
-        st = gcn_comm_fail(ctx, st);
+    double t1 = now_ms();
+    if (st == GCN_OK && sum) {
+        st = ctx->be->copy(ctx, buf, sum, bytes);
+        if (st == GCN_OK)
+            st = ctx->be->sync(ctx);
+        if (st != GCN_OK)
+            st = gcn_comm_fail(ctx, st);
+    }
+    *ms = (summed - t0) + (now_ms() - t1);
     gcn_mem_release(ctx, sum, bytes);
     return st != GCN_OK ? st : agreed;
 }
@@ -135,13 +155,15 @@ static gcn_status check_blocks(gcn_ctx *ctx, const slot *s)
                      (long long)(s[bad_q].recv_off[bad_p + 1] - s[bad_q].recv_off[bad_p]));
 }
 
+/* *ms: the copies of the blocks, up to the stream's sync. */
 static gcn_status local_alltoallv(gcn_ctx *ctx, const float *send, const int64_t *send_off,
-                                  float *recv, const int64_t *recv_off)
+                                  float *recv, const int64_t *recv_off, double *ms)
 {
     const slot *s = ctx->comm->state;
     int me = ctx->comm->rank;
     GCN_TRY(publish(ctx, (slot){.coll = COLL_ALLTOALLV, .buf = send, .send_off = send_off,
                                 .recv_off = recv_off}, true));
+    double t0 = now_ms();
     gcn_status agreed = check_coll(ctx, s);
     if (agreed == GCN_OK)
         agreed = check_blocks(ctx, s);
@@ -159,6 +181,7 @@ static gcn_status local_alltoallv(gcn_ctx *ctx, const float *send, const int64_t
         if (st != GCN_OK)
             return gcn_comm_fail(ctx, st);
     }
+    *ms = now_ms() - t0;
     /* no rank writes over a send buffer another is still reading */
     GCN_TRY(gcn_comm_wait(ctx));
     return agreed;

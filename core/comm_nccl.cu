@@ -89,7 +89,9 @@ static gcn_status load(gcn_ctx *ctx, nccl_lib *lib)
 
 /* ---- the transport --------------------------------------------------------------- */
 
-static gcn_status nccl_allreduce(gcn_ctx *ctx, void *buf, int64_t n, size_t elem)
+/* The collectives are queued on the stream, not waited for: they leave
+ * *ms at 0 (gcn_comm_stats). */
+static gcn_status nccl_allreduce(gcn_ctx *ctx, void *buf, int64_t n, size_t elem, double *)
 {
     nccl_state *s = (nccl_state *)ctx->comm->state;
     gcn_cuda_state *cs;
@@ -123,7 +125,7 @@ static gcn_status exchange(gcn_ctx *ctx, nccl_state *s, cudaStream_t stream, con
 }
 
 static gcn_status nccl_alltoallv(gcn_ctx *ctx, const float *send, const int64_t *send_off,
-                                 float *recv, const int64_t *recv_off)
+                                 float *recv, const int64_t *recv_off, double *)
 {
     nccl_state *s = (nccl_state *)ctx->comm->state;
     int me = ctx->comm->rank;

@@ -120,6 +120,7 @@ void gcn_ctx_free(gcn_ctx **pctx)
     gcn_comm_detach(ctx);
     gcn_tape_clear(ctx);
     free(ctx->tape);
+    gcn_ctx_clear_node_ids(ctx);
     if (ctx->mem.in_use != 0)
         gcn_log(ctx, GCN_LOG_WARN, "context freed with %zu bytes still held by live objects",
                 ctx->mem.in_use);

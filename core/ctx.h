@@ -102,14 +102,16 @@ GCN_API void gcn_ctx_reset_peak(gcn_ctx *ctx);
  * rounding, and for a given count are the same from run to run. */
 GCN_API int gcn_ctx_threads(const gcn_ctx *ctx);
 
-/* For one rank of several (comm.h) holding nodes [row0, row0 + n_local)
- * of a graph of n_total: a tensor of n_local rows is then taken as those
- * rows of the whole graph's [n_total, f] tensor, and dropout on it draws
- * the mask the single-context run would draw for them, so that the ranks
- * together train the single-device model.  row0 must be a multiple of 4
- * (one Philox counter gives four draws; PARTS reorderings cut there). */
-GCN_API gcn_status gcn_ctx_set_node_rows(gcn_ctx *ctx, int64_t row0, int64_t n_local,
-                                         int64_t n_total);
+/* Which node of a graph of n_total nodes each row of the context's node
+ * tensors is: a tensor of n_local rows is then taken as the rows ids[0],
+ * ids[1], ... of the graph's [n_total, f] tensor, and dropout on it draws
+ * for row r the mask a tensor of the graph in its original order draws for
+ * node ids[r].  So training on a reordered graph, or on one rank's nodes of
+ * several (comm.h), uses the original graph's masks.  ids (host memory,
+ * distinct, each in [0, n_total)) are copied; n_local 0 clears them.  Set
+ * them with an empty tape (gcn_backward's operations draw by them). */
+GCN_API gcn_status gcn_ctx_set_node_ids(gcn_ctx *ctx, const int32_t *ids, int64_t n_local,
+                                        int64_t n_total);
 
 /* Whether matmuls may use TF32 tensor cores (opts.tf32 on a GPU context). */
 GCN_API bool gcn_ctx_tf32(const gcn_ctx *ctx);

@@ -69,13 +69,4 @@ GCN_HD bool gcn_epi_kept(uint32_t w, float p)
     return gcn_philox_uniform(w) >= p;
 }
 
-/* The four mask words of elements 4 g .. 4 g + 3 of a draw that starts at
- * counter `offset` (gcn_backend.dropout). */
-GCN_HD void gcn_epi_words(const uint32_t key[2], uint64_t offset, uint64_t g, uint32_t w[4])
-{
-    uint64_t ctr = offset + g;
-    uint32_t counter[4] = {(uint32_t)ctr, (uint32_t)(ctr >> 32), GCN_RNG_DROPOUT, 0u};
-    gcn_philox4x32_10(counter, key, w);
-}
-
 #endif

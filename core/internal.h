@@ -158,9 +158,8 @@ typedef gcn_status gcn_be_scale_by_fn(gcn_ctx *ctx, int64_t n, const float *x, c
 /* out[0] (+)= sum_i a[i] b[i] */
 typedef gcn_status gcn_be_dot_fn(gcn_ctx *ctx, int64_t n, const float *a, const float *b,
                                  float *out, bool acc);
-/* Mask element i from Philox(counter = {first + i/4 lo, hi, stream, 0}),
- * word i % 4, first = gcn_draw_first(offset): kept when its uniform
- * value >= p. */
+/* Mask element i from its draw word (gcn_draw_words, first =
+ * gcn_draw_first(offset)): kept when its uniform value >= p. */
 typedef gcn_status gcn_be_dropout_fn(gcn_ctx *ctx, int64_t n, const float *x, float *y, float p,
                                      const uint32_t key[2], gcn_draw_offset offset, bool acc);
 /* p[0] += delta, p one uint64_t of the backend's memory */
@@ -502,8 +501,8 @@ struct gcn_ctx {
     struct gcn_prof *prof;  /* the profiler's state, from the first begin on */
     char spmm_kernel[64];   /* kernels/spmm.c: "auto", "auto-deterministic" or a strategy */
     int threads;            /* the CPU backend's threads (core/parallel.h), >= 1 */
-    int64_t node_row0, node_rows, node_total; /* gcn_ctx_set_node_rows's; node_total 0
-                                                 when unset */
+    int32_t *node_ids;      /* gcn_ctx_set_node_ids's, in backend memory; NULL when unset */
+    int64_t node_rows, node_total;
     void *scratch;          /* the CPU backend's scratch memory (gcn_cpu_scratch) */
     size_t scratch_size;
     struct gcn_cpu_pool *cpu_pool; /* the CPU backend's free blocks (core/cpu_pool.c) */
@@ -530,10 +529,13 @@ uint64_t gcn_rng_reserve(gcn_ctx *ctx, gcn_rng_stream stream, uint64_t words);
  * relative to the device copy of the offset. */
 gcn_draw_offset gcn_rng_reserve_dropout(gcn_ctx *ctx, uint64_t words);
 
-/* gcn_rng_reserve_dropout for a [rows, cols] tensor: on a rank whose node
- * rows are set (gcn_ctx_set_node_rows) and a tensor of that many rows, the
- * draws of the rows' places in the whole [n_total, cols] tensor. */
+/* gcn_rng_reserve_dropout for a [rows, cols] tensor: on a context whose
+ * node ids are set (gcn_ctx_set_node_ids) and a tensor of that many rows,
+ * the draws of a [n_total, cols] tensor, each row taking its node's. */
 gcn_draw_offset gcn_rng_reserve_dropout_rows(gcn_ctx *ctx, int64_t rows, int64_t cols);
+
+/* Releases the context's node ids (gcn_ctx_free's, and before new ones). */
+void gcn_ctx_clear_node_ids(gcn_ctx *ctx);
 
 /* Queues the device copy of the dropout offset forward to the host's and
  * returns in *advanced by how much.  A captured training step ends with

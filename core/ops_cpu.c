@@ -195,7 +195,7 @@ static gcn_status cpu_add_u64(gcn_ctx *ctx, uint64_t *p, uint64_t delta)
 /* Elements a dropout pass takes at a time, their mask words on the stack. */
 #define DROP_BLOCK 256
 
-/* One Philox block gives the mask words of four consecutive elements.  A
+/* Four consecutive elements take their mask words together.  A
  * group of four zeros (common in sparse input features) is zero whatever
  * its mask, so it skips the draw (its words say "kept").  An element is
  * kept when its uniform value (w >> 8) 2^-24 >= p, both sides exact in
@@ -211,8 +211,10 @@ static inline float dropped(float v, uint32_t w, uint32_t threshold)
     return v;
 }
 
+/* Elements [base, base + len) of a dropout over n elements. */
 static void dropout_block(const float *restrict x, float *restrict y, int64_t base, int64_t len,
-                          float p, const uint32_t key[2], uint64_t first, bool acc)
+                          int64_t n_all, float p, const uint32_t key[2], gcn_draw_offset offset,
+                          uint64_t first, bool acc)
 {
     uint32_t w[DROP_BLOCK];
     for (int64_t g = 0; g < len; g += 4) {
@@ -227,11 +229,8 @@ static void dropout_block(const float *restrict x, float *restrict y, int64_t ba
         for (int64_t i = 0; i < n; i++)
             zeros = zeros && xg[i] == 0.0f;
         uint32_t *wg = w + g, words[4] = {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu};
-        if (!zeros) {
-            uint64_t ctr = first + (uint64_t)(base + g) / 4;
-            uint32_t counter[4] = {(uint32_t)ctr, (uint32_t)(ctr >> 32), GCN_RNG_DROPOUT, 0u};
-            gcn_philox4x32_10(counter, key, words);
-        }
+        if (!zeros)
+            gcn_draw_words(offset, key, first, base + g, n_all, words);
         for (int64_t i = 0; i < n; i++)
             wg[i] = words[i];
     }
@@ -253,8 +252,8 @@ static gcn_status cpu_dropout(gcn_ctx *ctx, int64_t n, const float *x, float *y,
     uint64_t first = gcn_draw_first(offset);
     GCN_PAR_FOR(gcn_par_threads(ctx, n * 2))
     for (int64_t base = 0; base < n; base += DROP_BLOCK)
-        dropout_block(x + base, y + base, base, n - base < DROP_BLOCK ? n - base : DROP_BLOCK, p,
-                      key, first, acc);
+        dropout_block(x + base, y + base, base, n - base < DROP_BLOCK ? n - base : DROP_BLOCK, n,
+                      p, key, offset, first, acc);
     return GCN_OK;
 }
 

@@ -138,10 +138,11 @@ static uint32_t keep_threshold(float p)
 static void drop_mask(const gcn_epilogue_args *a, epi_block *b)
 {
     uint32_t words[BLOCK + 8];
-    uint64_t first = gcn_draw_first(a->offset), g0 = (uint64_t)b->i0 / 4;
+    uint64_t first = gcn_draw_first(a->offset);
     int64_t skip = b->i0 % 4, groups = (skip + b->w + 3) / 4;
     for (int64_t g = 0; g < groups; g++)
-        gcn_epi_words(a->key, first, g0 + (uint64_t)g, words + 4 * g);
+        gcn_draw_words(a->offset, a->key, first, b->i0 - skip + 4 * g, a->rows * a->cols,
+                       words + 4 * g);
     uint32_t threshold = keep_threshold(a->p);
     const uint32_t *restrict w = words + skip;
     GCN_SIMD

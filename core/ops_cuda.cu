@@ -257,8 +257,8 @@ static gcn_status cuda_scale_by(gcn_ctx *ctx, int64_t n, const float *x, const f
     return GCN_OK;
 }
 
-/* Thread g draws Philox counter first + g once and uses its four words for
- * elements 4g .. 4g + 3: word i % 4 of counter first + i / 4, as on the CPU. */
+/* Thread g takes elements 4g .. 4g + 3 and their words (gcn_draw_words),
+ * as on the CPU. */
 __global__ void dropout_kernel(int64_t n, const float *x, float *y, float p, float scale,
                                uint32_t key0, uint32_t key1, gcn_draw_offset offset, bool acc)
 {
@@ -267,11 +267,8 @@ __global__ void dropout_kernel(int64_t n, const float *x, float *y, float p, flo
     int64_t groups = (n + 3) / 4;
     for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < groups;
          g += (int64_t)gridDim.x * blockDim.x) {
-        uint64_t ctr = first + (uint64_t)g;
-        uint32_t counter[4] = {(uint32_t)ctr, (uint32_t)(ctr >> 32), (uint32_t)GCN_RNG_DROPOUT,
-                               0u};
         uint32_t w[4];
-        gcn_philox4x32_10(counter, key, w);
+        gcn_draw_words(offset, key, first, 4 * g, n, w);
         for (int k = 0; k < 4; k++) {
             int64_t i = 4 * g + k;
             if (i >= n)

@@ -38,7 +38,7 @@ __device__ static void drop_factors(const gcn_epilogue_args &a, float scale, int
         return;
     }
     uint32_t w[4];
-    gcn_epi_words(a.key, gcn_draw_first(a.offset), (uint64_t)i / 4, w);
+    gcn_draw_words(a.offset, a.key, gcn_draw_first(a.offset), i - i % 4, a.rows * a.cols, w);
     for (int v = 0; v < V; v++)
         f[v] = gcn_epi_kept(w[(i + v) % 4], a.p) ? scale : 0.0f;
 }

@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+#include "rng.h"
+
 #ifdef __CUDACC__
 #define GCN_HD __host__ __device__ __forceinline__
 #else
@@ -63,15 +65,48 @@ GCN_HD uint32_t gcn_philox_word(const uint32_t key[2], uint32_t stream, uint64_t
 /* Where a draw's counters start: *base + rel, base being the device copy of
  * the stream's offset (gcn_rng_sync_device) or NULL (rel alone).  Kernels
  * that read the start from memory draw fresh masks on every replay of a
- * captured CUDA graph; unsigned wrap-around keeps the sum exact. */
+ * captured CUDA graph; unsigned wrap-around keeps the sum exact.
+ *
+ * Element i of the draw takes draw word i, or, with row_ids (backend memory,
+ * one per row of a [rows, cols] tensor), element (r, c) takes draw word
+ * row_ids[r] cols + c: the word of row row_ids[r] in a tensor of every
+ * node's rows (gcn_ctx_set_node_ids). */
 typedef struct gcn_draw_offset {
     const uint64_t *base;
     uint64_t rel;
+    const int32_t *row_ids;
+    int64_t cols;
 } gcn_draw_offset;
 
 GCN_HD uint64_t gcn_draw_first(gcn_draw_offset o)
 {
     return o.rel + (o.base ? *o.base : 0u);
+}
+
+/* The four words of Philox counter ctr on the dropout stream. */
+GCN_HD void gcn_draw_counter(const uint32_t key[2], uint64_t ctr, uint32_t w[4])
+{
+    uint32_t counter[4] = {(uint32_t)ctr, (uint32_t)(ctr >> 32), GCN_RNG_DROPOUT, 0u};
+    gcn_philox4x32_10(counter, key, w);
+}
+
+/* The mask words of elements i .. i + 3 (i a multiple of 4) of a draw of n
+ * elements that starts at counter first: draw word j is word j % 4 of
+ * counter first + j / 4.  Words past n are left as they are. */
+GCN_HD void gcn_draw_words(gcn_draw_offset o, const uint32_t key[2], uint64_t first, int64_t i,
+                           int64_t n, uint32_t w[4])
+{
+    if (!o.row_ids || o.cols % 4 == 0) { /* the four share one counter */
+        int64_t j = o.row_ids ? (int64_t)o.row_ids[i / o.cols] * o.cols + i % o.cols : i;
+        gcn_draw_counter(key, first + (uint64_t)j / 4, w);
+        return;
+    }
+    for (int k = 0; k < 4 && i + k < n; k++) {
+        int64_t e = i + k, j = (int64_t)o.row_ids[e / o.cols] * o.cols + e % o.cols;
+        uint32_t all[4];
+        gcn_draw_counter(key, first + (uint64_t)j / 4, all);
+        w[k] = all[j % 4];
+    }
 }
 
 /* 24 random bits as a float in [0, 1). */

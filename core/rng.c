@@ -22,28 +22,52 @@ uint64_t gcn_rng_reserve(gcn_ctx *ctx, gcn_rng_stream stream, uint64_t words)
 gcn_draw_offset gcn_rng_reserve_dropout(gcn_ctx *ctx, uint64_t words)
 {
     uint64_t first = gcn_rng_reserve(ctx, GCN_RNG_DROPOUT, words);
-    return (gcn_draw_offset){ctx->rng_dev, first - ctx->rng_dev_synced};
+    return (gcn_draw_offset){.base = ctx->rng_dev, .rel = first - ctx->rng_dev_synced};
 }
 
 gcn_draw_offset gcn_rng_reserve_dropout_rows(gcn_ctx *ctx, int64_t rows, int64_t cols)
 {
-    if (ctx->node_total == 0 || rows != ctx->node_rows)
+    if (!ctx->node_ids || rows != ctx->node_rows)
         return gcn_rng_reserve_dropout(ctx, (uint64_t)(rows * cols));
     gcn_draw_offset o = gcn_rng_reserve_dropout(ctx, (uint64_t)(ctx->node_total * cols));
-    o.rel += (uint64_t)(ctx->node_row0 * cols) / 4; /* node_row0 is a multiple of 4 */
+    o.row_ids = ctx->node_ids;
+    o.cols = cols;
     return o;
 }
 
-gcn_status gcn_ctx_set_node_rows(gcn_ctx *ctx, int64_t row0, int64_t n_local, int64_t n_total)
+void gcn_ctx_clear_node_ids(gcn_ctx *ctx)
+{
+    gcn_mem_release(ctx, ctx->node_ids, (size_t)ctx->node_rows * sizeof *ctx->node_ids);
+    ctx->node_ids = NULL;
+    ctx->node_rows = ctx->node_total = 0;
+}
+
+gcn_status gcn_ctx_set_node_ids(gcn_ctx *ctx, const int32_t *ids, int64_t n_local,
+                                int64_t n_total)
 {
     if (!ctx)
         return GCN_ERR_INVALID_ARG;
-    if (row0 < 0 || n_local < 0 || row0 + n_local > n_total || row0 % 4 != 0)
-        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG,
-                         "set_node_rows: rows [%lld, %lld) of %lld: need 0 <= row0, row0 a "
-                         "multiple of 4, and row0 + n_local <= n_total", (long long)row0,
-                         (long long)(row0 + n_local), (long long)n_total);
-    ctx->node_row0 = row0;
+    if (ctx->tape_len > 0)
+        return GCN_ERROR(ctx, GCN_ERR_STATE, "set_node_ids: the tape holds %d operations whose "
+                         "backward may still draw by the present ids", ctx->tape_len);
+    GCN_ARG(ctx, n_local >= 0 && n_local <= n_total && n_total <= INT32_MAX);
+    GCN_ARG(ctx, ids || n_local == 0);
+    for (int64_t i = 0; i < n_local; i++)
+        if (ids[i] < 0 || ids[i] >= n_total)
+            return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "set_node_ids: ids[%lld] = %d is not a "
+                             "node of %lld", (long long)i, ids[i], (long long)n_total);
+    gcn_ctx_clear_node_ids(ctx);
+    if (n_local == 0)
+        return GCN_OK;
+    size_t bytes = (size_t)n_local * sizeof *ctx->node_ids;
+    int32_t *dev = NULL;
+    GCN_TRY(gcn_mem_alloc(ctx, (void **)&dev, bytes));
+    gcn_status st = ctx->be->upload(ctx, dev, ids, bytes);
+    if (st != GCN_OK) {
+        gcn_mem_release(ctx, dev, bytes);
+        return st;
+    }
+    ctx->node_ids = dev;
     ctx->node_rows = n_local;
     ctx->node_total = n_total;
     return GCN_OK;

@@ -23,8 +23,6 @@ typedef enum gcn_reorder_method {
 
 #define GCN_REORDER_MAX_LEVELS 4
 #define GCN_REORDER_MAX_PARTS 4096
-/* Every PARTS boundary is a multiple of this, or n_nodes. */
-#define GCN_REORDER_PARTS_ALIGN 4
 
 typedef struct gcn_reorder_opts {
     size_t size; /* sizeof in the caller's build, set by gcn_reorder_default_opts */
@@ -89,12 +87,8 @@ GCN_API int gcn_reorder_describe(const gcn_reorder_opts *o, char *buf, size_t si
  * without neighbours are dealt one at a time to the lightest part (ties to
  * the lowest); a set of connected nodes smaller than 8 N, which METIS
  * balances poorly, is cut into runs of equal weight in id order instead.
- * Then every inner boundary is moved to the nearest multiple of 4
- * (GCN_REORDER_PARTS_ALIGN; halves up, capped at n_nodes), the at most two
- * nodes between its old and new place changing part: each rank's rows then
- * start on a Philox counter (4 words each), so its dropout draws are those
- * of a single-device run.  Parts may be empty (some always are when
- * ceil(n_nodes / 4) < N).  METIS's seed is drawn as for METIS.
+ * Parts may be empty (some always are when n_nodes < N).  METIS's seed is
+ * drawn as for METIS.
  *
  * Caller frees. */
 GCN_API gcn_status gcn_reorder_compute(gcn_ctx *ctx, const gcn_graph *g,

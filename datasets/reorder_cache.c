@@ -192,9 +192,6 @@ static const char *check_content(gcn_reorder *r)
         for (int32_t q = 0; q < r->n_parts[k]; q++)
             if (p[q + 1] < p[q])
                 return "part_ptr decreases";
-        for (int32_t q = 1; r->method == GCN_REORDER_PARTS && q < r->n_parts[k]; q++)
-            if (p[q] % GCN_REORDER_PARTS_ALIGN != 0 && p[q] != r->n_nodes)
-                return "a part boundary is not aligned";
         if (k > 0 && !nested(r->part_ptr[k - 1], r->n_parts[k - 1], p, r->n_parts[k]))
             return "levels are not nested";
     }

@@ -1,6 +1,6 @@
 /* The PARTS reordering (gcn_reorder_compute): METIS into one part per rank,
- * nodes without neighbours dealt to the lightest parts, boundaries moved to
- * multiples of 4; and the edge cut of any reordering's finest level. */
+ * nodes without neighbours dealt to the lightest parts; and the edge cut of
+ * any reordering's finest level. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,11 +11,6 @@
  * at twice their share below 8 nodes a part, and balanced them from 8 on
  * (with fewer nodes than parts it also prints to stdout). */
 #define MIN_METIS_NODES 8
-
-/* Boundaries are moved to multiples of this: Philox yields 4 words per
- * counter, so a rank starting there draws the dropout words a single
- * device draws for its rows. */
-#define ALIGN GCN_REORDER_PARTS_ALIGN
 
 /* One PARTS computation: the graph, the part of each node so far and the
  * weight each part has been given. */
@@ -169,10 +164,8 @@ cleanup:
     return st;
 }
 
-/* Numbers the parts one after the other (ids ascending within each) with
- * every inner boundary moved to the nearest multiple of ALIGN (halves up,
- * capped at n): the nodes between the old and the new boundary change
- * part.  order receives the numbering, ptr the N + 1 boundaries. */
+/* Numbers the parts one after the other, ids ascending within each: order
+ * receives the numbering, ptr the N + 1 boundaries. */
 static gcn_status number(parts *s, int32_t *order, int32_t *ptr)
 {
     int32_t n = s->g->n_nodes, N = s->n_parts, *slot = NULL;
@@ -181,18 +174,7 @@ static gcn_status number(parts *s, int32_t *order, int32_t *ptr)
         slot[s->part[i] + 1]++;
     for (int32_t q = 0; q < N; q++)
         slot[q + 1] += slot[q];
-    for (int32_t i = 0; i < n; i++)
-        order[slot[s->part[i]]++] = i; /* slot[q] ends up where part q ends */
-    ptr[0] = 0;
-    ptr[N] = n;
-    for (int32_t q = 1; q < N; q++) {
-        int64_t aligned = ((int64_t)slot[q - 1] + ALIGN / 2) / ALIGN * ALIGN;
-        ptr[q] = (int32_t)(aligned < n ? aligned : n);
-    }
-    for (int32_t q = 0; q < N; q++)
-        for (int32_t i = ptr[q]; i < ptr[q + 1]; i++)
-            s->part[order[i]] = q;
-    memcpy(slot, ptr, (size_t)N * sizeof *slot);
+    memcpy(ptr, slot, ((size_t)N + 1) * sizeof *ptr);
     for (int32_t i = 0; i < n; i++)
         order[slot[s->part[i]]++] = i;
     free(slot);

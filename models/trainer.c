@@ -99,6 +99,27 @@ static gcn_status keep_position(gcn_ctx *ctx, gcn_trainer *tr, const gcn_dataset
     return GCN_OK;
 }
 
+/* The context's node ids (gcn_ctx_set_node_ids) for a trainer of ds's rows
+ * [lo, lo + n), so dropout draws the masks of the graph in its original
+ * order; none for a graph-level trainer (ds NULL) or the original order's
+ * rows themselves. */
+static gcn_status set_node_ids(gcn_ctx *ctx, const gcn_dataset *ds, int32_t lo, int32_t n)
+{
+    const int32_t *order = ds && ds->reorder ? ds->reorder->order : NULL;
+    if (!ds || (!order && lo == 0 && n == ds->n_nodes))
+        return gcn_ctx_set_node_ids(ctx, NULL, 0, 0);
+    if (order)
+        return gcn_ctx_set_node_ids(ctx, order + lo, n, ds->n_nodes);
+    int32_t *ids = malloc((size_t)n * sizeof *ids + 1);
+    if (!ids)
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "trainer: out of host memory");
+    for (int32_t i = 0; i < n; i++)
+        ids[i] = lo + i;
+    gcn_status st = gcn_ctx_set_node_ids(ctx, ids, n, ds->n_nodes);
+    free(ids);
+    return st;
+}
+
 /* The adjacency matrices the model multiplies: the dataset's, or the
  * rank's blocks of them (rows[kind], with their halos). */
 static gcn_status make_matrices(gcn_ctx *ctx, gcn_trainer *tr, const gcn_dataset *ds,
@@ -160,12 +181,16 @@ static gcn_status trainer_build(gcn_ctx *ctx, gcn_trainer **out, const gcn_model
     tr->mem.optimizer = ctx->mem.in_use - mark;
     mark = ctx->mem.in_use;
     if (graphs) {
+        GCN_CHECK(set_node_ids(ctx, NULL, 0, 0));
         st = gcn_graph_data_create(ctx, tr, ds);
         GCN_CHECK(gcn_trainer_allocating(ctx, st, "the graphs, their batches and labels"));
     } else {
-        st = rows ? gcn_rank_upload(ctx, tr, ds, rows[GCN_ADJ_GCN] ? rows[GCN_ADJ_GCN]
-                                                                     : rows[GCN_ADJ_RAW])
-                  : gcn_dataset_upload(ctx, ds, &tr->dev);
+        const gcn_part_rows *mine = !rows ? NULL : rows[GCN_ADJ_GCN] ? rows[GCN_ADJ_GCN]
+                                                                      : rows[GCN_ADJ_RAW];
+        st = mine ? set_node_ids(ctx, ds, mine->row0, mine->n_local)
+                  : set_node_ids(ctx, ds, 0, ds->n_nodes);
+        GCN_CHECK(gcn_trainer_allocating(ctx, st, "the nodes' ids"));
+        st = mine ? gcn_rank_upload(ctx, tr, ds, mine) : gcn_dataset_upload(ctx, ds, &tr->dev);
         GCN_CHECK(gcn_trainer_allocating(ctx, st, "the dataset's features, labels and split"));
         GCN_CHECK(make_matrices(ctx, tr, ds, rows));
     }

@@ -36,7 +36,11 @@ typedef struct gcn_trainer gcn_trainer;
 /* Uploads the dataset's features, labels and split, builds the adjacency
  * matrices the model needs, the model (from the context's GCN_RNG_INIT
  * stream) and one optimiser per weight-decay group.  The dataset must have
- * features, labels and a non-empty training list.  Caller frees. */
+ * features, labels and a non-empty training list.  On a reordered dataset
+ * the context's node ids (gcn_ctx_set_node_ids) become the original ids,
+ * so dropout draws the masks of the original order and the model is the
+ * one the dataset trains unreordered, up to float rounding.  Caller
+ * frees. */
 GCN_API gcn_status gcn_trainer_create(gcn_ctx *ctx, gcn_trainer **out,
                                       const gcn_model_config *cfg, const gcn_dataset *ds);
 
@@ -50,13 +54,14 @@ GCN_API gcn_status gcn_trainer_create(gcn_ctx *ctx, gcn_trainer **out,
  * labels and split and the blocks with their halos (gcn_csr_set_halo); its
  * loss is the rank's share of the mean over every rank's training rows,
  * gradients are summed over the ranks before each optimiser step, batch
- * norm takes its statistics over every rank's rows, dropout draws the
- * single-device masks (gcn_ctx_set_node_rows), and the accuracies and loss
- * of gcn_trainer_epoch are those of all rows.  Every rank creates its
- * trainer with the same configuration and the same seed and then calls
- * the same functions in the same order, each on its own thread: the ranks
- * then train the model one context would train on the reordered dataset,
- * up to float rounding.  Epochs are not captured as CUDA graphs. */
+ * norm takes its statistics over every rank's rows, dropout draws each
+ * node's mask by its original id (gcn_ctx_set_node_ids), and the
+ * accuracies and loss of gcn_trainer_epoch are those of all rows.  Every
+ * rank creates its trainer with the same configuration and the same seed
+ * and then calls the same functions in the same order, each on its own
+ * thread: the ranks then train the model one context trains on the
+ * dataset, in any order, up to float rounding.  Epochs are not captured
+ * as CUDA graphs. */
 GCN_API gcn_status gcn_trainer_create_rank(gcn_ctx *ctx, gcn_trainer **out,
                                            const gcn_model_config *cfg, const gcn_dataset *ds,
                                            const gcn_part_rows *gcn_rows,

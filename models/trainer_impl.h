@@ -92,7 +92,7 @@ gcn_status gcn_graph_scores(gcn_ctx *ctx, gcn_trainer *tr, gcn_tensor **scores);
 
 /* One rank's trainer (trainer_rank.c).  gcn_rank_upload puts the rank's
  * rows of ds (features, labels, its split rows renumbered from 0) into
- * tr->dev, creates tr->rank and sets the context's node rows;
+ * tr->dev and creates tr->rank;
  * gcn_rank_matrix makes a block of a matrix with its halo. */
 gcn_status gcn_rank_upload(gcn_ctx *ctx, gcn_trainer *tr, const gcn_dataset *ds,
                            const gcn_part_rows *rows);

@@ -59,7 +59,6 @@ gcn_status gcn_rank_upload(gcn_ctx *ctx, gcn_trainer *tr, const gcn_dataset *ds,
         goto cleanup;
     }
     tr->rank->loss_scale = (float)view.n_train / (float)ds->n_train;
-    GCN_CHECK(gcn_ctx_set_node_rows(ctx, lo, rows->n_local, ds->n_nodes));
 cleanup:
     free(view.train);
     free(view.valid);

@@ -1,8 +1,9 @@
 /* gcntrain on several ranks: --ranks N trains the model one context trains
- * on the same partition order, says how the graph was cut, and refuses what
- * does not apply. */
+ * on the same partition order, says how the graph was cut and what the
+ * ranks moved per epoch (stdout and log), and refuses what does not apply. */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tool_run.h"
@@ -36,6 +37,55 @@ Test(cli_ranks, ranks_train_the_model_of_one_context_on_the_partition_order, .ti
               "%s", r.out);
     cr_assert(strstr(r.out, "           rank 2: "), "%s", r.out);
     cr_assert(strstr(r.out, "traffic    rank 0 sent "), "%s", r.out);
+    /* gcn-cora.json trains 10 runs: the epochs of all of them */
+    cr_assert(strstr(r.out, " calls over 300 epochs; per epoch:\n           exchange "), "%s",
+              r.out);
+    cr_assert(strstr(r.out, "\n           all-reduce "), "%s", r.out);
+    cr_assert(strstr(r.out, " ms (slowest rank "), "%s", r.out);
+}
+
+/* The number after "key": in text, which must be there and not null. */
+static double log_number(const char *text, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *at = strstr(text, pat);
+    cr_assert(at, "no %s in %s", pat, text);
+    char *end = NULL;
+    double v = strtod(at + strlen(pat), &end);
+    cr_assert(end != at + strlen(pat), "%s is not a number in %s", pat, text);
+    return v;
+}
+
+Test(cli_ranks, the_log_has_the_traffic_of_every_run_epoch, .timeout = 120)
+{
+    char dir[] = "/tmp/gcn-cli-ranks-XXXXXX", log[96], text[1 << 16];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(log, sizeof log, "%s/run.jsonl", dir);
+    tool_run(&r, "gcntrain",
+             (const char *[]){"models/gcn-cora.json", "--device", "cpu", "--epochs", "3", "--runs",
+                              "2", "--threads", "1", "--ranks", "2", "--log", log, NULL});
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    tool_slurp(log, text, sizeof text);
+    tool_remove_dir(dir);
+    const char *line = strstr(text, "{\"ranks\":2,\"epochs\":6,\"exchange_bytes\":");
+    cr_assert(line, "%s", text);
+    cr_expect(log_number(line, "exchange_calls") >= 6, "%s", line);
+    for (int i = 0; i < 4; i++) {
+        static const char *const keys[4] = {"exchange_ms", "exchange_ms_max", "allreduce_ms",
+                                            "allreduce_ms_max"};
+        double ms = log_number(line, keys[i]);
+        cr_expect(ms >= 0.0 && ms < 60e3, "%s = %g", keys[i], ms);
+    }
+    cr_expect(log_number(line, "exchange_ms_max") >= log_number(line, "exchange_ms"));
+    cr_expect(log_number(line, "allreduce_ms_max") >= log_number(line, "allreduce_ms"));
+    cr_assert(strstr(r.out, " calls over 6 epochs; per epoch:\n"), "%s", r.out);
+    const char *peaks = strstr(text, "{\"rank_peak_bytes\":[");
+    cr_assert(peaks, "%s", text);
+    long long a = 0, b = 0;
+    cr_assert_eq(sscanf(peaks, "{\"rank_peak_bytes\":[%lld,%lld]}", &a, &b), 2, "%s", peaks);
+    cr_expect(a > 0 && b > 0, "%s", peaks);
+    cr_assert(strstr(r.out, "memory     peak per rank: "), "%s", r.out);
 }
 
 Test(cli_ranks, what_does_not_apply_is_refused_with_one_line)

@@ -101,7 +101,7 @@ Test(comm, collectives_need_a_communicator)
     memset(&s, 0xff, sizeof s);
     gcn_comm_get_stats(ctx, &s);
     cr_expect(s.allreduce_calls == 0 && s.allreduce_bytes == 0 && s.exchange_calls == 0 &&
-              s.exchange_bytes == 0);
+              s.exchange_bytes == 0 && s.allreduce_ms == 0.0 && s.exchange_ms == 0.0);
     gcn_ctx_free(&ctx);
 }
 

@@ -363,8 +363,8 @@ Test(gpu_ops, dropout_masks_identical)
                     cr_assert_eq(p.gpu->be->upload(p.gpu, dy, y0, FBYTES(n)), GCN_OK);
                     uint64_t half = offsets[oi] / 2;
                     cr_assert_eq(p.gpu->be->upload(p.gpu, base, &half, sizeof half), GCN_OK);
-                    gcn_draw_offset on_host = {NULL, offsets[oi]};
-                    gcn_draw_offset on_device = {base, offsets[oi] - half};
+                    gcn_draw_offset on_host = {.rel = offsets[oi]};
+                    gcn_draw_offset on_device = {.base = base, .rel = offsets[oi] - half};
                     cr_assert_eq(p.cpu->be->dropout(p.cpu, n, x, want, probs[pi], key, on_host,
                                                     acc),
                                  GCN_OK);
@@ -423,6 +423,56 @@ Test(gpu_ops, dropout_op_same_seed)
         free(grad[d]);
     }
     free(h);
+    gpu_pair_close(&p);
+}
+
+/* With node ids set (a reordered graph, a rank's rows), the GPU's masks,
+ * plain and fused, forward and backward, are the CPU's, for widths whose
+ * rows do and do not start on a Philox counter. */
+Test(gpu_ops, dropout_by_node_ids_identical)
+{
+    GPU_REQUIRED();
+    gpu_pair p = gpu_pair_open(8, false);
+    enum { N = 3001, LOCAL = 1999 };
+    int32_t *ids = malloc(N * sizeof *ids);
+    for (int32_t i = 0; i < N; i++)
+        ids[i] = (int32_t)(((int64_t)i * 1237 + 11) % N);
+    const int64_t widths[] = {1, 7, 8, 13, 256};
+    gcn_ctx *c[2] = {p.cpu, p.gpu};
+    for (size_t k = 0; k < sizeof widths / sizeof *widths; k++) {
+        int64_t w = widths[k];
+        uint64_t s = 800 + (uint64_t)w;
+        float *h = host_random(&s, LOCAL * w, -1, 1), *out[2], *grad[2];
+        for (int d = 0; d < 2; d++) {
+            cr_assert_eq(gcn_ctx_set_node_ids(c[d], ids + N - LOCAL, LOCAL, N), GCN_OK);
+            gcn_tensor *x = test_tensor(c[d], h, LOCAL, w), *a = NULL, *b = NULL, *sum = NULL;
+            gcn_epilogue e = {.act = GCN_ACT_RELU, .dropout = 0.5f};
+            cr_assert_eq(gcn_tensor_set_requires_grad(x, true), GCN_OK);
+            cr_assert_eq(gcn_dropout(c[d], x, 0.3f, true, &a), GCN_OK);
+            cr_assert_eq(gcn_apply_epilogue(c[d], a, &e, true, &b), GCN_OK, "%s",
+                         gcn_last_error(c[d]));
+            cr_assert_eq(gcn_sum(c[d], b, &sum), GCN_OK);
+            cr_assert_eq(gcn_backward(c[d], sum), GCN_OK, "%s", gcn_last_error(c[d]));
+            out[d] = test_read(c[d], b);
+            grad[d] = test_read(c[d], gcn_tensor_grad(x));
+            gcn_tape_clear(c[d]);
+            cr_assert_eq(gcn_ctx_set_node_ids(c[d], NULL, 0, 0), GCN_OK);
+            gcn_tensor_free(&x);
+            gcn_tensor_free(&a);
+            gcn_tensor_free(&b);
+            gcn_tensor_free(&sum);
+        }
+        char what[64];
+        snprintf(what, sizeof what, "dropouts by node ids, width %lld", (long long)w);
+        expect_same(out[1], out[0], LOCAL * w, what);
+        expect_same(grad[1], grad[0], LOCAL * w, what);
+        for (int d = 0; d < 2; d++) {
+            free(out[d]);
+            free(grad[d]);
+        }
+        free(h);
+    }
+    free(ids);
     gpu_pair_close(&p);
 }
 

@@ -28,8 +28,8 @@ Test(partition, dataset_reorder_into_three_parts_moves_every_array)
     const gcn_reorder *r = y->reorder;
     cr_assert_eq(r->method, GCN_REORDER_PARTS);
     cr_assert_eq(r->n_parts[0], 3);
-    for (int q = 1; q < 3; q++)
-        cr_assert_eq(r->part_ptr[0][q] % 4, 0);
+    for (int q = 0; q < 3; q++)
+        cr_assert_leq(r->part_ptr[0][q], r->part_ptr[0][q + 1]);
     /* The edge cut, counted again on the reordered graph by new ids. */
     int64_t cut = 0;
     for (int32_t u = 0; u < y->n_nodes; u++)

@@ -202,3 +202,100 @@ Test(rng, initialisers_respect_bounds)
     gcn_tensor_free(&w);
     gcn_ctx_free(&ctx);
 }
+
+/* Dropout then the fused epilogue's dropout and ReLU over x [rows, cols],
+ * their sum's backward: the output and x's gradient, read back. */
+static void drop_twice(gcn_ctx *ctx, const float *x, int64_t rows, int64_t cols, float **y,
+                       float **dx)
+{
+    gcn_tensor *t = test_tensor(ctx, x, rows, cols), *a = NULL, *b = NULL, *s = NULL;
+    gcn_epilogue e = {.act = GCN_ACT_RELU, .dropout = 0.5f};
+    cr_assert_eq(gcn_tensor_set_requires_grad(t, true), GCN_OK);
+    cr_assert_eq(gcn_dropout(ctx, t, 0.4f, true, &a), GCN_OK, "%s", gcn_last_error(ctx));
+    cr_assert_eq(gcn_apply_epilogue(ctx, a, &e, true, &b), GCN_OK, "%s", gcn_last_error(ctx));
+    cr_assert_eq(gcn_sum(ctx, b, &s), GCN_OK);
+    cr_assert_eq(gcn_backward(ctx, s), GCN_OK, "%s", gcn_last_error(ctx));
+    *y = test_read(ctx, b);
+    *dx = test_read(ctx, gcn_tensor_grad(t));
+    gcn_tape_clear(ctx);
+    gcn_tensor_free(&t);
+    gcn_tensor_free(&a);
+    gcn_tensor_free(&b);
+    gcn_tensor_free(&s);
+}
+
+/* With the context's node ids set, a reordered tensor's masks are the
+ * original order's, row by row and bit for bit, for widths that are and
+ * are not multiples of 4 (rows that do and do not start on a counter); a
+ * context holding some of the nodes (one rank's) draws those rows of the
+ * whole. */
+Test(rng, node_ids_draw_each_row_by_its_node)
+{
+    enum { N = 37, LO = 10, LOCAL = 20 };
+    int32_t order[N];
+    for (int32_t i = 0; i < N; i++)
+        order[i] = (i * 11 + 5) % N;
+    const int64_t widths[] = {1, 7, 8, 13};
+    for (size_t k = 0; k < sizeof widths / sizeof *widths; k++) {
+        int64_t c = widths[k];
+        uint64_t state = 40 + (uint64_t)c;
+        float *x = malloc(N * c * sizeof *x), *xp = malloc(N * c * sizeof *xp);
+        test_fill_uniform(&state, x, N * c, -1.0f, 1.0f);
+        for (int32_t i = 0; i < N; i++)
+            memcpy(xp + i * c, x + order[i] * c, c * sizeof *x);
+        gcn_ctx *plain = test_cpu_ctx(7), *moved = test_cpu_ctx(7), *part = test_cpu_ctx(7);
+        cr_assert_eq(gcn_ctx_set_node_ids(moved, order, N, N), GCN_OK);
+        cr_assert_eq(gcn_ctx_set_node_ids(part, order + LO, LOCAL, N), GCN_OK);
+        float *y, *dx, *yp, *dxp, *ys, *dxs;
+        drop_twice(plain, x, N, c, &y, &dx);
+        drop_twice(moved, xp, N, c, &yp, &dxp);
+        drop_twice(part, xp + LO * c, LOCAL, c, &ys, &dxs);
+        for (int32_t i = 0; i < N; i++) {
+            size_t bytes = (size_t)c * sizeof *y;
+            cr_assert_eq(memcmp(yp + i * c, y + order[i] * c, bytes), 0, "width %lld row %d",
+                         (long long)c, i);
+            cr_assert_eq(memcmp(dxp + i * c, dx + order[i] * c, bytes), 0, "gradient row %d", i);
+            if (i >= LO && i < LO + LOCAL) {
+                cr_assert_eq(memcmp(ys + (i - LO) * c, yp + i * c, bytes), 0, "rank row %d", i);
+                cr_assert_eq(memcmp(dxs + (i - LO) * c, dxp + i * c, bytes), 0);
+            }
+        }
+        int32_t kept = 0;
+        for (int64_t i = 0; i < N * c; i++)
+            kept += y[i] != 0.0f;
+        cr_assert(kept > 0 && kept < N * c, "width %lld: %d of %lld kept", (long long)c, kept,
+                  (long long)(N * c));
+        free(x);
+        free(xp);
+        free(y);
+        free(dx);
+        free(yp);
+        free(dxp);
+        free(ys);
+        free(dxs);
+        gcn_ctx_free(&plain);
+        gcn_ctx_free(&moved);
+        gcn_ctx_free(&part);
+    }
+}
+
+/* Ids outside the graph, and new ids while the tape holds operations
+ * that draw by the present ones, are refused. */
+Test(rng, node_ids_are_checked)
+{
+    gcn_ctx *ctx = test_cpu_ctx(7);
+    int32_t ids[3] = {0, 2, 3};
+    cr_assert_eq(gcn_ctx_set_node_ids(ctx, ids, 3, 3), GCN_ERR_INVALID_ARG);
+    cr_assert(strstr(gcn_last_error(ctx), "ids[2] = 3"), "%s", gcn_last_error(ctx));
+    cr_assert_eq(gcn_ctx_set_node_ids(ctx, ids, 3, 4), GCN_OK);
+    float h[3] = {1, 2, 3};
+    gcn_tensor *t = test_tensor(ctx, h, 3, 1), *y = NULL;
+    cr_assert_eq(gcn_tensor_set_requires_grad(t, true), GCN_OK);
+    cr_assert_eq(gcn_dropout(ctx, t, 0.5f, true, &y), GCN_OK);
+    cr_assert_eq(gcn_ctx_set_node_ids(ctx, NULL, 0, 0), GCN_ERR_STATE);
+    gcn_tape_clear(ctx);
+    cr_assert_eq(gcn_ctx_set_node_ids(ctx, NULL, 0, 0), GCN_OK);
+    gcn_tensor_free(&t);
+    gcn_tensor_free(&y);
+    gcn_ctx_free(&ctx);
+}

@@ -293,7 +293,7 @@ static void elementwise_op(gcn_ctx *ctx, const float *x, int64_t rows, int64_t c
     cr_assert_eq(ctx->be->relu_backward(ctx, n, out, x, out + n, false), GCN_OK);
     cr_assert_eq(ctx->be->elu(ctx, n, x, 0.7f, out + 2 * n), GCN_OK);
     cr_assert_eq(ctx->be->add_bias(ctx, rows, cols, x, x, out + 3 * n), GCN_OK);
-    cr_assert_eq(ctx->be->dropout(ctx, n, x, out + 4 * n, 0.4f, key, (gcn_draw_offset){NULL, 77},
+    cr_assert_eq(ctx->be->dropout(ctx, n, x, out + 4 * n, 0.4f, key, (gcn_draw_offset){.rel = 77},
                                   false),
                  GCN_OK);
 }

@@ -1,6 +1,7 @@
 /* gcntrain on several ranks (--ranks N on one device, --gpus N over NCCL):
  * the partition, then each run's epochs on every rank at once, with the
  * same lines, log and summary as a run on one context. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,23 +32,76 @@ static void print_partition(session *s, gcn_ranks *g, gcn_trainer **trainers)
     fflush(stdout);
 }
 
-/* What rank 0 moved: halo rows and all-reduced buffers. */
-static void print_traffic(session *s, gcn_ranks *g)
+/* One kind of collective per epoch: rank 0's calls, MiB and host ms, and
+ * the ms of the slowest rank (the most in all); ms NaN: not measured. */
+static void print_per_epoch(const char *what, int64_t calls, int64_t bytes, double ms,
+                            double max_ms, int epochs)
 {
-    gcn_comm_stats cs;
-    gcn_comm_get_stats(gcn_ranks_ctx(g, 0), &cs);
-    printf("traffic    rank 0 sent %.1f MiB of halo rows in %lld exchanges and all-reduced "
-           "%.1f MiB in %lld calls\n", (double)cs.exchange_bytes / (1 << 20),
-           (long long)cs.exchange_calls, (double)cs.allreduce_bytes / (1 << 20),
-           (long long)cs.allreduce_calls);
-    log_line(&s->log, "{\"ranks\":%d,\"exchange_bytes\":%lld,\"exchange_calls\":%lld,"
-             "\"allreduce_bytes\":%lld,\"allreduce_calls\":%lld}", gcn_ranks_count(g),
-             (long long)cs.exchange_bytes, (long long)cs.exchange_calls,
-             (long long)cs.allreduce_bytes, (long long)cs.allreduce_calls);
+    printf("           %-10s %6.4g calls %9.3f MiB", what, (double)calls / epochs,
+           (double)bytes / (1 << 20) / epochs);
+    if (!isnan(ms))
+        printf(" %9.3f ms (slowest rank %.3f ms)\n", ms / epochs, max_ms / epochs);
+    else
+        printf("  (time not measured over NCCL)\n");
 }
 
-/* One run: every rank's trainer from seed + run, its epochs, its best. */
-static int ranks_run(session *s, gcn_ranks *g, int run)
+/* What rank 0 moved, halo rows and all-reduced buffers, in all and per
+ * epoch (epochs: those trained over every run), with the host time of the
+ * local transport's copies (gcn_comm_stats; null in the log over NCCL). */
+static void print_traffic(session *s, gcn_ranks *g, int epochs)
+{
+    gcn_comm_stats cs, rank;
+    double max_exchange = 0.0, max_allreduce = 0.0;
+    for (int k = 0; k < gcn_ranks_count(g); k++) {
+        gcn_comm_get_stats(gcn_ranks_ctx(g, k), &rank);
+        max_exchange = fmax(max_exchange, rank.exchange_ms);
+        max_allreduce = fmax(max_allreduce, rank.allreduce_ms);
+    }
+    gcn_comm_get_stats(gcn_ranks_ctx(g, 0), &cs);
+    if (s->cfg.nccl) /* not measured */
+        cs.exchange_ms = cs.allreduce_ms = max_exchange = max_allreduce = NAN;
+    printf("traffic    rank 0 sent %.1f MiB of halo rows in %lld exchanges and all-reduced "
+           "%.1f MiB in %lld calls over %d epoch%s\n", (double)cs.exchange_bytes / (1 << 20),
+           (long long)cs.exchange_calls, (double)cs.allreduce_bytes / (1 << 20),
+           (long long)cs.allreduce_calls, epochs,
+           epochs == 1 ? "; per epoch:" : epochs > 1 ? "s; per epoch:" : "s");
+    if (epochs > 0) {
+        print_per_epoch("exchange", cs.exchange_calls, cs.exchange_bytes, cs.exchange_ms,
+                        max_exchange, epochs);
+        print_per_epoch("all-reduce", cs.allreduce_calls, cs.allreduce_bytes, cs.allreduce_ms,
+                        max_allreduce, epochs);
+    }
+    char ems[32], ems_max[32], ams[32], ams_max[32];
+    log_line(&s->log, "{\"ranks\":%d,\"epochs\":%d,\"exchange_bytes\":%lld,"
+             "\"exchange_calls\":%lld,\"exchange_ms\":%s,\"exchange_ms_max\":%s,"
+             "\"allreduce_bytes\":%lld,\"allreduce_calls\":%lld,\"allreduce_ms\":%s,"
+             "\"allreduce_ms_max\":%s}", gcn_ranks_count(g), epochs,
+             (long long)cs.exchange_bytes, (long long)cs.exchange_calls,
+             json_number(ems, sizeof ems, "%.4f", cs.exchange_ms),
+             json_number(ems_max, sizeof ems_max, "%.4f", max_exchange),
+             (long long)cs.allreduce_bytes, (long long)cs.allreduce_calls,
+             json_number(ams, sizeof ams, "%.4f", cs.allreduce_ms),
+             json_number(ams_max, sizeof ams_max, "%.4f", max_allreduce));
+}
+
+/* Each rank's peak memory on its device. */
+static void print_rank_memory(session *s, gcn_ranks *g)
+{
+    char list[GCN_MAX_RANKS * 24] = "";
+    size_t used = 0;
+    printf("memory     peak per rank:");
+    for (int k = 0; k < gcn_ranks_count(g); k++) {
+        gcn_memory_stats ms;
+        gcn_ctx_memory_stats(gcn_ranks_ctx(g, k), &ms);
+        printf(" %.1f MiB%s", (double)ms.peak / (1 << 20), k + 1 < gcn_ranks_count(g) ? "," : "\n");
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%zu", k ? "," : "", ms.peak);
+    }
+    log_line(&s->log, "{\"rank_peak_bytes\":[%s]}", list);
+}
+
+/* One run: every rank's trainer from seed + run, its epochs (counted into
+ * *epochs), its best. */
+static int ranks_run(session *s, gcn_ranks *g, int run, int *epochs)
 {
     int n = gcn_ranks_count(g), rc = 0;
     gcn_trainer *trainers[GCN_MAX_RANKS] = {NULL};
@@ -72,6 +126,7 @@ static int ranks_run(session *s, gcn_ranks *g, int run)
             rc = fail(s, st, PHASE_TRAIN, "training");
             goto done;
         }
+        (*epochs)++;
         s->t_train += es.train_ms * 1e-3;
         s->t_eval += es.eval_ms * 1e-3;
         log_epoch(s, run, &es);
@@ -116,7 +171,7 @@ int train_ranks(session *s)
 {
     gcn_ctx_opts o = gcn_ctx_default_opts();
     gcn_ranks *g = NULL;
-    int rc = 0;
+    int rc = 0, epochs = 0;
     gcn_model_config_ctx_opts(&s->cfg, &o);
     o.device = gcn_ctx_device(s->ctx); /* as resolved, once */
     o.log_level = s->a.quiet ? GCN_LOG_WARN : GCN_LOG_INFO;
@@ -132,10 +187,11 @@ int train_ranks(session *s)
         goto done;
     }
     for (int r = 0; r < s->cfg.runs && rc == 0 && !(s->stop = signals_pending()); r++)
-        rc = ranks_run(s, g, r);
+        rc = ranks_run(s, g, r, &epochs);
     if (rc)
         goto done;
-    print_traffic(s, g);
+    print_traffic(s, g, epochs);
+    print_rank_memory(s, g);
     s->ranks = g;
     print_results(s);
     s->ranks = NULL;
