@@ -46,14 +46,22 @@ gcn_status gcn_tape_record(gcn_ctx *ctx, const char *op, gcn_backward_fn backwar
         gcn_node *t = realloc(ctx->tape, (size_t)cap * sizeof *t);
         if (!t)
             return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory growing the tape");
+        memset(t + ctx->tape_cap, 0, (size_t)(cap - ctx->tape_cap) * sizeof *t);
         ctx->tape = t;
         ctx->tape_cap = cap;
     }
+    /* The slot's input array outlives its node, for the next step's. */
     gcn_node *nd = &ctx->tape[ctx->tape_len];
+    gcn_tensor **slots = nd->in;
+    int cap = nd->in_cap;
+    if (n_in > cap) {
+        cap = n_in > 4 ? n_in : 4;
+        if (!(slots = realloc(slots, (size_t)cap * sizeof *slots)))
+            return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory recording %s", op);
+    }
     memset(nd, 0, sizeof *nd);
-    nd->in = malloc((size_t)n_in * sizeof *nd->in);
-    if (!nd->in)
-        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory recording %s", op);
+    nd->in = slots;
+    nd->in_cap = cap;
     for (int i = 0; i < n_in; i++)
         nd->in[i] = gcn_tensor_retain(in[i]);
     nd->n_in = n_in;
@@ -98,11 +106,12 @@ cleanup:
     return st;
 }
 
+/* Releases what the node holds; its slot keeps the input array. */
 static void node_release(gcn_node *nd)
 {
     for (int i = 0; i < nd->n_in; i++)
         gcn_tensor_free(&nd->in[i]);
-    free(nd->in);
+    nd->n_in = 0;
     for (size_t i = 0; i < sizeof nd->saved / sizeof nd->saved[0]; i++)
         gcn_tensor_free(&nd->saved[i]);
     for (size_t i = 0; i < sizeof nd->index / sizeof nd->index[0]; i++)
@@ -122,6 +131,16 @@ void gcn_tape_clear(gcn_ctx *ctx)
         node_release(nd);
     }
     ctx->tape_len = 0;
+}
+
+void gcn_tape_free(gcn_ctx *ctx)
+{
+    gcn_tape_clear(ctx);
+    for (int i = 0; i < ctx->tape_cap; i++)
+        free(ctx->tape[i].in);
+    free(ctx->tape);
+    ctx->tape = NULL;
+    ctx->tape_cap = 0;
 }
 
 gcn_status gcn_grad_slot(gcn_ctx *ctx, gcn_tensor *t, float **buf, bool *acc)

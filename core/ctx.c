@@ -118,8 +118,7 @@ void gcn_ctx_free(gcn_ctx **pctx)
         return;
     gcn_ctx *ctx = *pctx;
     gcn_comm_detach(ctx);
-    gcn_tape_clear(ctx);
-    free(ctx->tape);
+    gcn_tape_free(ctx);
     gcn_ctx_clear_node_ids(ctx);
     if (ctx->mem.in_use != 0)
         gcn_log(ctx, GCN_LOG_WARN, "context freed with %zu bytes still held by live objects",
@@ -132,6 +131,7 @@ void gcn_ctx_free(gcn_ctx **pctx)
     free(ctx->spmm_user);
     if (ctx->device == GCN_DEVICE_CUDA)
         gcn_cuda_release(ctx);
+    gcn_ctx_free_headers(ctx);
     free(ctx);
     *pctx = NULL;
 }

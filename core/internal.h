@@ -414,8 +414,9 @@ struct gcn_node {
     const char *op;
     gcn_backward_fn backward;
     gcn_tensor *out;        /* retained */
-    gcn_tensor **in;        /* retained; n_in entries */
-    int n_in;
+    gcn_tensor **in;        /* retained; n_in entries of in_cap, an array the tape's
+                             * slot keeps for the next node recorded in it */
+    int n_in, in_cap;
     gcn_tensor *saved[4];   /* retained tensors backward needs */
     gcn_index *index[2];    /* retained index arrays */
     const gcn_csr *matrix;  /* borrowed: must outlive the backward */
@@ -506,6 +507,8 @@ struct gcn_ctx {
     void *scratch;          /* the CPU backend's scratch memory (gcn_cpu_scratch) */
     size_t scratch_size;
     struct gcn_cpu_pool *cpu_pool; /* the CPU backend's free blocks (core/cpu_pool.c) */
+    gcn_tensor *free_tensors; /* freed headers, for the next tensors and indices (tensor.c) */
+    gcn_index *free_indices;
     struct gcn_comm *comm;  /* this rank's communicator (core/comm.c), NULL when alone */
     /* kernels registered by the program (kernels/spmm.c): owned copies,
      * each one allocation */
@@ -533,6 +536,11 @@ gcn_draw_offset gcn_rng_reserve_dropout(gcn_ctx *ctx, uint64_t words);
  * node ids are set (gcn_ctx_set_node_ids) and a tensor of that many rows,
  * the draws of a [n_total, cols] tensor, each row taking its node's. */
 gcn_draw_offset gcn_rng_reserve_dropout_rows(gcn_ctx *ctx, int64_t rows, int64_t cols);
+
+/* Frees the tape's nodes and the headers kept for new tensors and indices
+ * (gcn_ctx_free's). */
+void gcn_tape_free(gcn_ctx *ctx);
+void gcn_ctx_free_headers(gcn_ctx *ctx);
 
 /* Releases the context's node ids (gcn_ctx_free's, and before new ones). */
 void gcn_ctx_clear_node_ids(gcn_ctx *ctx);

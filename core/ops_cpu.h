@@ -22,6 +22,11 @@ static inline bool gcn_cpu_zeros8(const float *x)
 /* Dense products: OpenBLAS, or a path for operands of mostly zeros (ops_cpu_gemm.c). */
 gcn_be_gemm_fn gcn_cpu_gemm;
 
+/* The OPENBLAS_CORETYPE to suggest when OpenBLAS runs the kernels of a
+ * core without AVX (corename, openblas_get_corename's) on a CPU with AVX2
+ * (and avx512f: AVX-512), else NULL. */
+const char *gcn_cpu_blas_coretype_advice(const char *corename, bool avx2, bool avx512f);
+
 /* Host memory through the context's caching pool (cpu_pool.c). */
 gcn_be_alloc_fn gcn_cpu_alloc;
 gcn_be_release_fn gcn_cpu_release;

@@ -2,7 +2,46 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "asan.h"
 #include "internal.h"
+
+/* Tensor and index headers come from free lists on the context, so that a
+ * training step, which creates and frees its intermediates, calls no
+ * malloc once one step has run.  A free header holds the next one's
+ * address in its first bytes; under AddressSanitizer it is poisoned. */
+static void *header_take(void **list, size_t size)
+{
+    void *h = *list;
+    if (!h)
+        return calloc(1, size);
+    GCN_UNPOISON(h, size);
+    memcpy(list, h, sizeof h);
+    memset(h, 0, size);
+    return h;
+}
+
+static void header_give(void **list, void *h, size_t size)
+{
+    memcpy(h, list, sizeof *list);
+    *list = h;
+    GCN_POISON(h, size);
+}
+
+static void headers_drop(void **list, size_t size)
+{
+    while (*list) {
+        void *h = *list;
+        GCN_UNPOISON(h, size);
+        memcpy(list, h, sizeof h);
+        free(h);
+    }
+}
+
+void gcn_ctx_free_headers(gcn_ctx *ctx)
+{
+    headers_drop((void **)&ctx->free_tensors, sizeof(gcn_tensor));
+    headers_drop((void **)&ctx->free_indices, sizeof(gcn_index));
+}
 
 static size_t tensor_bytes(int64_t rows, int64_t cols)
 {
@@ -18,12 +57,12 @@ gcn_status gcn_tensor_create(gcn_ctx *ctx, gcn_tensor **out, int64_t rows, int64
     if (rows < 0 || cols < 0 || (cols > 0 && rows > INT64_MAX / 4 / cols))
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "tensor shape [%lld, %lld] is invalid",
                          (long long)rows, (long long)cols);
-    gcn_tensor *t = calloc(1, sizeof *t);
+    gcn_tensor *t = header_take((void **)&ctx->free_tensors, sizeof *t);
     if (!t)
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory for a tensor header");
     gcn_status st = gcn_mem_alloc(ctx, (void **)&t->data, tensor_bytes(rows, cols));
     if (st != GCN_OK) {
-        free(t);
+        header_give((void **)&ctx->free_tensors, t, sizeof *t);
         return st == GCN_ERR_NOMEM ? gcn_error_prefix(ctx, st, "a [%lld, %lld] tensor (%zu bytes)",
                                                       (long long)rows, (long long)cols,
                                                       tensor_bytes(rows, cols))
@@ -142,7 +181,7 @@ void gcn_tensor_free(gcn_tensor **pt)
         return;
     gcn_tensor_free(&t->grad);
     gcn_mem_release(t->ctx, t->data, tensor_bytes(t->rows, t->cols));
-    free(t);
+    header_give((void **)&t->ctx->free_tensors, t, sizeof *t);
 }
 
 void gcn_tensor_drop_values(gcn_tensor *t)
@@ -228,7 +267,7 @@ gcn_status gcn_check_index(gcn_ctx *ctx, const gcn_index *idx, const char *what)
 gcn_status gcn_index_alloc(gcn_ctx *ctx, gcn_index **out, int64_t n)
 {
     *out = NULL;
-    gcn_index *idx = calloc(1, sizeof *idx);
+    gcn_index *idx = header_take((void **)&ctx->free_indices, sizeof *idx);
     if (!idx)
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory for an index header");
     idx->n = n;
@@ -305,14 +344,14 @@ void gcn_index_free(gcn_index **pidx)
         gcn_index_free(&idx->base);
     else
         gcn_mem_release(idx->ctx, idx->data, (size_t)idx->n * sizeof(int32_t));
-    free(idx);
+    header_give((void **)&idx->ctx->free_indices, idx, sizeof *idx);
 }
 
 gcn_status gcn_index_view(gcn_ctx *ctx, gcn_index *base, int64_t offset, int64_t n, int32_t min,
                           int32_t max, bool ascending, gcn_index **out)
 {
     GCN_ARG(ctx, base && out && offset >= 0 && n >= 0 && offset + n <= base->n);
-    gcn_index *idx = calloc(1, sizeof *idx);
+    gcn_index *idx = header_take((void **)&ctx->free_indices, sizeof *idx);
     if (!idx)
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory for an index header");
     *idx = (gcn_index){.n = n, .data = base->data + offset, .min = n ? min : 0,

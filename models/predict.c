@@ -19,34 +19,26 @@ int gcn_trainer_model_state(const gcn_trainer *tr, gcn_tensor **out)
  * the model's state tensors. */
 static gcn_status state_copy(gcn_ctx *ctx, const gcn_trainer *tr, float *host, bool to_model)
 {
-    int n = gcn_trainer_model_state(tr, NULL);
-    gcn_tensor **list = malloc((size_t)(n > 0 ? n : 1) * sizeof *list);
-    if (!list)
-        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "trainer: out of host memory");
-    gcn_trainer_model_state(tr, list);
     gcn_status st = GCN_OK;
-    for (int i = 0; i < n && st == GCN_OK; i++) {
-        if (gcn_tensor_numel(list[i]) == 0)
+    for (int i = 0; i < tr->n_state && st == GCN_OK; i++) {
+        gcn_tensor *t = tr->state[i];
+        if (gcn_tensor_numel(t) == 0)
             continue;
-        st = to_model ? gcn_tensor_copy_from_host(ctx, list[i], host)
-                      : gcn_tensor_to_host(ctx, list[i], host);
-        host += gcn_tensor_numel(list[i]);
+        st = to_model ? gcn_tensor_copy_from_host(ctx, t, host) : gcn_tensor_to_host(ctx, t, host);
+        host += gcn_tensor_numel(t);
     }
-    free(list);
     return st;
 }
 
 gcn_status gcn_trainer_best_init(gcn_ctx *ctx, gcn_trainer *tr)
 {
-    gcn_tensor **list = NULL;
     int n = gcn_trainer_model_state(tr, NULL);
-    if (!(list = malloc((size_t)(n > 0 ? n : 1) * sizeof *list)))
+    if (!(tr->state = malloc((size_t)(n > 0 ? n : 1) * sizeof *tr->state)))
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "trainer: out of host memory");
-    gcn_trainer_model_state(tr, list);
+    tr->n_state = gcn_trainer_model_state(tr, tr->state);
     tr->state_floats = 0;
-    for (int i = 0; i < n; i++)
-        tr->state_floats += (size_t)gcn_tensor_numel(list[i]);
-    free(list);
+    for (int i = 0; i < tr->n_state; i++)
+        tr->state_floats += (size_t)gcn_tensor_numel(tr->state[i]);
     tr->best_state = malloc((tr->state_floats > 0 ? tr->state_floats : 1) * sizeof(float));
     if (!tr->best_state)
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "trainer: out of host memory for the best model "

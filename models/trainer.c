@@ -551,6 +551,7 @@ void gcn_trainer_free(gcn_trainer **ptr)
     gcn_dataset_device_free(&tr->dev);
     gcn_rank_free(&tr->rank);
     free(tr->best_state);
+    free(tr->state);
     free(tr->position);
     free(tr);
 }

@@ -39,6 +39,8 @@ struct gcn_trainer {
                            * order) of the best-validation epoch; the initial state before
                            * the first epoch */
     size_t state_floats;  /* floats in the model state */
+    gcn_tensor **state;   /* the model state's tensors (borrowed), n_state of them */
+    int n_state;
     int32_t *position;    /* position[original id] = the node's row here; NULL when the
                            * dataset was not reordered */
     gcn_graph_data *graphs; /* a graph-level model's data (then dev is empty and adj_raw,
@@ -55,7 +57,8 @@ int gcn_trainer_model_state(const gcn_trainer *tr, gcn_tensor **out);
  * GCN_ERR_NOMEM: an out-of-memory error names what was being allocated. */
 gcn_status gcn_trainer_allocating(gcn_ctx *ctx, gcn_status st, const char *what);
 
-/* Allocates tr->best_state and fills it with the model's state. */
+/* Allocates tr->state and tr->best_state and fills the latter with the
+ * model's state. */
 gcn_status gcn_trainer_best_init(gcn_ctx *ctx, gcn_trainer *tr);
 
 /* Copies the model's state into tr->best_state (a new best epoch). */

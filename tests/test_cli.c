@@ -19,10 +19,16 @@ static void gcntrain(tool_result *r, const char *const *args)
 
 static tool_result r;
 
+/* The error is one line; warnings before it (a run that trained first may
+ * have said something about the machine, such as OpenBLAS's kernels) are
+ * lines of their own. */
 static void expect_one_line(const char *text)
 {
-    cr_assert(text[0], "no message");
-    cr_assert_eq(strchr(text, '\n'), text + strlen(text) - 1, "not one line: %s", text);
+    const char *error = text;
+    while (strncmp(error, "gcntrain: warning: ", 19) == 0 && strchr(error, '\n'))
+        error = strchr(error, '\n') + 1;
+    cr_assert(error[0], "no message: %s", text);
+    cr_assert_eq(strchr(error, '\n'), error + strlen(error) - 1, "not one line: %s", text);
 }
 
 /* Bad usage is bad input: exit 2 and one line saying what is wrong. */

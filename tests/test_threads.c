@@ -2,7 +2,8 @@
  * comes from, the dense products (OpenBLAS) and the SpMM against
  * double-precision references on inputs that split unevenly across
  * threads, the optimiser, and whole training runs: the same bits from run
- * to run at one thread count, within 1e-5 relative across counts. */
+ * to run at one thread count, within 1e-5 relative across counts, and no
+ * allocation, of the pool or the heap, once a run has warmed up. */
 #define _GNU_SOURCE /* sched_getaffinity */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -11,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_count.h"
 #include "core/internal.h"
+#include "core/ops_cpu.h"
 #include "core/parallel.h"
 #include "helpers.h"
 #include "sbm_train.h"
@@ -377,4 +380,58 @@ Test(threads, steady_state_epochs_allocate_nothing, .timeout = 120)
     gcn_trainer_free(&tr);
     gcn_dataset_free(&ds);
     gcn_ctx_free(&ctx);
+}
+
+/* Nor does the host: once two epochs have run, an epoch (the training
+ * step, the evaluation, keeping a new best model) takes its tensor and
+ * index headers, tape nodes and buffers from what the context and the
+ * trainer kept, and calls no malloc (alloc_count.h: the OpenMP runtime's
+ * and OpenBLAS's own allocations, a team of threads for a parallel region
+ * or a threaded product's job list, are theirs and not counted). */
+Test(threads, steady_state_steps_make_no_host_malloc, .timeout = 120)
+{
+    static const char *const configs[] = {
+        "{\"layers\": [{\"type\": \"gcn\", \"out\": 32, \"norm\": \"batch\", \"activation\":"
+        " \"relu\"}, {\"type\": \"gcn\", \"out\": 32, \"norm\": \"batch\", \"activation\":"
+        " \"relu\", \"dropout\": 0.5}, {\"type\": \"gcn\", \"out\": \"classes\", \"dropout\":"
+        " 0.5}], \"optimizer\": {\"type\": \"adam\", \"lr\": 0.01}}",
+        "{\"layers\": [{\"type\": \"gin\", \"out\": 32, \"norm\": \"batch\", \"activation\":"
+        " \"relu\"}, {\"type\": \"gin\", \"out\": 32, \"norm\": \"batch\", \"activation\":"
+        " \"relu\", \"dropout\": 0.5}, {\"type\": \"gin\", \"out\": \"classes\", \"hidden\": 32,"
+        " \"dropout\": 0.5}], \"optimizer\": {\"type\": \"adam\", \"lr\": 0.01}}",
+    };
+    for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++)
+        for (int threads = 1; threads <= 2; threads++) {
+            gcn_ctx *ctx = threads_ctx(threads, 11);
+            gcn_dataset *ds = NULL;
+            gcn_trainer *tr = sbm_trainer(ctx, 1000, 32, configs[c], &ds);
+            gcn_epoch_stats es;
+            for (int e = 0; e < 2; e++)
+                cr_assert_eq(gcn_trainer_epoch(ctx, tr, &es), GCN_OK, "%s", gcn_last_error(ctx));
+            alloc_count_begin();
+            for (int e = 0; e < 3; e++)
+                cr_assert_eq(gcn_trainer_epoch(ctx, tr, &es), GCN_OK, "%s", gcn_last_error(ctx));
+            alloc_count n = alloc_count_end();
+            cr_assert_eq(n.calls, 0,
+                         "config %zu, %d threads: %llu allocations in 3 steady-state epochs, the"
+                         " first a %s from %s",
+                         c, threads, (unsigned long long)n.calls, n.first, n.where);
+            gcn_trainer_free(&tr);
+            gcn_dataset_free(&ds);
+            gcn_ctx_free(&ctx);
+        }
+}
+
+/* OpenBLAS's kernels of a core without AVX on a CPU with AVX2 or AVX-512
+ * (a CPU model OpenBLAS does not know) get advice; any other pairing none. */
+Test(threads, openblas_core_advice)
+{
+    cr_assert_str_eq(gcn_cpu_blas_coretype_advice("Prescott", true, true), "SkylakeX");
+    cr_assert_str_eq(gcn_cpu_blas_coretype_advice("prescott", true, false), "Haswell");
+    cr_assert_str_eq(gcn_cpu_blas_coretype_advice("Nehalem", true, false), "Haswell");
+    cr_assert_null(gcn_cpu_blas_coretype_advice("Prescott", false, false));
+    cr_assert_null(gcn_cpu_blas_coretype_advice("Haswell", true, false));
+    cr_assert_null(gcn_cpu_blas_coretype_advice("SkylakeX", true, true));
+    cr_assert_null(gcn_cpu_blas_coretype_advice("Zen", true, true));
+    cr_assert_null(gcn_cpu_blas_coretype_advice(NULL, true, true));
 }
