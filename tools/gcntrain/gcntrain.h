@@ -150,8 +150,9 @@ void signals_log_fd(int fd);
 /* The first SIGINT or SIGTERM received, else 0. */
 int signals_pending(void);
 
-/* Holds the two signals back (on) while a file is written through a
- * temporary one, so that no signal leaves it behind; off delivers them. */
+/* Holds a second signal back (on) while a file is written through a
+ * temporary one, so that no signal leaves it behind; off delivers it.
+ * Main thread only; holds do not nest. */
 void signals_hold(bool on);
 
 const char *signal_name(int sig);

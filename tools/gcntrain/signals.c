@@ -11,9 +11,14 @@
 #include "gcntrain.h"
 
 /* first_signal is claimed atomically: the two signals may be handled at
- * once on two threads (the CPU backend's OpenMP threads receive them too). */
-static atomic_int first_signal;
-static volatile sig_atomic_t held, deferred, log_fd = -1;
+ * once on two threads (the CPU backend's OpenMP threads receive them too).
+ * For the same reason holding and stopping at once exclude each other
+ * through one atomic state, so a second signal handled on another thread
+ * cannot exit between the main thread's check and its creating a
+ * temporary file. */
+enum { FREE, HELD, EXITING, DEFERRED_INT, DEFERRED_TERM };
+static atomic_int first_signal, state;
+static volatile sig_atomic_t log_fd = -1;
 
 static void say(int fd, const char *text)
 {
@@ -32,19 +37,36 @@ static void stop_now(int sig)
     _exit(128 + sig);
 }
 
+/* A second signal: exits now when nothing is held, else leaves itself for
+ * signals_hold(false); a third while one is deferred or exiting adds
+ * nothing. */
+static void second_signal(int sig)
+{
+    for (;;) {
+        int s = atomic_load(&state);
+        if (s == FREE) {
+            if (atomic_compare_exchange_strong(&state, &s, EXITING))
+                stop_now(sig);
+        } else if (s == HELD) {
+            if (atomic_compare_exchange_strong(&state, &s,
+                                               sig == SIGINT ? DEFERRED_INT : DEFERRED_TERM))
+                return;
+        } else {
+            return;
+        }
+    }
+}
+
 static void on_signal(int sig)
 {
     int none = 0;
-    if (atomic_compare_exchange_strong(&first_signal, &none, sig)) {
+    if (atomic_compare_exchange_strong(&first_signal, &none, sig))
         say(STDERR_FILENO, sig == SIGINT ? "gcntrain: SIGINT: stopping after this epoch "
                                            "(send it again to stop at once)\n"
                                          : "gcntrain: SIGTERM: stopping after this epoch "
                                            "(send it again to stop at once)\n");
-    } else if (held) {
-        deferred = sig;
-    } else {
-        stop_now(sig);
-    }
+    else
+        second_signal(sig);
 }
 
 void signals_install(void)
@@ -72,9 +94,16 @@ int signals_pending(void)
 
 void signals_hold(bool on)
 {
-    held = on;
-    if (!on && deferred)
-        stop_now(deferred);
+    if (on) {
+        int s = FREE;
+        if (!atomic_compare_exchange_strong(&state, &s, HELD))
+            for (;;) /* another thread is exiting the process */
+                pause();
+        return;
+    }
+    int s = atomic_exchange(&state, FREE);
+    if (s == DEFERRED_INT || s == DEFERRED_TERM)
+        second_signal(s == DEFERRED_INT ? SIGINT : SIGTERM);
 }
 
 const char *signal_name(int sig)
