@@ -520,6 +520,20 @@ struct gcn_ctx {
     char err[512];
 };
 
+/* The first position in [lo, hi) of the ascending a whose value is >= v,
+ * or hi. */
+static inline int64_t gcn_lower_bound(const int32_t *a, int64_t lo, int64_t hi, int32_t v)
+{
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* Device memory through the context's backend, with accounting. */
 gcn_status gcn_mem_alloc(gcn_ctx *ctx, void **p, size_t bytes);
 void gcn_mem_release(gcn_ctx *ctx, void *p, size_t bytes);

@@ -27,20 +27,6 @@ static gcn_status check_args(gcn_ctx *ctx, const gcn_graph *g, const int32_t *pa
     return gcn_graph_validate(ctx, g);
 }
 
-/* The first of ids[0, n) (ascending) that is >= v, or n. */
-static int64_t lower_bound(const int32_t *ids, int64_t n, int32_t v)
-{
-    int64_t lo = 0, hi = n;
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (ids[mid] < v)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 /* The halo of p's rows: halo_ids ascending and recv_off; map[c] becomes the
  * halo index of each halo node c (the other entries stay -1). */
 static gcn_status find_halo(gcn_ctx *ctx, const gcn_graph *g, const int32_t *part_ptr,
@@ -65,7 +51,7 @@ static gcn_status find_halo(gcn_ctx *ctx, const gcn_graph *g, const int32_t *par
             map[c] = h++;
         }
     for (int q = 0; q <= p->n_ranks; q++)
-        p->recv_off[q] = lower_bound(p->halo_ids, n_halo, part_ptr[q]);
+        p->recv_off[q] = gcn_lower_bound(p->halo_ids, 0, n_halo, part_ptr[q]);
     return GCN_OK;
 }
 

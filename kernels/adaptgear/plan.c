@@ -86,19 +86,6 @@ int32_t gcn_smem_tasks(const int32_t *part_ptr, int32_t n_parts, int32_t pack_ro
     return n;
 }
 
-/* The first position in [b, e) whose column is >= c (columns sorted). */
-static int32_t lower_bound(const int32_t *col_idx, int32_t b, int32_t e, int32_t c)
-{
-    while (b < e) {
-        int32_t m = b + (e - b) / 2;
-        if (col_idx[m] < c)
-            b = m + 1;
-        else
-            e = m;
-    }
-    return b;
-}
-
 void gcn_smem_row_meta(const int32_t *row_ptr, const int32_t *col_idx, const int32_t (*tasks)[4],
                        int32_t n_tasks, int32_t chunk, bool block_diag, int32_t (*meta)[4])
 {
@@ -114,8 +101,8 @@ void gcn_smem_row_meta(const int32_t *row_ptr, const int32_t *col_idx, const int
             if (staged && block_diag) {
                 m1 = e;
             } else if (staged) {
-                m0 = lower_bound(col_idx, b, e, r0);
-                m1 = lower_bound(col_idx, m0, e, r1);
+                m0 = (int32_t)gcn_lower_bound(col_idx, b, e, r0);
+                m1 = (int32_t)gcn_lower_bound(col_idx, m0, e, r1);
             }
             memcpy(meta[i], (int32_t[4]){b, m0, m1, e}, sizeof meta[i]);
         }
