@@ -86,6 +86,7 @@ gcn_status gcn_op_run(gcn_ctx *ctx, gcn_op_spec *spec, gcn_tensor **out)
     if (nd) {
         memcpy(nd->param, spec->param, sizeof nd->param);
         nd->offset = spec->offset;
+        nd->matrix = spec->matrix;
         for (size_t i = 0; i < sizeof nd->index / sizeof nd->index[0]; i++)
             nd->index[i] = gcn_index_retain((gcn_index *)spec->index[i]);
         for (size_t i = 0; i < sizeof nd->saved / sizeof nd->saved[0]; i++) {

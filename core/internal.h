@@ -162,6 +162,28 @@ typedef gcn_status gcn_be_dot_fn(gcn_ctx *ctx, int64_t n, const float *a, const 
  * gcn_draw_first(offset)): kept when its uniform value >= p. */
 typedef gcn_status gcn_be_dropout_fn(gcn_ctx *ctx, int64_t n, const float *x, float *y, float p,
                                      const uint32_t key[2], gcn_draw_offset offset, bool acc);
+/* c[rows, n] (+)= dropout(a) b, a a CSR matrix of `rows` rows (arrays on
+ * the backend), b [.., n]: entry (i, j, v) of a adds v' b[j, :] to c[i, :]
+ * in the row's order, v' = v / (1 - p) when kept and 0 when dropped, the
+ * mask word that of element (i, j) of a [rows, draw_cols] draw
+ * (gcn_draw_word_at), or of element (j, i) when `transposed` (a holds the
+ * transpose of the matrix the mask was drawn for).  p == 0: no mask.  nnz
+ * is a's, known on the host. */
+typedef struct gcn_sparse_mm_args {
+    int32_t rows, nnz;
+    const int32_t *row_ptr, *col_idx;
+    const float *values;
+    bool transposed;
+    int64_t draw_cols;
+    float p;
+    uint32_t key[2];
+    gcn_draw_offset offset;
+    int64_t n;
+    const float *b;
+    float *c;
+    bool acc;
+} gcn_sparse_mm_args;
+typedef gcn_status gcn_be_sparse_mm_fn(gcn_ctx *ctx, const gcn_sparse_mm_args *a);
 /* p[0] += delta, p one uint64_t of the backend's memory */
 typedef gcn_status gcn_be_add_u64_fn(gcn_ctx *ctx, uint64_t *p, uint64_t delta);
 typedef gcn_status gcn_be_batchnorm_train_fn(gcn_ctx *ctx, int64_t rows, int64_t cols,
@@ -272,6 +294,7 @@ typedef struct gcn_backend {
     gcn_be_scale_by_fn *scale_by;
     gcn_be_dot_fn *dot;
     gcn_be_dropout_fn *dropout;
+    gcn_be_sparse_mm_fn *sparse_mm;
     gcn_be_add_u64_fn *add_u64;
     gcn_be_batchnorm_train_fn *batchnorm_train;
     gcn_be_batchnorm_eval_fn *batchnorm_eval;
@@ -441,7 +464,7 @@ typedef struct gcn_op_spec gcn_op_spec;
 typedef gcn_status (*gcn_forward_fn)(gcn_ctx *ctx, gcn_op_spec *spec, gcn_tensor *y);
 
 /* One op for gcn_op_run: what forward computes and what the node holds for
- * backward (param, offset, index and saved as in gcn_node). */
+ * backward (param, offset, index, matrix and saved as in gcn_node). */
 struct gcn_op_spec {
     const char *name;
     gcn_forward_fn forward;
@@ -453,6 +476,7 @@ struct gcn_op_spec {
     double param[4];
     gcn_draw_offset offset;
     const gcn_index *index[2]; /* retained by the node */
+    const gcn_csr *matrix;     /* borrowed by the node */
     gcn_tensor *saved[4];      /* owned: moved to the node, else freed */
     struct gcn_custom_node *custom; /* gcn_custom's op: owned, moved to the node, else freed */
 };
@@ -537,6 +561,14 @@ static inline int64_t gcn_lower_bound(const int32_t *a, int64_t lo, int64_t hi, 
 /* Device memory through the context's backend, with accounting. */
 gcn_status gcn_mem_alloc(gcn_ctx *ctx, void **p, size_t bytes);
 void gcn_mem_release(gcn_ctx *ctx, void *p, size_t bytes);
+
+/* Until called with rows 0, the context's allocations serve a batch of
+ * `rows` rows among batches of at most max_rows (a graph-level training
+ * step): a request takes the smallest free block that fits, and a new
+ * block is sized for the request at max_rows rows, so that once a step
+ * has run, a step on any batch finds its blocks free (the CPU's pool,
+ * core/cpu_pool.c; the GPU's keeps exact size classes). */
+gcn_status gcn_mem_batch_rows(gcn_ctx *ctx, int64_t rows, int64_t max_rows);
 
 /* Reserves `words` Philox words on a stream; returns the first offset
  * (in units of 4-word counters) for the caller's draw. */

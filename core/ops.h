@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "csr.h"
 #include "tensor.h"
 
 #ifdef __cplusplus
@@ -56,6 +57,17 @@ GCN_API gcn_status gcn_scale_by(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *s, gcn_
  * !training or p == 0: out is a copy of x.  p in [0, 1). */
 GCN_API gcn_status gcn_dropout(gcn_ctx *ctx, gcn_tensor *x, float p, bool training,
                                gcn_tensor **out);
+
+/* out = dropout_p(x) w for a constant sparse x [n, k] (input features that
+ * are mostly zeros, as a CSR matrix) and w [k, m]: the mask and the kept
+ * values are those of gcn_dropout on x's dense form at this point of the
+ * stream (the same draws are reserved), and out equals gcn_dropout then
+ * gcn_matmul up to float rounding, without touching x's zeros.  Sums run
+ * over each row's entries in order: no atomics, the same result every run.
+ * The gradient flows to w (through x's stored transpose), not to x.
+ * !training or p == 0: x w.  p in [0, 1). */
+GCN_API gcn_status gcn_sparse_dropout_matmul(gcn_ctx *ctx, const gcn_csr *x, float p,
+                                             bool training, gcn_tensor *w, gcn_tensor **out);
 
 /* Batch normalisation over rows, as PyTorch's BatchNorm1d.
  * x [n, f]; gamma, beta [1, f] (affine parameters, may require grad);

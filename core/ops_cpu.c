@@ -257,6 +257,55 @@ static gcn_status cpu_dropout(gcn_ctx *ctx, int64_t n, const float *x, float *y,
     return GCN_OK;
 }
 
+/* Rows [lo, hi) of gcn_sparse_mm_args's product. */
+static void sparse_mm_rows(const gcn_sparse_mm_args *a, int32_t lo, int32_t hi, uint64_t first,
+                           uint32_t threshold, float scale)
+{
+    int64_t n = a->n;
+    for (int32_t i = lo; i < hi; i++) {
+        float *restrict ci = a->c + (int64_t)i * n;
+        if (!a->acc)
+            for (int64_t k = 0; k < n; k++)
+                ci[k] = 0.0f;
+        for (int32_t e = a->row_ptr[i]; e < a->row_ptr[i + 1]; e++) {
+            int32_t j = a->col_idx[e];
+            float v = a->values[e];
+            if (a->p > 0.0f) {
+                uint32_t w = a->transposed
+                                 ? gcn_draw_word_at(a->offset, a->key, first, j, i, a->draw_cols)
+                                 : gcn_draw_word_at(a->offset, a->key, first, i, j, a->draw_cols);
+                if ((w >> 8) < threshold)
+                    continue;
+                v *= scale;
+            }
+            const float *restrict bj = a->b + (int64_t)j * n;
+            GCN_SIMD
+            for (int64_t k = 0; k < n; k++)
+                ci[k] += v * bj[k];
+        }
+    }
+}
+
+/* Row i of c from a's row i; the rows split across the threads by entries
+ * (a column of bag-of-words features, the backward's row, may hold
+ * thousands). */
+static gcn_status cpu_sparse_mm(gcn_ctx *ctx, const gcn_sparse_mm_args *a)
+{
+    uint64_t first = gcn_draw_first(a->offset);
+    uint32_t threshold = (uint32_t)ceil((double)a->p * 16777216.0);
+    float scale = 1.0f / (1.0f - a->p);
+    /* a mask draw costs about what 32 multiply-adds do */
+    int nt = gcn_par_threads(ctx, a->nnz * (a->n + (a->p > 0.0f ? 32 : 0)) + a->rows * a->n);
+#pragma omp parallel num_threads(nt)
+    {
+        int t = gcn_par_thread(), team = gcn_par_team();
+        sparse_mm_rows(a, gcn_par_row_start(a->row_ptr, a->rows, a->nnz, t, team),
+                       gcn_par_row_start(a->row_ptr, a->rows, a->nnz, t + 1, team), first,
+                       threshold, scale);
+    }
+    return GCN_OK;
+}
+
 static gcn_status cpu_copy_cols(gcn_ctx *ctx, int64_t rows, int64_t width, const float *src,
                                 int64_t src_ld, const int32_t *src_rows, float *dst,
                                 int64_t dst_ld, bool acc)
@@ -293,6 +342,7 @@ const gcn_backend gcn_backend_cpu = {
     .scale_by = cpu_scale_by,
     .dot = cpu_dot,
     .dropout = cpu_dropout,
+    .sparse_mm = cpu_sparse_mm,
     .add_u64 = cpu_add_u64,
     .batchnorm_train = gcn_cpu_batchnorm_train,
     .batchnorm_eval = gcn_cpu_batchnorm_eval,

@@ -54,6 +54,13 @@ static void check_blas_kernels(gcn_ctx *ctx)
 #endif
 }
 
+/* Multiply-adds are cheaper than the element-wise work
+ * GCN_PAR_THREAD_GRAIN counts: a thread of OpenBLAS gets GEMM_GRAIN times
+ * as many, about a million.  OpenBLAS would itself split a product of a few
+ * hundred thousand (Cora's second layer) over every thread, which costs
+ * more than it saves. */
+#define GEMM_GRAIN 4
+
 /* Elements of A sampled to tell a sparse operand, and the share of
  * non-zeros below which it is one. */
 #define SAMPLES 1024
@@ -151,7 +158,7 @@ gcn_status gcn_cpu_gemm(gcn_ctx *ctx, bool trans_a, bool trans_b, int64_t m, int
     /* BLAS's bounds (it would print and return rather than fail). */
     GCN_ARG(ctx, lda >= (trans_a ? m : k) && ldb >= (trans_b ? k : n) && ldc >= n);
     check_blas_kernels(ctx);
-    int previous = gcn_blas_threads_set(ctx->threads);
+    int previous = gcn_blas_threads_set(gcn_par_threads(ctx, m * n * k / GEMM_GRAIN));
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                 trans_b ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, alpha, a, (int)lda,
                 b, (int)ldb, beta, c, (int)ldc);

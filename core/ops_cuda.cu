@@ -293,6 +293,148 @@ static gcn_status cuda_dropout(gcn_ctx *ctx, int64_t n, const float *x, float *y
     return GCN_OK;
 }
 
+/* gcn_sparse_mm_args's product, balanced by entries: a row of bag-of-words
+ * features holds a few dozen, but a column of them (the backward's rows)
+ * holds up to thousands, which one warp a row would walk alone.  Warp w
+ * takes the 32 entries from 32 w on; each lane finds its entry's row
+ * (binary search of row_ptr) and draws its mask, then the warp walks the
+ * entries in order, lane l adding into columns l, l + 32, ... (up to
+ * SPARSE_MM_COLS of them a pass), multiply then add in float.  A row whose
+ * entries all lie in the warp's stretch is written at once; the part of a
+ * row that starts before the stretch goes to carry[0][w], the part that
+ * goes on past it to carry[1][w], and sparse_mm_rows_kernel adds those
+ * parts in the stretches' order: no atomics, the same sums every run (they
+ * round differently from the CPU's one pass over a row only where a row is
+ * split). */
+#define SPARSE_MM_COLS 4
+#define SPARSE_MM_STRETCH 32
+
+__device__ static int32_t row_of_entry(const int32_t *row_ptr, int32_t rows, int32_t e)
+{
+    int32_t lo = 0, hi = rows; /* the last r with row_ptr[r] <= e */
+    while (hi - lo > 1) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (row_ptr[mid] <= e)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+__global__ void sparse_mm_kernel(gcn_sparse_mm_args a, uint32_t threshold, float scale,
+                                 int32_t nnz, int64_t n_stretches, float *carry)
+{
+    const unsigned full = 0xffffffffu;
+    int lane = threadIdx.x % 32;
+    int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
+    uint64_t first = gcn_draw_first(a.offset);
+    for (int64_t w = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; w < n_stretches;
+         w += warps) {
+        int32_t e0 = (int32_t)(w * SPARSE_MM_STRETCH), e = e0 + lane;
+        int32_t e1 = nnz - e0 < SPARSE_MM_STRETCH ? nnz : e0 + SPARSE_MM_STRETCH;
+        int32_t row = 0, j = 0, kept = 0;
+        float v = 0.0f;
+        if (e < e1) {
+            row = row_of_entry(a.row_ptr, a.rows, e);
+            j = a.col_idx[e];
+            v = a.values[e];
+            kept = 1;
+            if (a.p > 0.0f) {
+                uint32_t word = a.transposed
+                                    ? gcn_draw_word_at(a.offset, a.key, first, j, row, a.draw_cols)
+                                    : gcn_draw_word_at(a.offset, a.key, first, row, j, a.draw_cols);
+                kept = (word >> 8) >= threshold;
+                v = __fmul_rn(v, scale);
+            }
+        }
+        for (int64_t k0 = 0; k0 < a.n; k0 += 32 * SPARSE_MM_COLS) {
+            float acc[SPARSE_MM_COLS] = {0.0f};
+            int32_t cur = __shfl_sync(full, row, 0);
+            for (int32_t t = 0; t <= e1 - e0; t++) {
+                int32_t rt = __shfl_sync(full, row, t % 32);
+                if (t == e1 - e0 || rt != cur) { /* row cur's part of the stretch is summed */
+                    int32_t start = a.row_ptr[cur], end = a.row_ptr[cur + 1];
+                    bool whole = start >= e0 && end <= e1;
+                    float *dst = whole ? a.c + (int64_t)cur * a.n
+                                       : carry + ((start < e0 ? 0 : n_stretches) + w) * a.n;
+                    for (int q = 0; q < SPARSE_MM_COLS; q++) {
+                        int64_t k = k0 + lane + 32 * q;
+                        if (k < a.n)
+                            dst[k] = whole && a.acc ? __fadd_rn(dst[k], acc[q]) : acc[q];
+                        acc[q] = 0.0f;
+                    }
+                    cur = rt;
+                }
+                if (t == e1 - e0)
+                    break;
+                int32_t jt = __shfl_sync(full, j, t);
+                float vt = __shfl_sync(full, v, t);
+                if (!__shfl_sync(full, kept, t))
+                    continue; /* dropped: skipped, as on the CPU */
+                const float *bj = a.b + (int64_t)jt * a.n;
+                for (int q = 0; q < SPARSE_MM_COLS; q++) {
+                    int64_t k = k0 + lane + 32 * q;
+                    if (k < a.n)
+                        acc[q] = __fadd_rn(acc[q], __fmul_rn(vt, bj[k]));
+                }
+            }
+        }
+    }
+}
+
+/* The rows sparse_mm_kernel left: empty ones, and those split between
+ * stretches, whose parts it adds in order; a thread per element. */
+__global__ void sparse_mm_rows_kernel(gcn_sparse_mm_args a, const float *carry,
+                                      int64_t n_stretches)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < a.rows * a.n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r = i / a.n, k = i % a.n;
+        int32_t start = a.row_ptr[r], end = a.row_ptr[r + 1];
+        int64_t s0 = start / SPARSE_MM_STRETCH, s1 = (end - 1) / SPARSE_MM_STRETCH;
+        if (start == end) {
+            if (!a.acc)
+                a.c[i] = 0.0f;
+            continue;
+        }
+        if (s0 == s1)
+            continue;
+        float sum = carry[(n_stretches + s0) * a.n + k];
+        for (int64_t s = s0 + 1; s <= s1; s++)
+            sum = __fadd_rn(sum, carry[s * a.n + k]);
+        a.c[i] = a.acc ? __fadd_rn(a.c[i], sum) : sum;
+    }
+}
+
+static gcn_status cuda_sparse_mm(gcn_ctx *ctx, const gcn_sparse_mm_args *a)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    if (a->rows <= 0 || a->n <= 0)
+        return GCN_OK;
+    int32_t nnz = a->nnz;
+    int64_t n_stretches = ((int64_t)nnz + SPARSE_MM_STRETCH - 1) / SPARSE_MM_STRETCH;
+    size_t bytes = (size_t)(2 * n_stretches * a->n) * sizeof(float);
+    float *carry = NULL;
+    GCN_TRY(gcn_mem_alloc(ctx, (void **)&carry, bytes ? bytes : sizeof(float)));
+    uint32_t threshold = (uint32_t)ceil((double)a->p * 16777216.0);
+    float scale = 1.0f / (1.0f - a->p);
+    gcn_status st = GCN_OK;
+    if (n_stretches > 0) {
+        sparse_mm_kernel<<<gcn_blocks(n_stretches * 32, GCN_THREADS), GCN_THREADS, 0,
+                           cs->stream>>>(*a, threshold, scale, nnz, n_stretches, carry);
+        st = GCN_LAUNCHED_ST("sparse_mm_kernel");
+    }
+    if (st == GCN_OK) {
+        sparse_mm_rows_kernel<<<gcn_blocks((int64_t)a->rows * a->n, GCN_THREADS), GCN_THREADS,
+                                0, cs->stream>>>(*a, carry, n_stretches);
+        st = GCN_LAUNCHED_ST("sparse_mm_rows_kernel");
+    }
+    gcn_mem_release(ctx, carry, bytes ? bytes : sizeof(float));
+    return st;
+}
+
 __global__ void add_u64_kernel(uint64_t *p, uint64_t delta)
 {
     *p += delta;
@@ -394,6 +536,7 @@ const gcn_backend gcn_backend_cuda = {
     .scale_by = cuda_scale_by,
     .dot = gcn_cuda_dot,
     .dropout = cuda_dropout,
+    .sparse_mm = cuda_sparse_mm,
     .add_u64 = cuda_add_u64,
     .batchnorm_train = gcn_cuda_batchnorm_train,
     .batchnorm_eval = gcn_cuda_batchnorm_eval,

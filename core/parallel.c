@@ -72,10 +72,25 @@ int gcn_cpu_count(void)
 
 int gcn_par_threads(const gcn_ctx *ctx, int64_t work)
 {
-    int64_t t = work / GCN_PAR_GRAIN;
+    int64_t t = work / GCN_PAR_THREAD_GRAIN;
     if (t <= 1 || ctx->threads <= 1)
         return 1;
     return t < ctx->threads ? (int)t : ctx->threads;
+}
+
+int32_t gcn_par_row_start(const int32_t *row_ptr, int32_t n_rows, int64_t nnz, int p,
+                          int n_parts)
+{
+    int64_t target = (nnz + n_rows) * p / n_parts;
+    int32_t lo = 0, hi = n_rows;
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if ((int64_t)row_ptr[mid] + mid < target)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 int gcn_par_chunks(int64_t n, int64_t item_work)

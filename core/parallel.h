@@ -16,8 +16,16 @@ extern "C" {
 #endif
 
 /* Work (elements touched, or multiply-adds) a thread must get before a loop
- * is split: below it, starting and joining the threads (microseconds) costs
- * more than they save, so small graphs such as Cora stay on one thread. */
+ * is split across threads: about 100 microseconds.  Waking a team and
+ * joining it costs tens of microseconds, and on a machine whose every CPU
+ * is in the team a thread the system delays holds up the join, so loops of
+ * small graphs such as Cora take few threads or one: with a grain of 32768
+ * Cora's epoch took twice as long on 16 threads of a 16-CPU host as on 2
+ * (docs/perf.md). */
+#define GCN_PAR_THREAD_GRAIN 262144
+
+/* The work of a reduction's chunk (gcn_par_chunks): fixed, since the chunks
+ * decide the order of its sums. */
 #define GCN_PAR_GRAIN 32768
 
 /* Reductions split their items into at most this many chunks. */
@@ -29,7 +37,7 @@ extern "C" {
 int gcn_cpu_count(void);
 
 /* Threads for a loop of `work` units: the context's count, or fewer so that
- * each gets GCN_PAR_GRAIN at least; 1 at least. */
+ * each gets GCN_PAR_THREAD_GRAIN at least; 1 at least. */
 int gcn_par_threads(const gcn_ctx *ctx, int64_t work);
 
 /* The chunks of a reduction over n items of `item_work` units each: enough
@@ -41,6 +49,13 @@ static inline int64_t gcn_par_chunk_start(int64_t c, int n_chunks, int64_t n)
 {
     return n * c / n_chunks;
 }
+
+/* The first row of part p of n_parts of a CSR matrix's rows (row_ptr of
+ * n_rows + 1 entries, nnz of them stored): where the entries and rows
+ * before it, row_ptr[i] + i, reach p / n_parts of their total, so that
+ * threads taking parts p get equal work however the entries lie. */
+int32_t gcn_par_row_start(const int32_t *row_ptr, int32_t n_rows, int64_t nnz, int p,
+                          int n_parts);
 
 /* Runs the next `for` loop on nt threads, iterations split into equal
  * contiguous ranges (OpenMP's static schedule). */

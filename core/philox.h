@@ -37,6 +37,9 @@ GCN_HD void gcn_philox4x32_10(const uint32_t counter[4], const uint32_t key[2], 
 {
     uint32_t c[4] = {counter[0], counter[1], counter[2], counter[3]};
     uint32_t k[2] = {key[0], key[1]};
+#if defined(__GNUC__) && !defined(__CUDACC__) && !defined(__clang__)
+#pragma GCC unroll 10 /* nvcc unrolls it by itself; unrolled, a CPU draw is ~1.5x faster */
+#endif
     for (int r = 0; r < 10; r++) {
         if (r > 0) {
             k[0] += GCN_PHILOX_W0;
@@ -107,6 +110,18 @@ GCN_HD void gcn_draw_words(gcn_draw_offset o, const uint32_t key[2], uint64_t fi
         gcn_draw_counter(key, first + (uint64_t)j / 4, all);
         w[k] = all[j % 4];
     }
+}
+
+/* The mask word of element (r, c) of a [rows, cols] draw that starts at
+ * counter first: the word gcn_draw_words gives that element (row r taking
+ * row_ids[r]'s words when the offset has them). */
+GCN_HD uint32_t gcn_draw_word_at(gcn_draw_offset o, const uint32_t key[2], uint64_t first,
+                                 int64_t r, int64_t c, int64_t cols)
+{
+    int64_t j = (o.row_ids ? (int64_t)o.row_ids[r] : r) * cols + c;
+    uint32_t w[4];
+    gcn_draw_counter(key, first + (uint64_t)j / 4, w);
+    return w[j % 4];
 }
 
 /* 24 random bits as a float in [0, 1). */

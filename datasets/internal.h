@@ -210,6 +210,11 @@ gcn_status gcn_ds_check_graphs(gcn_ctx *ctx, const gcn_dataset *ds, const char *
  * gets a 32-bit key (gcn_rng_below) and they are sorted by (key, id). */
 gcn_status gcn_ds_shuffle(gcn_ctx *ctx, gcn_rng_stream stream, int32_t *ids, int32_t n);
 
+/* gcn_ds_shuffle in the caller's scratch, key[n] and r[n], allocating
+ * nothing (a trainer's shuffle every epoch). */
+gcn_status gcn_ds_shuffle_with(gcn_ctx *ctx, gcn_rng_stream stream, int32_t *ids, int32_t n,
+                               uint64_t *key, uint32_t *r);
+
 /* Sorts the non-negative ids[0, n) by (key[i], ids[i]) ascending; key[i]
  * (below 2^32) goes with ids[i] and is used up. */
 void gcn_ds_sort_by_key(int32_t *ids, uint64_t *key, int32_t n);

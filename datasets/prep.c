@@ -117,6 +117,16 @@ void gcn_ds_sort_by_key(int32_t *ids, uint64_t *key, int32_t n)
         ids[j] = (int32_t)(key[j] & 0xffffffffu);
 }
 
+gcn_status gcn_ds_shuffle_with(gcn_ctx *ctx, gcn_rng_stream stream, int32_t *ids, int32_t n,
+                               uint64_t *key, uint32_t *r)
+{
+    GCN_TRY(gcn_rng_below(ctx, stream, UINT32_MAX, r, n));
+    for (int32_t j = 0; j < n; j++)
+        key[j] = r[j];
+    gcn_ds_sort_by_key(ids, key, n);
+    return GCN_OK;
+}
+
 gcn_status gcn_ds_shuffle(gcn_ctx *ctx, gcn_rng_stream stream, int32_t *ids, int32_t n)
 {
     uint64_t *key = NULL;
@@ -124,10 +134,7 @@ gcn_status gcn_ds_shuffle(gcn_ctx *ctx, gcn_rng_stream stream, int32_t *ids, int
     gcn_status st = GCN_OK;
     GCN_CHECK(gcn_ds_malloc(ctx, (void **)&key, (size_t)n, sizeof *key));
     GCN_CHECK(gcn_ds_malloc(ctx, (void **)&r, (size_t)n, sizeof *r));
-    GCN_CHECK(gcn_rng_below(ctx, stream, UINT32_MAX, r, n));
-    for (int32_t j = 0; j < n; j++)
-        key[j] = r[j];
-    gcn_ds_sort_by_key(ids, key, n);
+    st = gcn_ds_shuffle_with(ctx, stream, ids, n, key, r);
 cleanup:
     free(key);
     free(r);

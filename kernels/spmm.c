@@ -168,6 +168,32 @@ gcn_status gcn_spmm_get_plan(gcn_ctx *ctx, const gcn_spmm_impl *impl, const gcn_
     return GCN_OK;
 }
 
+gcn_status gcn_csr_reborrow(gcn_ctx *ctx, gcn_csr *a, int32_t n, int32_t nnz, int32_t *row_ptr,
+                            int32_t *col_idx, float *values)
+{
+    GCN_ARG(ctx, a && a->priv && a->priv->ctx == ctx && a->priv->kernel && n >= 0 && nnz >= 0 &&
+                     row_ptr && (nnz == 0 || (col_idx && values)));
+    *a = (gcn_csr){.n_rows = n, .n_cols = n, .nnz = nnz, .row_ptr = row_ptr, .col_idx = col_idx,
+                   .values = values, .device = a->device, .priv = a->priv};
+    /* each plan again for the new arrays, in its record (the CPU's one-step
+     * kernel plans nothing); a record whose kernel cannot plan them goes,
+     * and the next product says why */
+    for (gcn_csr_plan **pp = &a->priv->plans; *pp;) {
+        gcn_csr_plan *p = *pp;
+        const gcn_spmm_impl *impl = p->impl;
+        if (p->free_plan)
+            p->free_plan(p->plan);
+        p->plan = NULL;
+        if (impl->supports(a, p->feat) && impl->plan(ctx, a, p->feat, &p->plan) == GCN_OK) {
+            pp = &p->next;
+        } else {
+            *pp = p->next;
+            free(p);
+        }
+    }
+    return GCN_OK;
+}
+
 gcn_status gcn_spmm_run(gcn_ctx *ctx, const gcn_spmm_impl *impl, const gcn_csr *a,
                         const float *x, float *y, int feat, bool accumulate)
 {

@@ -24,6 +24,13 @@ const gcn_spmm_impl *gcn_spmm_at(const gcn_ctx *ctx, int i);
  * plans without reading the matrix ("rowgroup" on CUDA, "cpu"). */
 const gcn_spmm_impl *gcn_spmm_one_step_kernel(const gcn_ctx *ctx);
 
+/* Points a matrix of gcn_csr_borrow at another n x n matrix's arrays (the
+ * next step's batch), keeping its header and plan records, each plan built
+ * again for the new arrays: with the CPU's one-step kernel this allocates
+ * nothing. */
+gcn_status gcn_csr_reborrow(gcn_ctx *ctx, gcn_csr *a, int32_t n, int32_t nnz, int32_t *row_ptr,
+                            int32_t *col_idx, float *values);
+
 /* The plan for (impl, feat) on a, built and cached on first use. */
 gcn_status gcn_spmm_get_plan(gcn_ctx *ctx, const gcn_spmm_impl *impl, const gcn_csr *a, int feat,
                              void **plan);

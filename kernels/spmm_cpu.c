@@ -17,22 +17,6 @@
 #define TILE 32
 #define PREFETCH 4
 
-/* The first row of part p of n_parts: where the non-zeros and rows before
- * it, row_ptr[i] + i, reach p / n_parts of their total. */
-static int32_t part_start(const gcn_csr *a, int p, int n_parts)
-{
-    int64_t target = ((int64_t)a->nnz + a->n_rows) * p / n_parts;
-    int32_t lo = 0, hi = a->n_rows;
-    while (lo < hi) {
-        int32_t mid = lo + (hi - lo) / 2;
-        if ((int64_t)a->row_ptr[mid] + mid < target)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 /* acc[0, w) += the sum over non-zeros e in [e0, e1) of values[e] *
  * x[col_idx[e] * feat + (0, w)], in non-zero order.  W is TILE in the
  * full tiles, a constant the loop is unrolled and vectorised for. */
@@ -96,7 +80,8 @@ static gcn_status cpu_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const floa
 #pragma omp parallel num_threads(gcn_par_threads(ctx, ((int64_t)a->nnz + a->n_rows) * feat))
     {
         int t = gcn_par_thread(), team = gcn_par_team();
-        rows(a, x, y, feat, accumulate, part_start(a, t, team), part_start(a, t + 1, team));
+        rows(a, x, y, feat, accumulate, gcn_par_row_start(a->row_ptr, a->n_rows, a->nnz, t, team),
+             gcn_par_row_start(a->row_ptr, a->n_rows, a->nnz, t + 1, team));
     }
     return GCN_OK;
 }

@@ -42,24 +42,29 @@ static gcn_status aggregate_input(gcn_ctx *ctx, gcn_gcn_conv *conv, const gcn_cs
     return GCN_OK;
 }
 
-/* A (in(x) W), with in the epilogue of the block before (NULL: none) fused
- * into the product, then the product's values dropped: backward reads
- * neither the matmul's output nor the SpMM's input. */
-static gcn_status transform_first(gcn_ctx *ctx, gcn_gcn_conv *conv, const gcn_csr *adj,
-                                  gcn_tensor *x, const gcn_epilogue *in, bool training,
-                                  gcn_tensor **y)
+/* y = A t of a product t that the op made (st, its status), then t's
+ * values dropped: backward reads neither the product nor the SpMM's input. */
+static gcn_status aggregate_product(gcn_ctx *ctx, const gcn_csr *adj, gcn_status st,
+                                    gcn_tensor *t, gcn_tensor **y)
 {
-    gcn_status st;
-    gcn_tensor *t = NULL;
-    if (in)
-        GCN_CHECK(gcn_epilogue_matmul(ctx, x, in, training, conv->lin.weight, &t));
-    else
-        GCN_CHECK(gcn_matmul(ctx, x, conv->lin.weight, false, false, &t));
+    GCN_CHECK(st);
     GCN_CHECK(gcn_spmm(ctx, adj, t, y));
     gcn_tensor_drop_values(t);
 cleanup:
     gcn_tensor_free(&t);
     return st;
+}
+
+/* A (in(x) W), with in the epilogue of the block before (NULL: none) fused
+ * into the product. */
+static gcn_status transform_first(gcn_ctx *ctx, gcn_gcn_conv *conv, const gcn_csr *adj,
+                                  gcn_tensor *x, const gcn_epilogue *in, bool training,
+                                  gcn_tensor **y)
+{
+    gcn_tensor *t = NULL;
+    gcn_status st = in ? gcn_epilogue_matmul(ctx, x, in, training, conv->lin.weight, &t)
+                       : gcn_matmul(ctx, x, conv->lin.weight, false, false, &t);
+    return aggregate_product(ctx, adj, st, t, y);
 }
 
 gcn_status gcn_gcn_conv_forward_nobias(gcn_ctx *ctx, gcn_gcn_conv *conv, const gcn_csr *adj,
@@ -86,6 +91,19 @@ gcn_status gcn_gcn_conv_forward_after(gcn_ctx *ctx, gcn_gcn_conv *conv, const gc
         return GCN_ERROR(ctx, GCN_ERR_STATE,
                          "gcn_conv: a layer that aggregates first needs its input itself");
     return transform_first(ctx, conv, adj, x, in, training, y);
+}
+
+gcn_status gcn_gcn_conv_forward_sparse(gcn_ctx *ctx, gcn_gcn_conv *conv, const gcn_csr *adj,
+                                       const gcn_csr *x, float p, bool training, gcn_tensor **y)
+{
+    GCN_TRY(gcn_op_begin(ctx, y));
+    GCN_ARG(ctx, conv && adj);
+    if (gcn_gcn_conv_aggregates_first(conv))
+        return GCN_ERROR(ctx, GCN_ERR_STATE,
+                         "gcn_conv: a layer that aggregates first needs its input dense");
+    gcn_tensor *t = NULL;
+    gcn_status st = gcn_sparse_dropout_matmul(ctx, x, p, training, conv->lin.weight, &t);
+    return aggregate_product(ctx, adj, st, t, y);
 }
 
 gcn_status gcn_gcn_conv_forward(gcn_ctx *ctx, gcn_gcn_conv *conv, const gcn_csr *adj,

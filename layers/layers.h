@@ -85,6 +85,12 @@ GCN_API gcn_status gcn_gcn_conv_forward_after(gcn_ctx *ctx, gcn_gcn_conv *conv,
                                               const gcn_csr *adj, gcn_tensor *x,
                                               const gcn_epilogue *in, bool training,
                                               gcn_tensor **y);
+/* gcn_gcn_conv_forward_nobias of dropout_p(x) for a sparse constant input x
+ * (gcn_sparse_dropout_matmul), for a layer that transforms first
+ * (GCN_ERR_STATE otherwise). */
+GCN_API gcn_status gcn_gcn_conv_forward_sparse(gcn_ctx *ctx, gcn_gcn_conv *conv,
+                                               const gcn_csr *adj, const gcn_csr *x, float p,
+                                               bool training, gcn_tensor **y);
 GCN_API void gcn_gcn_conv_release(gcn_gcn_conv *conv);
 
 /* GINConv (Xu et al.): y = MLP((1 + eps) x + sum_{j in N(i)} x_j) with adj

@@ -1,6 +1,7 @@
 /* Trainer checkpoints.  Layout (host byte order): a fixed header (magic
  * "GCNCKPT", version, configuration hash, epoch, best-so-far, seed and
- * stream offsets, optimiser steps, tensor count), then each tensor as rows,
+ * stream offsets, optimiser steps, tensor count, a graph-level trainer's
+ * split hash or 0), then each tensor as rows,
  * cols and its floats: the model's state (parameters, buffers), the
  * optimisers' state, then the best-validation model's state (the shapes of
  * the first group again), then a CRC-32 of everything before it. */
@@ -25,8 +26,24 @@ typedef struct ckpt_header {
     uint64_t seed;
     uint64_t rng_offset[GCN_RNG_N_STREAMS];
     int64_t optim_steps;
-    uint32_t n_tensors, reserved;
+    uint32_t n_tensors;
+    uint32_t split_hash; /* gcn_trainer_split_hash; 0: node-level, or saved before it was kept */
 } ckpt_header;
+
+static uint32_t crc_ints(uint32_t crc, const int32_t *v, int32_t n)
+{
+    return n > 0 ? (uint32_t)crc32_z(crc, (const Bytef *)v, (size_t)n * sizeof *v) : crc;
+}
+
+uint32_t gcn_trainer_split_hash(const gcn_dataset *ds)
+{
+    const int32_t sizes[4] = {ds->n_graphs, ds->n_train, ds->n_valid, ds->n_test};
+    uint32_t crc = crc_ints((uint32_t)crc32(0L, Z_NULL, 0), sizes, 4);
+    crc = crc_ints(crc, ds->train, ds->n_train);
+    crc = crc_ints(crc, ds->valid, ds->n_valid);
+    crc = crc_ints(crc, ds->test, ds->n_test);
+    return crc ? crc : 1;
+}
 
 /* Every live tensor a resumed run needs, in a fixed order, the model's
  * state first; returns the count.  out may be NULL to count. */
@@ -118,7 +135,7 @@ gcn_status gcn_trainer_save(gcn_ctx *ctx, const gcn_trainer *tr, const char *pat
                      .best_epoch = tr->best.epoch, .best_train = tr->best.train_acc,
                      .best_valid = tr->best.valid_acc, .best_test = tr->best.test_acc,
                      .seed = ctx->seed, .optim_steps = gcn_optim_steps(tr->opt[0]),
-                     .n_tensors = (uint32_t)(n + n_best)};
+                     .n_tensors = (uint32_t)(n + n_best), .split_hash = tr->split_hash};
     gcn_rng_get_state(ctx, h.rng_offset);
     memcpy(buf, &h, sizeof h);
     size_t off = sizeof h;
@@ -178,6 +195,10 @@ static gcn_status check_header(gcn_ctx *ctx, const gcn_trainer *tr, const char *
     if (h->config_hash != gcn_model_config_hash(&tr->cfg) || h->n_tensors != (uint32_t)n)
         return GCN_ERROR(ctx, GCN_ERR_FORMAT,
                          "%s: saved from a different model architecture than this configuration", path);
+    if (h->split_hash && tr->split_hash && h->split_hash != tr->split_hash)
+        return GCN_ERROR(ctx, GCN_ERR_FORMAT,
+                         "%s: saved for another split of the graphs (another fold, protocol, "
+                         "fold file or data seed)", path);
     return GCN_OK;
 }
 

@@ -43,6 +43,7 @@ gcn_model_config gcn_model_config_default(void)
     strcpy(c.device, "auto");
     strcpy(c.spmm, "auto");
     c.cuda_graph = true;
+    c.sparse_input = true;
     c.ranks = 1;
     strcpy(c.reorder, "auto");
     strcpy(c.root, "data");
@@ -462,6 +463,8 @@ static gcn_status parse_top_key(parser *p, const cJSON *v, gcn_model_config *cfg
         return get_string(p, v, k, cfg->spmm, sizeof cfg->spmm);
     if (!strcmp(k, "cuda_graph"))
         return get_bool(p, v, k, &cfg->cuda_graph);
+    if (!strcmp(k, "sparse_input"))
+        return get_bool(p, v, k, &cfg->sparse_input);
     if (!strcmp(k, "threads")) {
         int64_t n = 0;
         GCN_TRY(get_int(p, v, k, 0, GCN_MAX_THREADS, &n));

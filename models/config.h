@@ -64,6 +64,8 @@ typedef struct gcn_model_config {
     bool tf32;             /* precision "tf32" (else "fp32") */
     char spmm[64];         /* "auto", "auto-deterministic", a kernel or a strategy */
     bool cuda_graph;       /* replay steady-state epochs as one CUDA graph (default on) */
+    bool sparse_input;     /* features that are mostly zeros go to the first layer as a
+                            * sparse matrix (gcn_model_set_sparse_input; default on) */
     int threads;           /* CPU threads (gcn_ctx_opts.threads); 0: the CPUs the process
                             * may use */
     int ranks;             /* ranks the graph is partitioned over (default 1): key

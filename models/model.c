@@ -1,4 +1,5 @@
 /* The block stack behind gcn_model. */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "../core/internal.h"
@@ -21,6 +22,10 @@ struct gcn_model {
      * head[i + 1] on block i's (jk), or head[n_blocks] alone; NULL weight
      * where there is none. */
     gcn_linear head[GCN_MAX_LAYERS + 1];
+    /* The input offered in sparse form (gcn_model_set_sparse_input):
+     * sparse_of, retained, and its CSR matrix; NULL when none is used. */
+    gcn_tensor *sparse_of;
+    gcn_csr *sparse_x;
 };
 
 /* Whether the readout pools the output of block i (-1: the input). */
@@ -114,9 +119,12 @@ bool gcn_model_uses_raw_adj(const gcn_model *m) { return uses(m, GCN_LAYER_GIN);
 /* The layer of a block without its bias, and the bias left for the
  * epilogue; `in`, when not NULL, is the previous block's epilogue, still
  * to be applied to x (takes_epilogue). */
+/* When sparse is not NULL it is x as a sparse matrix, to which the layer
+ * applies dropout p itself (gcn_sparse_dropout_matmul). */
 static gcn_status layer_forward(gcn_ctx *ctx, block *b, const gcn_csr *adj_gcn,
                                 const gcn_csr *adj_raw, gcn_tensor *x, const gcn_epilogue *in,
-                                bool training, gcn_tensor **z, gcn_tensor **bias)
+                                const gcn_csr *sparse, float p, bool training, gcn_tensor **z,
+                                gcn_tensor **bias)
 {
     if ((b->cfg.type == GCN_LAYER_GCN && !adj_gcn) || (b->cfg.type == GCN_LAYER_GIN && !adj_raw))
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "model: a %s layer needs its adjacency matrix",
@@ -124,6 +132,8 @@ static gcn_status layer_forward(gcn_ctx *ctx, block *b, const gcn_csr *adj_gcn,
     switch (b->cfg.type) {
     case GCN_LAYER_GCN:
         *bias = b->gcn.lin.bias;
+        if (sparse)
+            return gcn_gcn_conv_forward_sparse(ctx, &b->gcn, adj_gcn, sparse, p, training, z);
         return in ? gcn_gcn_conv_forward_after(ctx, &b->gcn, adj_gcn, x, in, training, z)
                   : gcn_gcn_conv_forward_nobias(ctx, &b->gcn, adj_gcn, x, z);
     case GCN_LAYER_GIN:
@@ -131,6 +141,8 @@ static gcn_status layer_forward(gcn_ctx *ctx, block *b, const gcn_csr *adj_gcn,
         return gcn_gin_conv_forward_nobias(ctx, &b->gin, adj_raw, x, training, z);
     case GCN_LAYER_LINEAR:
         *bias = b->lin.bias;
+        if (sparse)
+            return gcn_sparse_dropout_matmul(ctx, sparse, p, training, b->lin.weight, z);
         return in ? gcn_epilogue_matmul(ctx, x, in, training, b->lin.weight, z)
                   : gcn_matmul(ctx, x, b->lin.weight, false, false, z);
     }
@@ -187,10 +199,14 @@ static bool reads_input(block *b)
 
 /* Between blocks the model holds either the previous block's output h, or,
  * when the next block takes it (takes_epilogue), the previous layer's
- * output z with its epilogue e not yet applied. */
+ * output z with its epilogue e not yet applied.  Before the first block,
+ * sparse may hold the input h as a sparse matrix, with the dropout p that
+ * the first block then applies to it. */
 typedef struct carry {
     gcn_tensor *h, *z;
     gcn_epilogue e;
+    const gcn_csr *sparse;
+    float sparse_p;
 } carry;
 
 /* Block i on what block i - 1 left; returns what it leaves for block i + 1
@@ -204,7 +220,8 @@ static gcn_status block_forward(gcn_ctx *ctx, block *b, const gcn_csr *adj_gcn,
     gcn_tensor *z = NULL, *bias = NULL;
     bool pending = c->z != NULL;
     GCN_CHECK(layer_forward(ctx, b, adj_gcn, adj_raw, pending ? c->z : c->h,
-                            pending ? &c->e : NULL, training, &z, &bias));
+                            pending ? &c->e : NULL, c->sparse, c->sparse_p, training, &z, &bias));
+    c->sparse = NULL;
     if (!pending && !first && !reads_input(b))
         gcn_tensor_drop_values(c->h); /* the previous block's output, now read */
     gcn_tensor_free(&c->h);
@@ -271,7 +288,11 @@ static gcn_status forward(gcn_ctx *ctx, gcn_model *m, const gcn_csr *adj_gcn,
     float first = m->blocks[0].cfg.dropout;
     if (r && pools(m, -1))
         GCN_CHECK(read_out(ctx, m, -1, x, training, r));
-    if (training && first > 0.0f)
+    if (!r && x == m->sparse_of) {
+        c.sparse = m->sparse_x;
+        c.sparse_p = training ? first : 0.0f;
+    }
+    if (training && first > 0.0f && !c.sparse)
         GCN_CHECK(gcn_dropout(ctx, x, first, true, &c.h));
     else /* the input itself, so GCNConv's cache recognises it */
         c.h = gcn_tensor_retain(x);
@@ -394,12 +415,122 @@ int64_t gcn_model_param_count(const gcn_model *m)
     return total;
 }
 
+/* At most 1 in SPARSE_SHARE elements non-zero makes an input sparse; it is
+ * read SPARSE_CHUNK elements at a time (a download each on a device). */
+#define SPARSE_SHARE 16
+#define SPARSE_CHUNK (1 << 20)
+
+/* Rows [r0, r0 + n) of x on the host: x's own memory on the CPU, else a
+ * copy in buf. */
+static gcn_status host_rows(gcn_ctx *ctx, const gcn_tensor *x, int64_t r0, int64_t n, float *buf,
+                            const float **rows)
+{
+    const float *src = x->data + r0 * x->cols;
+    if (ctx->device == GCN_DEVICE_CPU) {
+        *rows = src;
+        return GCN_OK;
+    }
+    *rows = buf;
+    return ctx->be->download(ctx, buf, src, (size_t)(n * x->cols) * sizeof *buf);
+}
+
+/* x as a CSR matrix in *out, or NULL when more than 1 in SPARSE_SHARE of its
+ * elements is non-zero (found out from its first rows when it is dense). */
+static gcn_status sparse_form(gcn_ctx *ctx, const gcn_tensor *x, gcn_csr **out)
+{
+    *out = NULL;
+    int64_t rows = x->rows, cols = x->cols, limit = rows * cols / SPARSE_SHARE;
+    if (rows > INT32_MAX || cols > INT32_MAX || limit > INT32_MAX)
+        return GCN_OK;
+    int64_t chunk = SPARSE_CHUNK / cols > 0 ? SPARSE_CHUNK / cols : 1, nnz = 0;
+    gcn_status st = GCN_OK;
+    float *buf = NULL, *val = NULL;
+    int32_t *row_ptr = NULL, *col = NULL;
+    if (ctx->device != GCN_DEVICE_CPU && !(buf = malloc((size_t)(chunk * cols) * sizeof *buf)))
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "model: out of host memory for the sparse input");
+    const float *xr;
+    for (int64_t r0 = 0; r0 < rows && nnz <= limit; r0 += chunk) {
+        int64_t n = rows - r0 < chunk ? rows - r0 : chunk;
+        GCN_CHECK(host_rows(ctx, x, r0, n, buf, &xr));
+        for (int64_t i = 0; i < n * cols; i++)
+            nnz += xr[i] != 0.0f;
+    }
+    if (nnz > limit)
+        goto cleanup;
+    row_ptr = malloc((size_t)(rows + 1) * sizeof *row_ptr);
+    col = malloc((size_t)(nnz > 0 ? nnz : 1) * sizeof *col);
+    val = malloc((size_t)(nnz > 0 ? nnz : 1) * sizeof *val);
+    if (!row_ptr || !col || !val)
+        GCN_CHECK(GCN_ERROR(ctx, GCN_ERR_NOMEM, "model: out of host memory for the sparse input"));
+    int32_t e = 0;
+    row_ptr[0] = 0;
+    for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+        int64_t n = rows - r0 < chunk ? rows - r0 : chunk;
+        GCN_CHECK(host_rows(ctx, x, r0, n, buf, &xr));
+        for (int64_t i = 0; i < n; i++) {
+            for (int64_t j = 0; j < cols; j++)
+                if (xr[i * cols + j] != 0.0f) {
+                    col[e] = (int32_t)j;
+                    val[e++] = xr[i * cols + j];
+                }
+            row_ptr[r0 + i + 1] = e;
+        }
+    }
+    st = gcn_csr_create(ctx, out, (int32_t)rows, (int32_t)cols, e, row_ptr, col, val);
+cleanup:
+    free(buf);
+    free(row_ptr);
+    free(col);
+    free(val);
+    return st;
+}
+
+/* Whether the first block starts with the product of its input and a
+ * weight, which gcn_sparse_dropout_matmul can take from a sparse input. */
+static bool takes_sparse_input(const gcn_model *m)
+{
+    block *b = &m->blocks[0];
+    return !m->cfg.readout.enabled && m->cfg.sparse_input &&
+           (b->cfg.type == GCN_LAYER_LINEAR ||
+            (b->cfg.type == GCN_LAYER_GCN && !gcn_gcn_conv_aggregates_first(&b->gcn)));
+}
+
+gcn_status gcn_model_set_sparse_input(gcn_ctx *ctx, gcn_model *m, gcn_tensor *x, bool *used)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, m);
+    if (used)
+        *used = false;
+    gcn_tensor_free(&m->sparse_of);
+    gcn_csr_free(&m->sparse_x);
+    if (!x || !takes_sparse_input(m) || x->requires_grad)
+        return GCN_OK;
+    GCN_TRY(gcn_check_tensor(ctx, x, "model input"));
+    if (x->cols != m->in_feat)
+        return GCN_ERROR(ctx, GCN_ERR_SHAPE, "model: built for %lld input features, got %lld",
+                         (long long)m->in_feat, (long long)x->cols);
+    GCN_TRY(sparse_form(ctx, x, &m->sparse_x));
+    if (m->sparse_x)
+        m->sparse_of = gcn_tensor_retain(x);
+    if (used)
+        *used = m->sparse_x != NULL;
+    return GCN_OK;
+}
+
+const gcn_csr *gcn_model_sparse_input(const gcn_model *m)
+{
+    return m ? m->sparse_x : NULL;
+}
+
 void gcn_model_free(gcn_model **pm)
 {
     if (!pm || !*pm)
         return;
     gcn_model *m = *pm;
     *pm = NULL;
+    gcn_tensor_free(&m->sparse_of);
+    gcn_csr_free(&m->sparse_x);
     for (int i = 0; i < m->n_blocks; i++) {
         block *b = &m->blocks[i];
         gcn_gcn_conv_release(&b->gcn);

@@ -48,6 +48,23 @@ GCN_API gcn_status gcn_model_forward_graphs(gcn_ctx *ctx, gcn_model *m, const gc
                                             const gcn_index *graph_ptr, bool training,
                                             gcn_tensor **scores);
 
+/* Offers x, the constant input later forwards of a node-level model get
+ * (the dataset's features): when at most 1 in 16 of its elements is
+ * non-zero, it does not require grad, and the first block starts with the
+ * product of its input and a weight (a linear layer, or a GCN layer that
+ * transforms first), the model keeps x as a CSR matrix, and every forward
+ * on x runs the first block's dropout and product on the non-zeros only
+ * (gcn_sparse_dropout_matmul): the same masks and the same model up to
+ * float rounding, without the dense dropout's pass over x or its output.
+ * The configuration's sparse_input = false turns it off.  *used (may be
+ * NULL) says whether the model uses it.  Replaces an earlier offer; NULL
+ * withdraws it.  On a device the check reads x back in chunks, once. */
+GCN_API gcn_status gcn_model_set_sparse_input(gcn_ctx *ctx, gcn_model *m, gcn_tensor *x,
+                                              bool *used);
+
+/* The input's sparse form the model uses (borrowed), NULL when none. */
+GCN_API const gcn_csr *gcn_model_sparse_input(const gcn_model *m);
+
 /* The trainable tensors (borrowed) and each one's weight decay (the layer's
  * own, or the optimiser's when the layer sets none); returns the count.
  * out and weight_decay may be NULL to count only. */

@@ -1,6 +1,8 @@
 /* The best-validation model: its state kept on the host as training finds
  * it, its accuracies on the splits, its predictions in the dataset's
- * original node order, and prediction files (CSV or NumPy .npy). */
+ * original node order; the current model's predictions of a graph-level
+ * trainer's held-out graphs; prediction files (CSV or NumPy .npy), of
+ * nodes or keyed by graph id. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,12 +98,12 @@ typedef struct predictions {
 } predictions;
 
 /* Softmax and first largest score of each row, written at the node's
- * original id. */
-static void rows_to_predictions(const gcn_trainer *tr, const float *logits, int64_t rows,
+ * original id (row position[id]; the row itself when position is NULL). */
+static void rows_to_predictions(const int32_t *position, const float *logits, int64_t rows,
                                 int64_t cols, const predictions *p)
 {
     for (int64_t node = 0; node < rows; node++) {
-        const float *x = logits + (tr->position ? tr->position[node] : node) * cols;
+        const float *x = logits + (position ? position[node] : node) * cols;
         int64_t best = 0;
         for (int64_t c = 1; c < cols; c++)
             best = x[c] > x[best] ? c : best;
@@ -117,25 +119,35 @@ static void rows_to_predictions(const gcn_trainer *tr, const float *logits, int6
     }
 }
 
-static gcn_status predict(gcn_ctx *ctx, gcn_trainer *tr, void *user)
+/* The predictions of logits (freed here), read back to the host. */
+static gcn_status logits_to_predictions(gcn_ctx *ctx, gcn_tensor **logits,
+                                        const int32_t *position, const predictions *p)
 {
-    gcn_status st;
-    gcn_tensor *logits = NULL;
-    float *host = NULL;
-    GCN_CHECK(gcn_trainer_allocating(ctx, gcn_trainer_eval_logits(ctx, tr, &logits),
-                                     "the predictions' activations"));
-    int64_t rows = gcn_tensor_rows(logits), cols = gcn_tensor_cols(logits);
-    if (!(host = malloc((size_t)(rows * cols > 0 ? rows * cols : 1) * sizeof *host))) {
+    gcn_status st = GCN_OK;
+    int64_t rows = gcn_tensor_rows(*logits), cols = gcn_tensor_cols(*logits);
+    float *host = malloc((size_t)(rows * cols > 0 ? rows * cols : 1) * sizeof *host);
+    if (!host) {
         st = GCN_ERROR(ctx, GCN_ERR_NOMEM, "predictions: out of host memory for [%lld, %lld] "
                        "logits", (long long)rows, (long long)cols);
         goto cleanup;
     }
-    GCN_CHECK(gcn_tensor_to_host(ctx, logits, host));
-    rows_to_predictions(tr, host, rows, cols, user);
+    GCN_CHECK(gcn_tensor_to_host(ctx, *logits, host));
+    rows_to_predictions(position, host, rows, cols, p);
 cleanup:
     free(host);
-    gcn_tensor_free(&logits);
+    gcn_tensor_free(logits);
     return st;
+}
+
+static gcn_status predict(gcn_ctx *ctx, gcn_trainer *tr, void *user)
+{
+    gcn_tensor *logits = NULL;
+    gcn_status st = gcn_trainer_eval_logits(ctx, tr, &logits);
+    if (st != GCN_OK) {
+        gcn_tensor_free(&logits);
+        return gcn_trainer_allocating(ctx, st, "the predictions' activations");
+    }
+    return logits_to_predictions(ctx, &logits, tr->graphs ? NULL : tr->position, user);
 }
 
 gcn_status gcn_trainer_predict(gcn_ctx *ctx, gcn_trainer *tr, int32_t *classes, float *probs)
@@ -147,34 +159,63 @@ gcn_status gcn_trainer_predict(gcn_ctx *ctx, gcn_trainer *tr, int32_t *classes, 
     return with_best_model(ctx, tr, predict, &p);
 }
 
-/* CSV: a header, then per node its id, class and probabilities (%.9g, which
- * reads back as the same float). */
-static bool write_csv(FILE *f, int64_t n_nodes, int64_t n_classes, const int32_t *classes,
-                      const float *probs)
+gcn_status gcn_trainer_predict_held_out(gcn_ctx *ctx, gcn_trainer *tr, int32_t *classes,
+                                        float *probs)
 {
-    fputs("node,class", f);
-    for (int64_t c = 0; c < n_classes; c++)
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, tr);
+    if (!tr->graphs)
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "predictions of held-out graphs: a "
+                         "node-level trainer has none (gcn_trainer_predict)");
+    gcn_tensor *scores = NULL;
+    gcn_status st = gcn_graph_eval_scores(ctx, tr, &scores);
+    if (st != GCN_OK) {
+        gcn_tensor_free(&scores);
+        return gcn_trainer_allocating(ctx, st, "the predictions' activations");
+    }
+    predictions p = {classes, probs};
+    return scores ? logits_to_predictions(ctx, &scores, NULL, &p) : GCN_OK;
+}
+
+/* What a prediction file holds: n rows, each keyed by its index (nodes) or
+ * by ids[i] (graphs). */
+typedef struct pred_rows {
+    bool graphs;
+    const int32_t *ids;
+    int64_t n, n_classes;
+    const int32_t *classes;
+    const float *probs;
+} pred_rows;
+
+/* CSV: a header, then per row its node (or graph) id, class and
+ * probabilities (%.9g, which reads back as the same float). */
+static bool write_csv(FILE *f, const pred_rows *p)
+{
+    fputs(p->graphs ? "graph,class" : "node,class", f);
+    for (int64_t c = 0; c < p->n_classes; c++)
         fprintf(f, ",p%lld", (long long)c);
     fputc('\n', f);
-    for (int64_t i = 0; i < n_nodes; i++) {
-        fprintf(f, "%lld,%d", (long long)i, classes[i]);
-        for (int64_t c = 0; c < n_classes; c++)
-            fprintf(f, ",%.9g", (double)probs[i * n_classes + c]);
+    for (int64_t i = 0; i < p->n; i++) {
+        fprintf(f, "%lld,%d", p->graphs ? (long long)p->ids[i] : (long long)i, p->classes[i]);
+        for (int64_t c = 0; c < p->n_classes; c++)
+            fprintf(f, ",%.9g", (double)p->probs[i * p->n_classes + c]);
         fputc('\n', f);
     }
     return !ferror(f);
 }
 
-/* NumPy format 1.0: one record per node, its class and probabilities, as
- * a structured array of n_nodes elements (host byte order, little-endian). */
-static bool write_npy(FILE *f, int64_t n_nodes, int64_t n_classes, const int32_t *classes,
-                      const float *probs)
+/* NumPy format 1.0: one record per row, its graph id (graphs only), class
+ * and probabilities, as a structured array of n elements (host byte order,
+ * little-endian). */
+static bool write_npy(FILE *f, const pred_rows *p)
 {
     char dict[256];
     int len = snprintf(dict, sizeof dict,
-                       "{'descr': [('class', '<i4'), ('prob', '<f4', (%lld,))], "
+                       "{'descr': [%s('class', '<i4'), ('prob', '<f4', (%lld,))], "
                        "'fortran_order': False, 'shape': (%lld,), }",
-                       (long long)n_classes, (long long)n_nodes);
+                       p->graphs ? "('graph', '<i4'), " : "", (long long)p->n_classes,
+                       (long long)p->n);
     int header = (10 + len + 1 + 63) / 64 * 64; /* magic, version, length, dict, '\n' */
     uint16_t dict_len = (uint16_t)(header - 10);
     const unsigned char magic[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
@@ -182,9 +223,11 @@ static bool write_npy(FILE *f, int64_t n_nodes, int64_t n_classes, const int32_t
                                      (unsigned char)(dict_len >> 8)};
     fwrite(magic, 1, sizeof magic, f);
     fprintf(f, "%-*s\n", header - 10 - 1, dict);
-    for (int64_t i = 0; i < n_nodes; i++) {
-        fwrite(&classes[i], sizeof *classes, 1, f);
-        fwrite(probs + i * n_classes, sizeof *probs, (size_t)n_classes, f);
+    for (int64_t i = 0; i < p->n; i++) {
+        if (p->graphs)
+            fwrite(&p->ids[i], sizeof *p->ids, 1, f);
+        fwrite(&p->classes[i], sizeof *p->classes, 1, f);
+        fwrite(p->probs + i * p->n_classes, sizeof *p->probs, (size_t)p->n_classes, f);
     }
     return !ferror(f);
 }
@@ -195,23 +238,40 @@ static bool ends_with(const char *s, const char *suffix)
     return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
-gcn_status gcn_predictions_write(gcn_ctx *ctx, const char *path, int64_t n_nodes,
-                                 int64_t n_classes, const int32_t *classes, const float *probs)
+/* The file, formatted in memory and written atomically. */
+static gcn_status write_predictions(gcn_ctx *ctx, const char *path, const pred_rows *p)
 {
-    if (!ctx)
-        return GCN_ERR_INVALID_ARG;
-    GCN_ARG(ctx, path && n_nodes >= 0 && n_classes >= 1 && (n_nodes == 0 || (classes && probs)));
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     if (!f)
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "%s: out of host memory for the predictions", path);
-    bool ok = ends_with(path, ".npy") ? write_npy(f, n_nodes, n_classes, classes, probs)
-                                      : write_csv(f, n_nodes, n_classes, classes, probs);
+    bool ok = ends_with(path, ".npy") ? write_npy(f, p) : write_csv(f, p);
     ok = fclose(f) == 0 && ok;
     gcn_status st = ok ? gcn_write_file_atomic(ctx, path, buf, len)
                        : GCN_ERROR(ctx, GCN_ERR_NOMEM, "%s: out of host memory for the "
                                    "predictions", path);
     free(buf);
     return st;
+}
+
+gcn_status gcn_predictions_write(gcn_ctx *ctx, const char *path, int64_t n_nodes,
+                                 int64_t n_classes, const int32_t *classes, const float *probs)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, path && n_nodes >= 0 && n_classes >= 1 && (n_nodes == 0 || (classes && probs)));
+    pred_rows p = {false, NULL, n_nodes, n_classes, classes, probs};
+    return write_predictions(ctx, path, &p);
+}
+
+gcn_status gcn_graph_predictions_write(gcn_ctx *ctx, const char *path, int64_t n,
+                                       const int32_t *ids, int64_t n_classes,
+                                       const int32_t *classes, const float *probs)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, path && n >= 0 && n_classes >= 1 && (n == 0 || (ids && classes && probs)));
+    pred_rows p = {true, ids, n, n_classes, classes, probs};
+    return write_predictions(ctx, path, &p);
 }

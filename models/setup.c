@@ -21,7 +21,7 @@ static bool copy_value(char *field, size_t size, const char *value)
 gcn_status gcn_model_config_set(gcn_model_config *cfg, const char *key, const char *value,
                                 char *err, size_t err_size)
 {
-    char expected[96] = "";
+    char expected[128] = "";
     gcn_device device;
     int index;
     if (!cfg || !key || !value) {
@@ -52,11 +52,11 @@ gcn_status gcn_model_config_set(gcn_model_config *cfg, const char *key, const ch
             cfg->ranks = (int)n;
             cfg->nccl = key[0] == 'd';
         }
-    } else if (!strcmp(key, "cuda_graph")) {
+    } else if (!strcmp(key, "cuda_graph") || !strcmp(key, "sparse_input")) {
         if (strcmp(value, "on") && strcmp(value, "off"))
             snprintf(expected, sizeof expected, "on or off");
         else
-            cfg->cuda_graph = value[1] == 'n';
+            *(key[0] == 'c' ? &cfg->cuda_graph : &cfg->sparse_input) = value[1] == 'n';
     } else {
         struct { const char *key; char *field; size_t size; } strings[] = {
             {"spmm", cfg->spmm, sizeof cfg->spmm},
@@ -69,8 +69,8 @@ gcn_status gcn_model_config_set(gcn_model_config *cfg, const char *key, const ch
             i++;
         if (i == n)
             snprintf(expected, sizeof expected, "a key: device, precision, threads, ranks, "
-                                                "devices, cuda_graph, spmm, reorder, root or "
-                                                "features");
+                                                "devices, cuda_graph, sparse_input, spmm, "
+                                                "reorder, root or features");
         else if (!copy_value(strings[i].field, strings[i].size, value))
             snprintf(expected, sizeof expected, "a value of 1 to %zu characters",
                      strings[i].size - 1);

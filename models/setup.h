@@ -15,7 +15,7 @@ extern "C" {
 
 /* Sets one key from a command-line value: "device" (auto, cpu, cuda or
  * cuda:N), "precision" (fp32 or tf32), "threads" (0 to GCN_MAX_THREADS),
- * "cuda_graph" (on or off), "spmm",
+ * "cuda_graph" or "sparse_input" (on or off), "spmm",
  * "reorder", "root" or "features" (the strings the loaders check when they use them).  On a bad
  * key or value returns GCN_ERR_INVALID_ARG and writes one line naming both
  * into err. */

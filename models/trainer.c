@@ -182,6 +182,7 @@ static gcn_status trainer_build(gcn_ctx *ctx, gcn_trainer **out, const gcn_model
     mark = ctx->mem.in_use;
     if (graphs) {
         GCN_CHECK(set_node_ids(ctx, NULL, 0, 0));
+        tr->split_hash = gcn_trainer_split_hash(ds);
         st = gcn_graph_data_create(ctx, tr, ds);
         GCN_CHECK(gcn_trainer_allocating(ctx, st, "the graphs, their batches and labels"));
     } else {
@@ -192,6 +193,8 @@ static gcn_status trainer_build(gcn_ctx *ctx, gcn_trainer **out, const gcn_model
         GCN_CHECK(gcn_trainer_allocating(ctx, st, "the nodes' ids"));
         st = mine ? gcn_rank_upload(ctx, tr, ds, mine) : gcn_dataset_upload(ctx, ds, &tr->dev);
         GCN_CHECK(gcn_trainer_allocating(ctx, st, "the dataset's features, labels and split"));
+        st = gcn_model_set_sparse_input(ctx, tr->model, tr->dev.features, NULL);
+        GCN_CHECK(gcn_trainer_allocating(ctx, st, "the features as a sparse matrix"));
         GCN_CHECK(make_matrices(ctx, tr, ds, rows));
     }
     tr->mem.data = ctx->mem.in_use - mark;

@@ -121,6 +121,18 @@ GCN_API gcn_status gcn_trainer_evaluate(gcn_ctx *ctx, gcn_trainer *tr, gcn_train
 GCN_API gcn_status gcn_trainer_predict(gcn_ctx *ctx, gcn_trainer *tr, int32_t *classes,
                                        float *probs);
 
+/* The current model's predictions (not the best-validation one's) of a
+ * graph-level trainer's held-out graphs: the validation graphs of the split
+ * it was created with, then its test graphs, in the lists' order:
+ * classes[n_valid + n_test] and probs[(n_valid + n_test) * n_graph_classes]
+ * as gcn_trainer_predict gives them, from one more evaluation-mode forward
+ * of the batch whose scores an epoch's accuracies count.  For predictions
+ * at an epoch chosen after training (the GIN protocol's epoch of the best
+ * mean test-fold accuracy).  GCN_ERR_INVALID_ARG for a node-level trainer;
+ * nothing is written when there are no held-out graphs. */
+GCN_API gcn_status gcn_trainer_predict_held_out(gcn_ctx *ctx, gcn_trainer *tr,
+                                                int32_t *classes, float *probs);
+
 /* Writes predictions to path: a NumPy .npy file when path ends in ".npy"
  * (a structured array of n_nodes records, field "class" an int32 and
  * field "prob" n_classes float32s), else CSV (a header
@@ -130,6 +142,17 @@ GCN_API gcn_status gcn_trainer_predict(gcn_ctx *ctx, gcn_trainer *tr, int32_t *c
 GCN_API gcn_status gcn_predictions_write(gcn_ctx *ctx, const char *path, int64_t n_nodes,
                                          int64_t n_classes, const int32_t *classes,
                                          const float *probs);
+
+/* The same for some graphs of a collection, keyed by graph id (the graph's
+ * 0-based index in the collection; for tu:NAME, its line in
+ * NAME_graph_labels.txt): one row per listed graph, ids[n] in the order
+ * given, classes[n] and probs[n * n_classes] their rows in that order.
+ * CSV with the header "graph,class,p0,p1,..."; .npy records with an int32
+ * field "graph" before "class" and "prob".  Written as
+ * gcn_predictions_write writes. */
+GCN_API gcn_status gcn_graph_predictions_write(gcn_ctx *ctx, const char *path, int64_t n,
+                                               const int32_t *ids, int64_t n_classes,
+                                               const int32_t *classes, const float *probs);
 GCN_API int gcn_trainer_epochs_done(const gcn_trainer *tr);
 GCN_API const gcn_model *gcn_trainer_model(const gcn_trainer *tr);
 
@@ -158,11 +181,13 @@ GCN_API const gcn_csr *gcn_trainer_adjacency(const gcn_trainer *tr, gcn_adjacenc
 
 /* Checkpoints: parameters, batch-norm statistics, optimiser state, epoch,
  * best-so-far and its model, random-stream offsets and the model's
- * configuration hash, with a CRC-32; written to a temporary file beside
- * path (path.tmp.PID), fsynced and renamed into place, so path always holds
- * a whole checkpoint.  A run resumed from one continues exactly as the run
+ * configuration hash, with a CRC-32; a graph-level trainer's also hold a
+ * hash of its split (the training, validation and test graph ids, so a
+ * fold of a cross-validation).  Written to a temporary file beside path
+ * (path.tmp.PID), fsynced and renamed into place, so path always holds a
+ * whole checkpoint.  A run resumed from one continues exactly as the run
  * that saved it would have.  Loading refuses a file for another
- * architecture or a damaged one. */
+ * architecture, for another split of the graphs, or a damaged one. */
 GCN_API gcn_status gcn_trainer_save(gcn_ctx *ctx, const gcn_trainer *tr, const char *path);
 GCN_API gcn_status gcn_trainer_load(gcn_ctx *ctx, gcn_trainer *tr, const char *path);
 

@@ -4,13 +4,18 @@
  * matrices) in one host buffer, uploads it in one copy, and trains batch by
  * batch on views of it: no other host work or wait until the epoch's one
  * read-back.  A batch's matrices live one step, so their products run the
- * plan-free kernel (gcn_spmm_one_step_kernel), never the selector; the
- * evaluation batch (validation and test graphs) is built once, and the
- * selector profiles and locks its products as on any graph. */
+ * plan-free kernel (gcn_spmm_one_step_kernel), never the selector; one
+ * header a matrix kind serves every batch in turn.  Buffers are sized at
+ * creation for the largest epoch layout and a step's tensors take pool
+ * blocks sized for the largest batch (gcn_mem_batch_rows): on the CPU,
+ * once two have run, an epoch calls no malloc.  The evaluation batch
+ * (validation and test graphs) is built once, and the selector profiles
+ * and locks its products as on any graph. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "../core/internal.h"
+#include "../datasets/internal.h"
 #include "../kernels/spmm_auto.h"
 #include "trainer_impl.h"
 
@@ -30,6 +35,8 @@ struct gcn_graph_data {
     gcn_graph *mat[N_KINDS];       /* host: the collection's matrices the model multiplies */
     int32_t *split, n_train;       /* the training graph ids, as the split lists them */
     int32_t *train;                /* an epoch's order: split, shuffled from there */
+    uint64_t *shuffle_key;         /* the shuffle's scratch (gcn_ds_shuffle_with) */
+    uint32_t *shuffle_draws;
     gcn_tensor *features;          /* every node's */
     float *ones;                   /* values of the raw batch matrices */
     size_t ones_bytes;
@@ -40,6 +47,9 @@ struct gcn_graph_data {
     float *vals;
     batch_slot *slot;
     int32_t n_batches;
+    int32_t max_nodes;             /* the largest batch's: its batch_size largest graphs' */
+    gcn_csr *batch_mat[N_KINDS];   /* the step's matrices, pointed at each batch in turn */
+    double *host_correct;          /* the epoch's read-back of correct */
     gcn_index *iota;               /* 0 .. batch_size - 1: the rows of a batch's scores */
     double *correct;               /* device: training batches' correct graphs, then
                                     * validation and test */
@@ -119,7 +129,8 @@ static gcn_status prepare_epoch(gcn_ctx *ctx, gcn_graph_data *g)
     /* each epoch's order from the split's, so it depends on the stream alone
      * (a resumed run draws the epochs the uninterrupted one would have) */
     memcpy(g->train, g->split, (size_t)g->n_train * sizeof *g->train);
-    GCN_TRY(gcn_graph_shuffle_batches(ctx, g->train, g->n_train, g->batch_size, &g->n_batches));
+    GCN_TRY(gcn_ds_shuffle_with(ctx, GCN_RNG_SHUFFLE, g->train, g->n_train, g->shuffle_key,
+                                g->shuffle_draws)); /* gcn_graph_shuffle_batches's draws */
     int64_t w = 0, fv = 0;
     for (int32_t b = 0; b < g->n_batches; b++) {
         int32_t first = b * g->batch_size;
@@ -131,22 +142,24 @@ static gcn_status prepare_epoch(gcn_ctx *ctx, gcn_graph_data *g)
                   : GCN_OK;
 }
 
-/* The batch's matrix of kind k over the epoch layout's device copy. */
-static gcn_status batch_matrix(gcn_ctx *ctx, gcn_graph_data *g, const batch_slot *s, int k,
-                               gcn_csr **out)
+/* Points the step's matrix of kind k at the batch's, over the epoch
+ * layout's device copy (its header made on the first step). */
+static gcn_status batch_matrix(gcn_ctx *ctx, gcn_graph_data *g, const batch_slot *s, int k)
 {
     if (!g->mat[k])
         return GCN_OK;
-    int32_t *rows = g->words->data + s->rows[k];
+    int32_t *rows = g->words->data + s->rows[k], nnz = (int32_t)s->nnz[k];
     float *vals = k == KIND_GCN ? g->vals + s->vals : g->ones;
-    return gcn_csr_borrow(ctx, s->n_nodes, (int32_t)s->nnz[k], rows, rows + s->n_nodes + 1, vals,
-                          gcn_spmm_one_step_kernel(ctx), out);
+    if (g->batch_mat[k])
+        return gcn_csr_reborrow(ctx, g->batch_mat[k], s->n_nodes, nnz, rows,
+                                rows + s->n_nodes + 1, vals);
+    return gcn_csr_borrow(ctx, s->n_nodes, nnz, rows, rows + s->n_nodes + 1, vals,
+                          gcn_spmm_one_step_kernel(ctx), &g->batch_mat[k]);
 }
 
 /* The views of one batch: its nodes, offsets, labels and score rows. */
 typedef struct batch_views {
     gcn_index *nodes, *ptr, *labels, *rows;
-    gcn_csr *mat[N_KINDS];
 } batch_views;
 
 static void views_free(batch_views *v)
@@ -155,8 +168,6 @@ static void views_free(batch_views *v)
     gcn_index_free(&v->ptr);
     gcn_index_free(&v->labels);
     gcn_index_free(&v->rows);
-    for (int k = 0; k < N_KINDS; k++)
-        gcn_csr_free(&v->mat[k]);
 }
 
 static gcn_status views_make(gcn_ctx *ctx, gcn_graph_data *g, const batch_slot *s,
@@ -169,8 +180,28 @@ static gcn_status views_make(gcn_ctx *ctx, gcn_graph_data *g, const batch_slot *
                            false, &v->labels));
     GCN_TRY(gcn_index_view(ctx, g->iota, 0, s->n_graphs, 0, s->n_graphs - 1, true, &v->rows));
     for (int k = 0; k < N_KINDS; k++)
-        GCN_TRY(batch_matrix(ctx, g, s, k, &v->mat[k]));
+        GCN_TRY(batch_matrix(ctx, g, s, k));
     return GCN_OK;
+}
+
+/* The batch's features, scores and loss, and the loss's gradients, in
+ * blocks of the pool sized for the largest batch (gcn_mem_batch_rows). */
+static gcn_status batch_grads(gcn_ctx *ctx, gcn_trainer *tr, const batch_slot *s,
+                              const batch_views *v, gcn_tensor **x, gcn_tensor **scores,
+                              gcn_tensor **loss)
+{
+    gcn_graph_data *g = tr->graphs;
+    GCN_TRY(gcn_mem_batch_rows(ctx, s->n_nodes, g->max_nodes));
+    gcn_status st = gcn_gather_rows(ctx, g->features, v->nodes, x);
+    if (st == GCN_OK)
+        st = gcn_model_forward_graphs(ctx, tr->model, g->batch_mat[KIND_GCN],
+                                      g->batch_mat[KIND_RAW], *x, v->ptr, true, scores);
+    if (st == GCN_OK)
+        st = gcn_cross_entropy(ctx, *scores, v->labels, v->rows, loss);
+    if (st == GCN_OK)
+        st = gcn_backward(ctx, *loss);
+    gcn_mem_batch_rows(ctx, 0, 0); /* cannot fail */
+    return st;
 }
 
 /* One optimisation step on batch b; its loss, weighted by its share of the
@@ -185,11 +216,7 @@ static gcn_status batch_step(gcn_ctx *ctx, gcn_trainer *tr, int32_t b)
     GCN_CHECK(views_make(ctx, g, s, &v));
     for (int i = 0; i < tr->n_opt; i++)
         GCN_CHECK(gcn_optim_zero_grad(ctx, tr->opt[i]));
-    GCN_CHECK(gcn_gather_rows(ctx, g->features, v.nodes, &x));
-    GCN_CHECK(gcn_model_forward_graphs(ctx, tr->model, v.mat[KIND_GCN], v.mat[KIND_RAW], x, v.ptr,
-                                       true, &scores));
-    GCN_CHECK(gcn_cross_entropy(ctx, scores, v.labels, v.rows, &loss));
-    GCN_CHECK(gcn_backward(ctx, loss));
+    GCN_CHECK(batch_grads(ctx, tr, s, &v, &x, &scores, &loss));
     for (int i = 0; i < tr->n_opt; i++)
         GCN_CHECK(gcn_optim_step(ctx, tr->opt[i]));
     GCN_CHECK(gcn_count_correct(ctx, scores, v.labels, v.rows, &g->correct[b]));
@@ -246,9 +273,7 @@ gcn_status gcn_graph_epoch(gcn_ctx *ctx, gcn_trainer *tr, double acc[3], float *
     GCN_TRY(gcn_rng_sync_device(ctx, &draws));
     GCN_TRY(gcn_ctx_stamp(ctx, 1));
     GCN_TRY(evaluate(ctx, tr, g->correct + g->n_batches));
-    double *host = malloc(((size_t)g->n_batches + 2) * sizeof *host);
-    if (!host)
-        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "trainer: out of host memory");
+    double *host = g->host_correct;
     host[g->n_batches] = host[g->n_batches + 1] = 0.0;
     gcn_status st = ctx->be->download(ctx, host, g->correct,
                                       ((size_t)g->n_batches + (g->eval_x ? 2 : 0)) * sizeof *host);
@@ -260,7 +285,6 @@ gcn_status gcn_graph_epoch(gcn_ctx *ctx, gcn_trainer *tr, double acc[3], float *
     acc[0] = fraction(train, g->n_train);
     for (int i = 0; i < 2; i++)
         acc[i + 1] = g->eval_x ? fraction(host[g->n_batches + i], g->eval_rows[i]->n) : 0.0;
-    free(host);
     return st;
 }
 
@@ -296,6 +320,12 @@ cleanup:
         gcn_csr_free(&mat[k]);
     gcn_index_free(&ptr);
     return st;
+}
+
+gcn_status gcn_graph_eval_scores(gcn_ctx *ctx, gcn_trainer *tr, gcn_tensor **scores)
+{
+    *scores = NULL;
+    return tr->graphs->eval_x ? eval_scores(ctx, tr, scores) : GCN_OK;
 }
 
 /* ---- creation ------------------------------------------------------------ */
@@ -336,10 +366,34 @@ static gcn_status host_matrices(gcn_ctx *ctx, const gcn_trainer *tr, const gcn_g
     return GCN_OK;
 }
 
+static int descending(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x < y) - (x > y);
+}
+
+/* The nodes of the largest batch an epoch can draw: its batch_size largest
+ * training graphs. */
+static gcn_status largest_batch(gcn_ctx *ctx, gcn_graph_data *g)
+{
+    int32_t *size = malloc((size_t)g->n_train * sizeof *size);
+    if (!size)
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "trainer: out of host memory");
+    for (int32_t i = 0; i < g->n_train; i++)
+        size[i] = g->graph_ptr[g->split[i] + 1] - g->graph_ptr[g->split[i]];
+    qsort(size, (size_t)g->n_train, sizeof *size, descending);
+    g->max_nodes = 0;
+    for (int32_t i = 0; i < g->n_train && i < g->batch_size; i++)
+        g->max_nodes += size[i];
+    free(size);
+    return GCN_OK;
+}
+
 /* Host and device room for the largest epoch layout: the training graphs'
  * totals do not depend on how they are shuffled. */
 static gcn_status epoch_buffers(gcn_ctx *ctx, gcn_graph_data *g)
 {
+    GCN_TRY(largest_batch(ctx, g));
     int64_t nodes = 0, nnz[N_KINDS] = {0, 0};
     for (int32_t i = 0; i < g->n_train; i++) {
         int32_t id = g->train[i];
@@ -348,6 +402,7 @@ static gcn_status epoch_buffers(gcn_ctx *ctx, gcn_graph_data *g)
             nnz[k] += g->mat[k] ? graph_nnz(g->mat[k], g->graph_ptr, id) : 0;
     }
     int64_t nb = ((int64_t)g->n_train + g->batch_size - 1) / g->batch_size;
+    g->n_batches = (int32_t)nb; /* every epoch's */
     g->n_words = nodes + (g->n_train + nb) + g->n_train;
     for (int k = 0; k < N_KINDS; k++)
         g->n_words += g->mat[k] ? nodes + nb + nnz[k] : 0;
@@ -356,7 +411,11 @@ static gcn_status epoch_buffers(gcn_ctx *ctx, gcn_graph_data *g)
     g->host_words = malloc((size_t)g->n_words * sizeof *g->host_words);
     g->host_vals = malloc((size_t)(g->n_vals > 0 ? g->n_vals : 1) * sizeof *g->host_vals);
     g->slot = calloc((size_t)nb, sizeof *g->slot);
-    if (!g->host_words || !g->host_vals || !g->slot)
+    g->host_correct = malloc(((size_t)nb + 2) * sizeof *g->host_correct);
+    g->shuffle_key = malloc((size_t)g->n_train * sizeof *g->shuffle_key);
+    g->shuffle_draws = malloc((size_t)g->n_train * sizeof *g->shuffle_draws);
+    if (!g->host_words || !g->host_vals || !g->slot || !g->host_correct || !g->shuffle_key ||
+        !g->shuffle_draws)
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "trainer: out of host memory for the batches");
     GCN_TRY(gcn_index_alloc(ctx, &g->words, g->n_words));
     GCN_TRY(gcn_mem_alloc(ctx, (void **)&g->vals, (size_t)(g->n_vals > 0 ? g->n_vals : 1) *
@@ -468,6 +527,11 @@ void gcn_graph_data_free(gcn_ctx *ctx, gcn_graph_data **pg)
     gcn_mem_release(ctx, g->vals, (size_t)(g->n_vals > 0 ? g->n_vals : 1) * sizeof(float));
     gcn_mem_release(ctx, g->correct, g->correct_bytes);
     free(g->slot);
+    free(g->host_correct);
+    free(g->shuffle_key);
+    free(g->shuffle_draws);
+    for (int k = 0; k < N_KINDS; k++)
+        gcn_csr_free(&g->batch_mat[k]);
     gcn_mem_release(ctx, g->loss, sizeof *g->loss);
     gcn_index_free(&g->iota);
     gcn_tensor_free(&g->eval_x);

@@ -45,6 +45,8 @@ struct gcn_trainer {
                            * dataset was not reordered */
     gcn_graph_data *graphs; /* a graph-level model's data (then dev is empty and adj_raw,
                              * adj_gcn are the evaluation batch's); NULL otherwise */
+    uint32_t split_hash;    /* a graph-level model's gcn_trainer_split_hash, which its
+                             * checkpoints hold; 0 otherwise */
     int64_t split_rows[3];  /* training, validation and test rows (of every rank) */
     gcn_trainer_rank *rank; /* one rank of several: its share; NULL otherwise */
 };
@@ -93,6 +95,11 @@ gcn_status gcn_graph_accuracies(gcn_ctx *ctx, gcn_trainer *tr, double acc[3]);
  * collection, in graph order: a new [n_graphs, n_classes] tensor. */
 gcn_status gcn_graph_scores(gcn_ctx *ctx, gcn_trainer *tr, gcn_tensor **scores);
 
+/* The current model's evaluation-mode scores of the evaluation batch (the
+ * validation graphs, then the test graphs): a new [n_valid + n_test,
+ * n_classes] tensor, or NULL when there are none. */
+gcn_status gcn_graph_eval_scores(gcn_ctx *ctx, gcn_trainer *tr, gcn_tensor **scores);
+
 /* One rank's trainer (trainer_rank.c).  gcn_rank_upload puts the rank's
  * rows of ds (features, labels, its split rows renumbered from 0) into
  * tr->dev and creates tr->rank;
@@ -108,6 +115,10 @@ gcn_status gcn_rank_loss(gcn_ctx *ctx, gcn_trainer *tr, gcn_tensor *logits, gcn_
 /* Sums the gradients over the ranks. */
 gcn_status gcn_rank_reduce_grads(gcn_ctx *ctx, gcn_trainer *tr);
 void gcn_rank_free(gcn_trainer_rank **rk);
+
+/* A graph-level split's hash (CRC-32 of the collection's size and the
+ * training, validation and test graph ids, in order; never 0). */
+uint32_t gcn_trainer_split_hash(const gcn_dataset *ds);
 
 /* Writes len bytes to a temporary file beside path (path.tmp.PID), fsyncs
  * it and renames it over path; a failure removes the temporary file. */

@@ -182,3 +182,33 @@ gcn_trainer *sbm_trainer(gcn_ctx *ctx, int32_t n_nodes, int32_t n_features, cons
     cr_assert_eq(gcn_trainer_create(ctx, &tr, &cfg, *ds), GCN_OK, "%s", gcn_last_error(ctx));
     return tr;
 }
+
+/* An SBM graph whose 200 features are a bag of words: each node has about
+ * 6 of them, 1 or 2, row-normalised as Planetoid's. */
+gcn_dataset *sbm_bag_of_words(gcn_ctx *ctx, bool sparse)
+{
+    gcn_sbm_opts o = gcn_sbm_default_opts();
+    o.n_nodes = 400;
+    o.n_features = sparse ? 200 : 16;
+    o.n_classes = 4;
+    o.n_valid = 100;
+    o.n_test = 200;
+    gcn_dataset *ds = NULL;
+    cr_assert_eq(gcn_dataset_sbm(ctx, &ds, &o), GCN_OK, "%s", gcn_last_error(ctx));
+    if (!sparse)
+        return ds;
+    uint64_t state = 77;
+    float u[200];
+    for (int32_t i = 0; i < ds->n_nodes; i++) {
+        float *row = ds->features + (int64_t)i * 200;
+        test_fill_uniform(&state, u, 200, 0.0f, 1.0f);
+        double sum = 0.0;
+        for (int j = 0; j < 200; j++) {
+            row[j] = u[j] < 0.03f ? (u[j] < 0.01f ? 2.0f : 1.0f) : 0.0f;
+            sum += row[j];
+        }
+        for (int j = 0; j < 200 && sum > 0.0; j++)
+            row[j] = (float)(row[j] / sum);
+    }
+    return ds;
+}

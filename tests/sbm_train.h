@@ -30,4 +30,10 @@ void sbm_train(gcn_device device, bool tf32, uint64_t seed, run_result *res);
 gcn_trainer *sbm_trainer(gcn_ctx *ctx, int32_t n_nodes, int32_t n_features, const char *json,
                          gcn_dataset **ds);
 
+/* A gcn_dataset_sbm graph of 400 nodes, 4 classes, 100 validation and 200
+ * test nodes; sparse: its 200 features a bag of words (about 6 words a
+ * node, counts 1 or 2, each row normalised to sum 1), else 16 dense
+ * features. */
+gcn_dataset *sbm_bag_of_words(gcn_ctx *ctx, bool sparse);
+
 #endif

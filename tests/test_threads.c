@@ -16,6 +16,7 @@
 #include "core/internal.h"
 #include "core/ops_cpu.h"
 #include "core/parallel.h"
+#include "dataset_helpers.h"
 #include "helpers.h"
 #include "sbm_train.h"
 #include "threads_check.h"
@@ -420,6 +421,54 @@ Test(threads, steady_state_steps_make_no_host_malloc, .timeout = 120)
             gcn_dataset_free(&ds);
             gcn_ctx_free(&ctx);
         }
+}
+
+/* Graph-level training too: each epoch shuffles the training graphs into
+ * batches of new sizes, yet once two epochs have run, its batch matrices'
+ * headers, the shuffle's scratch and its read-back are the trainer's, its
+ * tensors take the pool blocks sized for the largest batch, and an epoch
+ * calls no malloc and takes no new block, whether its matrices are the
+ * raw adjacency (GIN) or the normalised one with values (GCN). */
+Test(threads, steady_state_graph_epochs_make_no_host_malloc, .timeout = 120)
+{
+    static const char *const configs[] = {
+        "{\"layers\": [{\"type\": \"gin\", \"out\": 16, \"norm\": \"batch\", \"activation\":"
+        " \"relu\"}, {\"type\": \"gin\", \"out\": 16, \"norm\": \"batch\", \"activation\":"
+        " \"relu\", \"dropout\": 0.3}], \"readout\": {\"jk\": true, \"dropout\": 0.2},"
+        " \"batch_size\": 8, \"optimizer\": {\"type\": \"adam\", \"lr\": 0.01}}",
+        "{\"layers\": [{\"type\": \"gcn\", \"out\": 16, \"activation\": \"relu\"},"
+        " {\"type\": \"gcn\", \"out\": 16, \"dropout\": 0.5}], \"readout\": {\"pooling\":"
+        " \"mean\"}, \"batch_size\": 5, \"optimizer\": {\"type\": \"adam\", \"lr\": 0.01}}",
+    };
+    char *dir = ds_tmpdir();
+    ds_write_tu_shapes(dir, 40);
+    for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++)
+        for (int threads = 1; threads <= 2; threads++) {
+            gcn_ctx *ctx = threads_ctx(threads, 13);
+            gcn_dataset *ds = ds_load_shapes_fold(ctx, dir, 4, 0, 0, true, NULL);
+            gcn_trainer *tr = ds_train_graphs(ctx, configs[c], ds, 13, 2, NULL, NULL, NULL);
+            gcn_memory_stats steady, end;
+            gcn_ctx_memory_stats(ctx, &steady);
+            for (int e = 3; e <= 8; e++) {
+                gcn_epoch_stats es;
+                alloc_count_begin();
+                cr_assert_eq(gcn_trainer_epoch(ctx, tr, &es), GCN_OK, "%s", gcn_last_error(ctx));
+                alloc_count n = alloc_count_end();
+                cr_assert_eq(n.calls, 0,
+                             "config %zu, %d threads: %llu allocations in epoch %d, the first a"
+                             " %s from %s",
+                             c, threads, (unsigned long long)n.calls, e, n.first, n.where);
+            }
+            gcn_ctx_memory_stats(ctx, &end);
+            cr_assert_eq(end.device_allocs, steady.device_allocs,
+                         "config %zu, %d threads: %llu pool blocks after epoch 2", c, threads,
+                         (unsigned long long)(end.device_allocs - steady.device_allocs));
+            gcn_trainer_free(&tr);
+            gcn_dataset_free(&ds);
+            gcn_ctx_free(&ctx);
+        }
+    ds_rmtree(dir);
+    free(dir);
 }
 
 /* OpenBLAS's kernels of a core without AVX on a CPU with AVX2 or AVX-512

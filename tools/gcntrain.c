@@ -35,6 +35,9 @@ static const char usage[] =
     "                        profiling), else write them there once locked\n"
     "  --cuda-graph on|off   replay steady-state epochs as one CUDA graph (default: the\n"
     "                        config's cuda_graph, on)\n"
+    "  --sparse-input on|off input features that are mostly zeros go to the first\n"
+    "                        layer as a sparse matrix (default: the config's\n"
+    "                        sparse_input, on)\n"
     "  --features random:D|degree|file|none\n"
     "                        substitute node features (e.g. for ogbn-arxiv without node-feat)\n"
     "  --log FILE.jsonl      one JSON object per epoch, written as the epoch ends, one per\n"
@@ -57,6 +60,12 @@ static const char usage[] =
     "                        (tools/compare/pyg_graph.py reads the same file)\n"
     "  --protocol gin|errica gin (default): the epoch of the best mean test-fold accuracy;\n"
     "                        errica: fold F+1 validates, test at the best-validation epoch\n"
+    "  --save, --resume      need --fold F: the checkpoint is fold F's trainer; resuming it\n"
+    "                        for another fold, protocol, fold file or data seed is refused\n"
+    "  --predict FILE        each test graph of the folds run (of fold F with --fold F) from\n"
+    "                        its fold's model the protocol selects (gin: after the protocol's\n"
+    "                        epoch; errica: the best-validation one): CSV graph,class,p0,...\n"
+    "                        (graph: the 0-based index in the collection), or .npy\n"
     "  --quiet               no per-epoch lines\n"
     "  --help, --version\n"
     "SIGINT or SIGTERM ends the epoch, logs, checkpoints (--save) and summarises; a second\n"
@@ -109,12 +118,12 @@ static bool parse_value(const char *o, const char *v, args *a)
 {
     static const char *const names[] = {"--dataset", "--root", "--device", "--spmm",
                                         "--reorder", "--spmm-plan", "--cuda-graph",
-                                        "--features", "--log", "--save", "--resume",
+                                        "--sparse-input", "--features", "--log", "--save", "--resume",
                                         "--export-data", "--predict", "--folds-file",
                                         "--protocol", "--threads", "--ranks", "--gpus"};
     const char **fields[] = {&a->dataset, &a->root, &a->device, &a->spmm,
                              &a->reorder, &a->spmm_plan, &a->cuda_graph,
-                             &a->features, &a->log, &a->save, &a->resume,
+                             &a->sparse_input, &a->features, &a->log, &a->save, &a->resume,
                              &a->export_dir, &a->predict, &a->folds_file,
                              &a->protocol, &a->threads, &a->ranks, &a->gpus};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
@@ -194,9 +203,10 @@ static int apply_args(const args *a, gcn_model_config *cfg)
     if (a->runs > 0) cfg->runs = (int)a->runs;
     if (a->seed >= 0) cfg->seed = (uint64_t)a->seed;
     const char *keys[] = {"device", "spmm", "features", "reorder", "root", "cuda_graph",
-                          "threads", "ranks", "devices"};
+                          "sparse_input", "threads", "ranks", "devices"};
     const char *values[] = {a->device,  a->spmm, a->features, a->reorder,
-                            a->root, a->cuda_graph, a->threads, a->ranks, a->gpus};
+                            a->root, a->cuda_graph, a->sparse_input, a->threads, a->ranks,
+                            a->gpus};
     char err[512];
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
         if (values[i] && gcn_model_config_set(cfg, keys[i], values[i], err, sizeof err) != GCN_OK) {
@@ -207,24 +217,29 @@ static int apply_args(const args *a, gcn_model_config *cfg)
 }
 
 /* Options for one kind of model only: cross-validation for graph-level
- * ones; runs, checkpoints and node predictions for node-level ones. */
+ * ones; runs, evaluation and data export for node-level ones.  A
+ * graph-level checkpoint is one fold's trainer. */
 static int check_model_kind(const args *a, const gcn_model_config *cfg)
 {
     const char *graph_only[] = {a->folds > 0 ? "--folds" : NULL, a->fold >= 0 ? "--fold" : NULL,
                                 a->folds_file ? "--folds-file" : NULL,
                                 a->protocol ? "--protocol" : NULL};
-    const char *node_only[] = {a->runs > 0 ? "--runs" : NULL, a->save ? "--save" : NULL,
-                               a->resume ? "--resume" : NULL, a->predict ? "--predict" : NULL,
+    const char *node_only[] = {a->runs > 0 ? "--runs" : NULL,
                                a->eval_only ? "--eval-only" : NULL,
                                a->export_dir ? "--export-data" : NULL};
+    const char *one_fold[] = {a->save ? "--save" : NULL, a->resume ? "--resume" : NULL};
     for (int i = 0; i < 4 && !cfg->readout.enabled; i++)
         if (graph_only[i])
             return usage_error("%s applies to graph-level models (a \"readout\" in the "
                                "configuration)", graph_only[i]);
-    for (int i = 0; i < 6 && cfg->readout.enabled; i++)
+    for (int i = 0; i < 3 && cfg->readout.enabled; i++)
         if (node_only[i])
             return usage_error("%s applies to node-level models; a graph-level model is "
                                "cross-validated (--folds, --fold)", node_only[i]);
+    for (int i = 0; i < 2 && cfg->readout.enabled && a->fold < 0; i++)
+        if (one_fold[i])
+            return usage_error("%s: a graph-level checkpoint holds one fold's model; choose "
+                               "the fold with --fold F", one_fold[i]);
     return 0;
 }
 

@@ -8,7 +8,7 @@
 
 #include "bench.h"
 
-enum { EXIT_RUNTIME = 1, EXIT_INPUT = 2, MAX_EPOCHS = 1000000, N_SETS = 8 };
+enum { EXIT_RUNTIME = 1, EXIT_INPUT = 2, MAX_EPOCHS = 1000000, N_SETS = 9 };
 
 /* Warm-up epochs beyond --warmup while the selector is still profiling. */
 enum { MAX_EXTRA_WARMUP = 1000 };
@@ -25,16 +25,18 @@ static const char help[] =
     "usage: gcnbench train CONFIG --dataset SPEC [--dataset SPEC ...] [--root DIR]\n"
     "                      [--features SPEC] [--epochs N] [--warmup N] [--precision fp32|tf32]\n"
     "                      [--seed S] [--spmm NAME] [--reorder SPEC] [--device cuda|cpu]\n"
-    "                      [--cuda-graph on|off] [--threads N] [--out FILE.jsonl]\n"
-    "                      [--no-breakdown]\n"
+    "                      [--cuda-graph on|off] [--sparse-input on|off] [--threads N]\n"
+    "                      [--out FILE.jsonl] [--no-breakdown]\n"
     "  Trains the model of CONFIG (models/*.json) on each dataset as gcntrain does: W\n"
     "  warm-up epochs (--warmup, default 10; more while the SpMM selector is still\n"
     "  profiling, up to 1000, and up to 3 more until one replays as a CUDA graph:\n"
     "  \"warmup\" says how many ran), then N timed epochs\n"
     "  (--epochs, default 200), and writes one JSON line per dataset on stdout,\n"
     "  appended to --out FILE once every dataset has run.  --root, --features,\n"
-    "  --precision, --spmm, --reorder, --device, --cuda-graph, --threads (CPU threads,\n"
-    "  \"threads\" in the line) and --seed override the configuration.\n"
+    "  --precision, --spmm, --reorder, --device, --cuda-graph, --sparse-input,\n"
+    "  --threads (CPU threads, \"threads\" in the line) and --seed override the\n"
+    "  configuration.  sparse_input: the non-zeros of the input features when the\n"
+    "  first layer takes them as a sparse matrix (mostly zeros), else null.\n"
     "  Times are medians over the timed epochs: epoch_ms = train_ms + eval_ms, each\n"
     "  device-synchronised; epoch_ms_min their minimum.  cuda_graph: whether every\n"
     "  timed epoch replayed a captured CUDA graph (the default once the selector has\n"
@@ -77,6 +79,7 @@ typedef struct measured {
     gcn_train_memory mem;
     gcn_train_best best;
     int64_t n_nodes, nnz;
+    int64_t sparse_nnz; /* of the sparse input, -1 when the features are dense */
     int warmup; /* warm-up epochs run */
     char dataset[64];
 } measured;
@@ -120,9 +123,11 @@ static bool parse_count(const char *s, long lo, long *out)
 
 /* The options that set a configuration key of the same name. */
 static const char *const set_keys[N_SETS] = {"root", "features", "precision", "spmm", "reorder",
-                                             "device", "cuda_graph", "threads"};
+                                             "device", "cuda_graph", "sparse_input",
+                                             "threads"};
 static const char *const set_options[N_SETS] = {"root", "features", "precision", "spmm",
-                                                "reorder", "device", "cuda-graph", "threads"};
+                                                "reorder", "device", "cuda-graph", "sparse-input",
+                                                "threads"};
 
 /* The value v of option --name; 0 or an exit status. */
 static int take_value(train_opts *o, const char *name, const char *v)
@@ -156,7 +161,8 @@ static int take_value(train_opts *o, const char *name, const char *v)
 static bool takes_value(const char *a)
 {
     static const char *const names[] = {"--root", "--features", "--precision", "--spmm",
-                                        "--reorder", "--device", "--cuda-graph", "--dataset",
+                                        "--reorder", "--device", "--cuda-graph", "--sparse-input",
+                                        "--dataset",
                                         "--out", "--seed", "--epochs", "--warmup", "--threads"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(a, names[i]))
@@ -320,6 +326,8 @@ static int run_dataset(train_bench *b, const char *spec, measured *m)
     adj = adj ? adj : gcn_trainer_adjacency(tr, GCN_ADJ_RAW);
     m->n_nodes = ds->n_nodes;
     m->nnz = adj ? gcn_csr_nnz(adj) : 0;
+    const gcn_csr *xs = gcn_model_sparse_input(gcn_trainer_model(tr));
+    m->sparse_nnz = xs ? gcn_csr_nnz(xs) : -1;
     for (m->warmup = 0; st == GCN_OK && (m->warmup < b->o.warmup ||
                                          (!gcn_trainer_spmm_locked(tr) &&
                                           m->warmup < b->o.warmup + MAX_EXTRA_WARMUP));
@@ -386,6 +394,10 @@ static void write_line(const train_bench *b, measured *m, FILE *f)
             (long long)m->n_nodes, (long long)m->nnz);
     fprintf(f, ",\"cuda_graph\":%s,\"threads\":%d", m->n_graph == n ? "true" : "false",
             gcn_ctx_threads(b->ctx));
+    if (m->sparse_nnz >= 0)
+        fprintf(f, ",\"sparse_input\":%lld", (long long)m->sparse_nnz);
+    else
+        fputs(",\"sparse_input\":null", f);
     gcnbench_json_num(f, "epoch_ms", med);
     gcnbench_json_num(f, "train_ms", med_train);
     gcnbench_json_num(f, "eval_ms", med_eval);

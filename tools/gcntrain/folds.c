@@ -8,7 +8,10 @@
  *   errica  Errica et al. (ICLR'20): fold K + 1 (mod k) is held out for
  *           validation, the rest trains; each fold's test accuracy at its
  *           best-validation epoch, and their mean and std.
- * Standard deviations are over the folds with divisor k (numpy's default). */
+ * Standard deviations are over the folds with divisor k (numpy's default).
+ * One fold (--fold K) checkpoints (--save) and resumes (--resume) as a
+ * node-level run does; --predict writes each test graph's prediction from
+ * the model of its fold the protocol selects. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +25,11 @@ typedef struct cv {
     int32_t *fold;          /* fold of each graph */
     bool errica;
     int epochs;             /* the epochs every fold ran (fewer when stopped) */
-    double *test, *valid;   /* [k][cfg.epochs] accuracies per fold and epoch */
+    double *test, *valid;   /* [k][cfg.epochs] accuracies per fold and epoch; NAN for the
+                             * epochs before a resume but the checkpoint's best so far */
+    int resumed_after;      /* --resume: the epochs its checkpoint had trained */
+    int resumed_best;       /* and its best epoch so far */
+    fold_preds preds;       /* --predict */
 } cv;
 
 static const char *protocol_name(const cv *c)
@@ -86,27 +93,107 @@ static void log_fold_epoch(session *s, int32_t f, const gcn_epoch_stats *e)
 }
 
 /* Fold f's best-validation epoch (its pick under errica) and its best
- * test-fold epoch (shown for both), 1-based, over the first c->epochs. */
+ * test-fold epoch (shown for both), 1-based, the first of ties, over the
+ * first c->epochs that are known. */
 static void pick(const cv *c, int32_t f, int stride, int *by_valid, int *by_test)
 {
     const double *v = c->valid + (size_t)f * (size_t)stride;
     const double *t = c->test + (size_t)f * (size_t)stride;
-    int bv = 0, bt = 0;
-    for (int e = 1; e < c->epochs; e++) {
-        bv = v[e] > v[bv] ? e : bv;
-        bt = t[e] > t[bt] ? e : bt;
+    int bv = -1, bt = -1;
+    for (int e = 0; e < c->epochs; e++) {
+        if (isnan(t[e]))
+            continue;
+        bv = bv < 0 || v[e] > v[bv] ? e : bv;
+        bt = bt < 0 || t[e] > t[bt] ? e : bt;
     }
     *by_valid = bv + 1;
     *by_test = bt + 1;
 }
 
-/* One outer fold: its split, a fresh model from seed + fold, its epochs
- * (*done of them before a signal). */
+/* --resume: fold f's trainer from the checkpoint, which must be of this
+ * fold's split and of no more epochs than asked for.  Of the epochs it
+ * trained, the tables know the accuracies of its best so far only (the
+ * last one under gin, which has no validation graphs); under gin with
+ * --predict that epoch's predictions go to the history. */
+static int resume_fold(session *s, cv *c, int32_t f, gcn_trainer *tr)
+{
+    gcn_status st = gcn_trainer_load(s->ctx, tr, s->a.resume);
+    if (st != GCN_OK)
+        return fail(s, st, PHASE_INPUT, "resume");
+    int from = gcn_trainer_epochs_done(tr);
+    if (from > s->cfg.epochs) {
+        snprintf(s->error, sizeof s->error, "resume: %s has trained %d epochs, more than the "
+                 "%d asked for (--epochs)", s->a.resume, from, s->cfg.epochs);
+        fprintf(stderr, "gcntrain: %s\n", s->error);
+        return EXIT_INPUT;
+    }
+    gcn_train_best b;
+    gcn_trainer_best(tr, &b);
+    double *t = c->test + (size_t)f * (size_t)s->cfg.epochs;
+    double *v = c->valid + (size_t)f * (size_t)s->cfg.epochs;
+    for (int e = 0; e < from; e++)
+        t[e] = v[e] = NAN;
+    if (b.epoch > 0) {
+        t[b.epoch - 1] = b.test_acc;
+        v[b.epoch - 1] = b.valid_acc;
+    }
+    c->resumed_after = from;
+    c->resumed_best = b.epoch;
+    printf("fold %d resumed from %s after epoch %d; its best so far: epoch %d, valid %.4f, "
+           "test %.4f\n", f, s->a.resume, from, b.epoch, b.valid_acc, b.test_acc);
+    char path[1024];
+    log_line(&s->log, "{\"fold\":%d,\"resumed_from\":%s,\"resumed_at_epoch\":%d,"
+             "\"best_epoch\":%d,\"best_valid_acc\":%.6f,\"best_test_acc\":%.6f}",
+             f, json_string(path, sizeof path, s->a.resume), from, b.epoch, b.valid_acc,
+             b.test_acc);
+    if (s->a.predict && !c->errica && b.epoch == from && from > 0)
+        return fold_preds_epoch(s, &c->preds, tr, from);
+    return 0;
+}
+
+/* The epochs of fold f from where its trainer is, until the last or a
+ * signal (s->stop; *done the epochs trained then); a checkpoint every
+ * --save-every epochs and at the end, and the history --predict keeps. */
+static int fold_epochs(session *s, cv *c, int32_t f, gcn_trainer *tr, int *done)
+{
+    gcn_status st;
+    int rc, saved = *done = gcn_trainer_epochs_done(tr);
+    for (int e = *done; e < s->cfg.epochs; e++) {
+        if ((s->stop = signals_pending()))
+            break;
+        gcn_epoch_stats es;
+        if ((st = gcn_trainer_epoch(s->ctx, tr, &es)) != GCN_OK)
+            return fail(s, st, PHASE_TRAIN, "training");
+        s->t_train += es.train_ms * 1e-3;
+        s->t_eval += es.eval_ms * 1e-3;
+        c->test[(size_t)f * (size_t)s->cfg.epochs + (size_t)e] = es.test_acc;
+        c->valid[(size_t)f * (size_t)s->cfg.epochs + (size_t)e] = es.valid_acc;
+        log_fold_epoch(s, f, &es);
+        if (!log_ok(&s->log))
+            return EXIT_RUNTIME;
+        if (s->a.predict && !c->errica && (rc = fold_preds_epoch(s, &c->preds, tr, es.epoch)))
+            return rc;
+        if (f == c->first && !s->spmm_reported)
+            s->spmm_reported = report_spmm(s, f, tr);
+        *done = e + 1;
+        if (s->a.save_every > 0 && es.epoch % s->a.save_every == 0) {
+            if ((rc = save_checkpoint(s, tr)))
+                return rc;
+            saved = es.epoch;
+        }
+    }
+    return s->a.save && *done > saved ? save_checkpoint(s, tr) : 0;
+}
+
+/* One outer fold: its split, a fresh model from seed + fold (or the
+ * --resume checkpoint's), its epochs (*done of them before a signal), and
+ * under errica its best-validation model's predictions. */
 static int train_fold(session *s, cv *c, int32_t f, int *done)
 {
     gcn_trainer *tr = NULL;
     gcn_status st;
     int rc = 0;
+    *done = 0;
     if ((st = gcn_graph_fold_split(s->ctx, s->ds, c->fold, c->k, f, c->errica)) != GCN_OK)
         return fail(s, st, PHASE_INPUT, "folds");
     gcn_rng_seed(s->ctx, s->cfg.seed + (uint64_t)f);
@@ -123,28 +210,12 @@ static int train_fold(session *s, cv *c, int32_t f, int *done)
     printf("fold %d of %d: %d training, %d validation, %d test graphs\n", f, c->k,
            s->ds->n_train, s->ds->n_valid, s->ds->n_test);
     s->spmm_reported = false;
-    *done = 0;
-    for (int e = 0; e < s->cfg.epochs; e++) {
-        if ((s->stop = signals_pending()))
-            break;
-        gcn_epoch_stats es;
-        if ((st = gcn_trainer_epoch(s->ctx, tr, &es)) != GCN_OK) {
-            rc = fail(s, st, PHASE_TRAIN, "training");
-            goto cleanup;
-        }
-        s->t_train += es.train_ms * 1e-3;
-        s->t_eval += es.eval_ms * 1e-3;
-        c->test[(size_t)f * (size_t)s->cfg.epochs + (size_t)e] = es.test_acc;
-        c->valid[(size_t)f * (size_t)s->cfg.epochs + (size_t)e] = es.valid_acc;
-        log_fold_epoch(s, f, &es);
-        if (!log_ok(&s->log)) {
-            rc = EXIT_RUNTIME;
-            goto cleanup;
-        }
-        if (f == c->first && !s->spmm_reported)
-            s->spmm_reported = report_spmm(s, f, tr);
-        *done = e + 1;
-    }
+    if (s->a.resume && (rc = resume_fold(s, c, f, tr)))
+        goto cleanup;
+    if ((rc = fold_epochs(s, c, f, tr, done)))
+        goto cleanup;
+    if (!s->stop && s->a.predict && c->errica)
+        rc = fold_preds_best(s, &c->preds, tr);
 cleanup:
     gcn_trainer_free(&tr);
     return rc;
@@ -161,35 +232,59 @@ static void mean_std(const double *v, int n, double *mean, double *std)
     *std = sqrt(var);
 }
 
-/* Per-fold lines, the protocol's result, the summary line of the log. */
-static void report(session *s, const cv *c, int n_folds)
+/* The gin protocol's epoch (1-based): the best mean test-fold accuracy
+ * over the folds run, the first of ties (a resumed fold's unknown epochs
+ * never win). */
+static int gin_epoch(const session *s, const cv *c, int n_folds)
 {
-    int stride = s->cfg.epochs, gin_epoch = 1;
-    double best_mean = -1.0, mean = NAN, std = NAN;
-    for (int e = 0; !c->errica && e < c->epochs; e++) {
+    int stride = s->cfg.epochs, best = 1;
+    double best_mean = -1.0;
+    for (int e = 0; e < c->epochs; e++) {
         double m = 0.0;
         for (int32_t f = c->first; f < c->first + n_folds; f++)
             m += c->test[(size_t)f * (size_t)stride + (size_t)e] / n_folds;
         if (m > best_mean) {
             best_mean = m;
-            gin_epoch = e + 1;
+            best = e + 1;
         }
     }
+    return best;
+}
+
+/* Fold f's line on stdout and in the log: its test accuracy at the
+ * protocol's epoch, returned. */
+static double report_fold(session *s, const cv *c, int32_t f, int protocol_epoch)
+{
+    const double *t = c->test + (size_t)f * (size_t)s->cfg.epochs;
+    int by_valid, by_test;
+    pick(c, f, s->cfg.epochs, &by_valid, &by_test);
+    int epoch = c->errica ? by_valid : protocol_epoch;
+    double acc = t[epoch - 1], last = t[c->epochs - 1];
+    printf("fold %2d    test %.4f at %s epoch %d (best test %.4f at epoch %d, last %.4f)", f,
+           acc, c->errica ? "its best-validation" : "the protocol's", epoch, t[by_test - 1],
+           by_test, last);
+    if (c->resumed_after > 0)
+        printf("; resumed after epoch %d: of epochs 1-%d only epoch %d's accuracies (the "
+               "checkpoint's best so far) are known", c->resumed_after, c->resumed_after,
+               c->resumed_best);
+    printf("\n");
+    char l[32], resumed[64] = "";
+    if (c->resumed_after > 0)
+        snprintf(resumed, sizeof resumed, ",\"resumed_after_epoch\":%d", c->resumed_after);
+    log_line(&s->log, "{\"fold\":%d,\"test_acc\":%.6f,\"epoch\":%d,\"best_test_acc\":%.6f,"
+             "\"best_test_epoch\":%d,\"last_test_acc\":%s%s}",
+             f, acc, epoch, t[by_test - 1], by_test, json_number(l, sizeof l, "%.6f", last),
+             resumed);
+    return acc;
+}
+
+/* Per-fold lines, the protocol's result, the summary line of the log. */
+static void report(session *s, const cv *c, int n_folds, int protocol_epoch)
+{
+    double mean = NAN, std = NAN;
     double *acc = malloc((size_t)n_folds * sizeof *acc);
-    for (int32_t i = 0; acc && i < n_folds; i++) {
-        int32_t f = c->first + i;
-        const double *t = c->test + (size_t)f * (size_t)stride;
-        int by_valid, by_test;
-        pick(c, f, stride, &by_valid, &by_test);
-        int epoch = c->errica ? by_valid : gin_epoch;
-        acc[i] = t[epoch - 1];
-        printf("fold %2d    test %.4f at %s epoch %d (best test %.4f at epoch %d, last %.4f)\n",
-               f, acc[i], c->errica ? "its best-validation" : "the protocol's", epoch,
-               t[by_test - 1], by_test, t[c->epochs - 1]);
-        log_line(&s->log, "{\"fold\":%d,\"test_acc\":%.6f,\"epoch\":%d,\"best_test_acc\":%.6f,"
-                 "\"best_test_epoch\":%d,\"last_test_acc\":%.6f}",
-                 f, acc[i], epoch, t[by_test - 1], by_test, t[c->epochs - 1]);
-    }
+    for (int32_t i = 0; acc && i < n_folds; i++)
+        acc[i] = report_fold(s, c, c->first + i, protocol_epoch);
     if (acc)
         mean_std(acc, n_folds, &mean, &std);
     free(acc);
@@ -199,7 +294,7 @@ static void report(session *s, const cv *c, int n_folds)
     if (c->errica)
         printf("\n");
     else
-        printf(" at epoch %d\n", gin_epoch);
+        printf(" at epoch %d\n", protocol_epoch);
     gcn_memory_stats ms;
     gcn_ctx_memory_stats(s->ctx, &ms);
     printf("time load %.3f s, preprocess %.3f s, train %.3f s, eval %.3f s; peak %s memory "
@@ -210,9 +305,24 @@ static void report(session *s, const cv *c, int n_folds)
              "{\"summary\":true,\"protocol\":\"%s\",\"folds\":%d,\"folds_run\":%d,"
              "\"epochs\":%d,\"epoch\":%d,\"test_acc_mean\":%s,\"test_acc_std\":%s,"
              "\"train_s\":%.4f,\"eval_s\":%.4f,\"peak_bytes\":%zu%s}",
-             c->errica ? "errica" : "gin", c->k, n_folds, c->epochs, c->errica ? 0 : gin_epoch,
-             json_number(m, sizeof m, "%.6f", mean), json_number(sd, sizeof sd, "%.6f", std),
-             s->t_train, s->t_eval, ms.peak, s->stop ? ",\"interrupted\":true" : "");
+             c->errica ? "errica" : "gin", c->k, n_folds, c->epochs,
+             c->errica ? 0 : protocol_epoch, json_number(m, sizeof m, "%.6f", mean),
+             json_number(sd, sizeof sd, "%.6f", std), s->t_train, s->t_eval, ms.peak,
+             s->stop ? ",\"interrupted\":true" : "");
+}
+
+/* --predict once every fold has run: the protocol's models' predictions. */
+static int write_predictions(session *s, cv *c, int protocol_epoch)
+{
+    char which[96];
+    if (c->errica) {
+        snprintf(which, sizeof which, "its fold's best-validation model");
+    } else {
+        fold_preds_pick(&c->preds, c->fold, c->first, c->last, protocol_epoch);
+        snprintf(which, sizeof which, "its fold's model after epoch %d (the protocol's)",
+                 protocol_epoch);
+    }
+    return fold_preds_write(s, &c->preds, c->fold, c->first, c->last, which);
 }
 
 int train_folds(session *s)
@@ -237,6 +347,8 @@ int train_folds(session *s)
         rc = EXIT_RUNTIME;
         goto done;
     }
+    if (s->a.predict && (rc = fold_preds_init(s, &c.preds, !c.errica)))
+        goto done;
     int n_folds = 0;
     for (int32_t f = c.first; f <= c.last && rc == 0 && !s->stop; f++) {
         int epochs = 0;
@@ -246,11 +358,15 @@ int train_folds(session *s)
             c.epochs = epochs < c.epochs ? epochs : c.epochs;
         }
     }
+    int epoch = rc == 0 && n_folds > 0 && !c.errica ? gin_epoch(s, &c, n_folds) : 0;
     if (rc == 0 && n_folds > 0)
-        report(s, &c, n_folds);
+        report(s, &c, n_folds, epoch);
     if (rc == 0 && s->stop)
         rc = 128 + s->stop;
+    else if (rc == 0 && s->a.predict && n_folds > 0)
+        rc = write_predictions(s, &c, epoch);
 done:
+    fold_preds_free(&c.preds);
     free(c.fold);
     free(c.test);
     free(c.valid);

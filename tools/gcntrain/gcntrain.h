@@ -1,7 +1,8 @@
 /* gcntrain's parts: the options, what one invocation holds, the exit-code
  * contract, the JSON-lines log (log.c), signal handling (signals.c), the
  * SpMM selector's report and plan files (spmm_report.c) and the
- * cross-validation of graph-level models (folds.c). */
+ * cross-validation of graph-level models (folds.c) with its predictions
+ * (fold_predict.c). */
 #ifndef GCNTRAIN_H
 #define GCNTRAIN_H
 
@@ -23,7 +24,8 @@ enum {
 typedef enum phase { PHASE_INPUT, PHASE_TRAIN, PHASE_OUTPUT } phase;
 
 typedef struct args {
-    const char *config, *dataset, *root, *device, *spmm, *features, *reorder, *cuda_graph;
+    const char *config, *dataset, *root, *device, *spmm, *features, *reorder, *cuda_graph,
+                *sparse_input;
     const char *log, *save, *resume, *export_dir, *spmm_plan, *predict;
     const char *folds_file, *protocol, *threads, *ranks, *gpus;
     long epochs, runs, save_every, folds, fold; /* folds, fold: -1 when not given */
@@ -76,6 +78,10 @@ void gcntrain_log(gcn_log_level level, const char *msg, void *user);
 /* One epoch's line on stdout (unless --quiet) and in the log. */
 void log_epoch(session *s, int run, const gcn_epoch_stats *e);
 
+/* --save: the trainer's checkpoint, with a second signal held until the
+ * file is in place.  Returns 0 or an exit code after saying why. */
+int save_checkpoint(session *s, const gcn_trainer *tr);
+
 /* A run's end: where a signal stopped it, or its best-validation result
  * printed, logged and kept for the summary. */
 void finish_run(session *s, int run, const gcn_train_best *b, int epochs_done);
@@ -104,9 +110,49 @@ int train_ranks(session *s);
 
 /* ---- folds.c ---- */
 
-/* Cross-validation of a graph-level model: every fold (or --fold K), the
- * per-fold results and the protocol's mean and std. */
+/* Cross-validation of a graph-level model: every fold (or --fold K, which
+ * --save checkpoints and --resume continues), the per-fold results, the
+ * protocol's mean and std, and --predict. */
 int train_folds(session *s);
+
+/* ---- fold_predict.c ---- */
+
+/* --predict of a cross-validation: every graph of the folds run, from the
+ * model of the fold it is a test graph of that the protocol selects. */
+typedef struct fold_preds {
+    int32_t n_graphs, n_classes;
+    int32_t *classes;          /* [n_graphs]: the predictions to write */
+    float *probs;              /* [n_graphs * n_classes] */
+    int epochs;                /* gin: the history's epochs (the configuration's) */
+    int32_t *hist_classes;     /* gin: [epochs][n_graphs] each epoch's of its test graphs */
+    float *hist_probs;         /* gin: [epochs][n_graphs][n_classes] */
+    int32_t *scratch_classes;  /* [n_graphs]: a trainer's rows, then the rows written */
+    float *scratch_probs;      /* [n_graphs * n_classes] */
+    int32_t *ids;              /* [n_graphs]: the graphs written */
+} fold_preds;
+
+/* Sizes p for s's collection, with every epoch's history (the gin
+ * protocol's epoch is known once every fold has run).  Returns 0 or an
+ * exit code after saying why. */
+int fold_preds_init(session *s, fold_preds *p, bool every_epoch);
+
+/* gin: the current model's predictions of the fold's test graphs (s->ds's
+ * split) after epoch `epoch` (1-based), into the history. */
+int fold_preds_epoch(session *s, fold_preds *p, gcn_trainer *tr, int epoch);
+
+/* errica: the fold's best-validation model's predictions of its test
+ * graphs. */
+int fold_preds_best(session *s, fold_preds *p, gcn_trainer *tr);
+
+/* gin: the test graphs of folds first..last as the history has them after
+ * epoch `epoch` (1-based). */
+void fold_preds_pick(fold_preds *p, const int32_t *fold, int32_t first, int32_t last, int epoch);
+
+/* Writes the graphs of folds first..last to --predict FILE, ascending by
+ * graph id, and says so (`which` names their model). */
+int fold_preds_write(session *s, fold_preds *p, const int32_t *fold, int32_t first,
+                     int32_t last, const char *which);
+void fold_preds_free(fold_preds *p);
 
 /* ---- log.c ---- */
 

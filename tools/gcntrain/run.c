@@ -20,8 +20,7 @@ void log_epoch(session *s, int run, const gcn_epoch_stats *e)
              e->train_ms, e->eval_ms);
 }
 
-/* With the signals held: a second one waits until the file is in place. */
-static int save_checkpoint(session *s, const gcn_trainer *tr)
+int save_checkpoint(session *s, const gcn_trainer *tr)
 {
     signals_hold(true);
     gcn_status st = gcn_trainer_save(s->ctx, tr, s->a.save);
@@ -135,8 +134,15 @@ static int train_run(session *s, int run)
     }
     s->t_prep += now_s() - t0;
     s->spmm_reported = false;
+    const gcn_model *model = gcn_trainer_model(tr);
+    const gcn_csr *xs = gcn_model_sparse_input(model);
     if (run == 0)
-        printf("params     %lld\n", (long long)gcn_model_param_count(gcn_trainer_model(tr)));
+        printf("params     %lld\n", (long long)gcn_model_param_count(model));
+    if (run == 0 && xs)
+        printf("input      sparse: %d non-zeros of %d x %d (%.2f %%); the first layer's "
+               "dropout and product skip the zeros\n",
+               gcn_csr_nnz(xs), gcn_csr_rows(xs), gcn_csr_cols(xs),
+               100.0 * gcn_csr_nnz(xs) / ((double)gcn_csr_rows(xs) * gcn_csr_cols(xs)));
     if ((rc = train_epochs(s, run, tr, from_file)))
         goto done;
     gcn_train_best b;
