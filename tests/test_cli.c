@@ -19,18 +19,6 @@ static void gcntrain(tool_result *r, const char *const *args)
 
 static tool_result r;
 
-/* The error is one line; warnings before it (a run that trained first may
- * have said something about the machine, such as OpenBLAS's kernels) are
- * lines of their own. */
-static void expect_one_line(const char *text)
-{
-    const char *error = text;
-    while (strncmp(error, "gcntrain: warning: ", 19) == 0 && strchr(error, '\n'))
-        error = strchr(error, '\n') + 1;
-    cr_assert(error[0], "no message: %s", text);
-    cr_assert_eq(strchr(error, '\n'), error + strlen(error) - 1, "not one line: %s", text);
-}
-
 /* Bad usage is bad input: exit 2 and one line saying what is wrong. */
 Test(cli, usage_errors_exit_2)
 {
@@ -52,7 +40,7 @@ Test(cli, usage_errors_exit_2)
         gcntrain(&r, cases[i]);
         cr_assert_eq(r.code, 2, "case %zu: %s", i, r.err);
         cr_assert(strstr(r.err, says[i]), "case %zu: %s", i, r.err);
-        expect_one_line(r.err);
+        tool_expect_one_line(r.err);
     }
     gcntrain(&r, (const char *[]){"--help", NULL});
     cr_assert_eq(r.code, 0);
@@ -77,7 +65,7 @@ Test(cli, bad_input_exits_2_with_one_line)
     gcntrain(&r, (const char *[]){cfg, NULL});
     cr_assert_eq(r.code, 2);
     cr_assert(strstr(r.err, "layers[0].dropout: expected a number in [0, 1)"), "%s", r.err);
-    expect_one_line(r.err);
+    tool_expect_one_line(r.err);
     unlink(cfg);
     gcntrain(&r, (const char *[]){"models/gcn-cora.json", "--dataset", "/tmp/no-such-dataset", NULL});
     cr_assert_eq(r.code, 2, "%s", r.err);
@@ -103,7 +91,7 @@ Test(cli, missing_gpu_is_bad_usage)
     gcntrain(&r, (const char *[]){"models/gcn-cora.json", "--device", "cuda", NULL});
     cr_assert_eq(r.code, 2, "%s", r.err);
     cr_assert(strstr(r.err, "device cuda: no GPU was found"), "%s", r.err);
-    expect_one_line(r.err);
+    tool_expect_one_line(r.err);
 }
 
 Test(cli, short_run_writes_log_and_checkpoint_and_resumes, .timeout = 120)
@@ -277,7 +265,7 @@ Test(cli, nan_feature_exits_2_naming_the_file_and_line, .timeout = 60)
     cr_assert_eq(r.code, 2, "%s", r.err);
     snprintf(want, sizeof want, "%s/features.txt:20: column 3 ('nan') is NaN", dir);
     cr_assert(strstr(r.err, want), "%s", r.err);
-    expect_one_line(r.err);
+    tool_expect_one_line(r.err);
     cr_assert_not(tool_exists(log));
     cr_assert_not(tool_exists(ck));
     cr_assert_not(tool_exists(pred));
@@ -301,7 +289,7 @@ Test(cli, log_is_new_unless_force_or_append, .timeout = 120)
     cr_assert_eq(r.code, 2, "%s", r.err);
     cr_assert(strstr(r.err, "the file exists; --force replaces it, --append adds to it"), "%s",
               r.err);
-    expect_one_line(r.err);
+    tool_expect_one_line(r.err);
     tool_slurp(log, after, sizeof after);
     cr_assert_str_eq(before, after);
     args[10] = "--append";
@@ -328,7 +316,7 @@ Test(cli, write_error_exits_1, .timeout = 60)
     cr_assert_eq(r.code, 1, "%s", r.err);
     cr_assert(strstr(r.err, "--log /dev/full: cannot write the log: No space left on device"),
               "%s", r.err);
-    expect_one_line(r.err);
+    tool_expect_one_line(r.err);
 }
 
 /* Mean test accuracy of 10 seeds with the Kipf & Welling recipe. */

@@ -107,17 +107,6 @@ Test(cli_graphs, options_for_the_other_kind_of_model)
 
 /* ---- predictions and checkpoints ---------------------------------------- */
 
-/* The error is one line; warnings before it (a run that loaded data first
- * may have said something about the machine) are lines of their own. */
-static void expect_one_line(const char *text)
-{
-    const char *error = text;
-    while (strncmp(error, "gcntrain: warning: ", 19) == 0 && strchr(error, '\n'))
-        error = strchr(error, '\n') + 1;
-    cr_assert(error[0], "no message: %s", text);
-    cr_assert_eq(strchr(error, '\n'), error + strlen(error) - 1, "not one line: %s", text);
-}
-
 /* A graph predictions CSV of two classes: its header, rows by ascending
  * graph id, each class the first largest of probabilities summing to 1.
  * Returns the rows. */
@@ -421,7 +410,7 @@ Test(cli_graphs, checkpoints_refused, .timeout = 120)
         shapes_gcntrain(&t, usage[i].args);
         cr_assert_eq(r.code, 2, "case %d: %s", i, r.err);
         cr_assert(strstr(r.err, usage[i].want), "case %d: %s", i, r.err);
-        expect_one_line(r.err);
+        tool_expect_one_line(r.err);
     }
     shapes_gcntrain(&t, (const char *[]){"--folds", "3", "--fold", "0", "--epochs", "2", "--save",
                                          ck, NULL});
@@ -437,14 +426,14 @@ Test(cli_graphs, checkpoints_refused, .timeout = 120)
         cr_assert(strstr(r.err, "gcntrain: resume: ") &&
                   strstr(r.err, ": saved for another split of the graphs (another fold, "
                                 "protocol, fold file or data seed)"), "case %d: %s", i, r.err);
-        expect_one_line(r.err);
+        tool_expect_one_line(r.err);
     }
     shapes_gcntrain(&t, (const char *[]){"--folds", "3", "--fold", "0", "--epochs", "1",
                                          "--resume", ck, "--save", out, "--predict", pred,
                                          "--log", log, NULL});
     cr_assert_eq(r.code, 2, "%s", r.err);
     cr_assert(strstr(r.err, "has trained 2 epochs, more than the 1 asked for"), "%s", r.err);
-    expect_one_line(r.err);
+    tool_expect_one_line(r.err);
     cr_assert(!tool_exists(out) && !tool_exists(pred) && !tool_exists(log));
     free(ck);
     free(out);

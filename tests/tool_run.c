@@ -93,3 +93,12 @@ void tool_run(tool_result *r, const char *tool, const char *const *args)
     int sig = tool_wait(&p, r);
     cr_assert_eq(sig, 0, "%s crashed (signal %d)", tool, sig);
 }
+
+void tool_expect_one_line(const char *text)
+{
+    const char *error = text;
+    while (strncmp(error, "gcntrain: warning: ", 19) == 0 && strchr(error, '\n'))
+        error = strchr(error, '\n') + 1;
+    cr_assert(error[0], "no message: %s", text);
+    cr_assert_eq(strchr(error, '\n'), error + strlen(error) - 1, "not one line: %s", text);
+}

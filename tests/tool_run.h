@@ -37,6 +37,11 @@ bool tool_exists(const char *path);
 /* How many times needle occurs in the file's first MiB. */
 int tool_count(const char *path, const char *needle);
 
+/* Fails the test unless text is one line of error after any lines of
+ * "gcntrain: warning: " (a run that loaded data or trained first may have
+ * said something about the machine, such as OpenBLAS's kernels). */
+void tool_expect_one_line(const char *text);
+
 /* rm -rf dir (the test fails if that fails). */
 void tool_remove_dir(const char *dir);
 

@@ -156,16 +156,13 @@ static int resume_fold(session *s, cv *c, int32_t f, gcn_trainer *tr)
  * --save-every epochs and at the end, and the history --predict keeps. */
 static int fold_epochs(session *s, cv *c, int32_t f, gcn_trainer *tr, int *done)
 {
-    gcn_status st;
     int rc, saved = *done = gcn_trainer_epochs_done(tr);
     for (int e = *done; e < s->cfg.epochs; e++) {
-        if ((s->stop = signals_pending()))
-            break;
         gcn_epoch_stats es;
-        if ((st = gcn_trainer_epoch(s->ctx, tr, &es)) != GCN_OK)
-            return fail(s, st, PHASE_TRAIN, "training");
-        s->t_train += es.train_ms * 1e-3;
-        s->t_eval += es.eval_ms * 1e-3;
+        if ((rc = next_epoch(s, tr, &es)))
+            return rc;
+        if (s->stop)
+            break;
         c->test[(size_t)f * (size_t)s->cfg.epochs + (size_t)e] = es.test_acc;
         c->valid[(size_t)f * (size_t)s->cfg.epochs + (size_t)e] = es.valid_acc;
         log_fold_epoch(s, f, &es);
@@ -176,11 +173,8 @@ static int fold_epochs(session *s, cv *c, int32_t f, gcn_trainer *tr, int *done)
         if (f == c->first && !s->spmm_reported)
             s->spmm_reported = report_spmm(s, f, tr);
         *done = e + 1;
-        if (s->a.save_every > 0 && es.epoch % s->a.save_every == 0) {
-            if ((rc = save_checkpoint(s, tr)))
-                return rc;
-            saved = es.epoch;
-        }
+        if ((rc = save_every(s, tr, es.epoch, &saved)))
+            return rc;
     }
     return s->a.save && *done > saved ? save_checkpoint(s, tr) : 0;
 }

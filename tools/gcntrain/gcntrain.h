@@ -82,6 +82,14 @@ void log_epoch(session *s, int run, const gcn_epoch_stats *e);
  * file is in place.  Returns 0 or an exit code after saying why. */
 int save_checkpoint(session *s, const gcn_trainer *tr);
 
+/* One epoch of tr, its times added to the session's; s->stop set (and no
+ * epoch run) when a signal is pending.  0 or an exit status. */
+int next_epoch(session *s, gcn_trainer *tr, gcn_epoch_stats *es);
+
+/* The --save-every checkpoint after `epoch`, when one is due (*saved =
+ * epoch).  0 or an exit status. */
+int save_every(session *s, const gcn_trainer *tr, int epoch, int *saved);
+
 /* A run's end: where a signal stopped it, or its best-validation result
  * printed, logged and kept for the summary. */
 void finish_run(session *s, int run, const gcn_train_best *b, int epochs_done);

@@ -62,6 +62,26 @@ static int write_predictions(session *s)
     return 0;
 }
 
+int next_epoch(session *s, gcn_trainer *tr, gcn_epoch_stats *es)
+{
+    if ((s->stop = signals_pending()))
+        return 0;
+    gcn_status st = gcn_trainer_epoch(s->ctx, tr, es);
+    if (st != GCN_OK)
+        return fail(s, st, PHASE_TRAIN, "training");
+    s->t_train += es->train_ms * 1e-3;
+    s->t_eval += es->eval_ms * 1e-3;
+    return 0;
+}
+
+int save_every(session *s, const gcn_trainer *tr, int epoch, int *saved)
+{
+    if (s->a.save_every <= 0 || epoch % s->a.save_every)
+        return 0;
+    *saved = epoch;
+    return save_checkpoint(s, tr);
+}
+
 /* The epochs of one run, from where the trainer is, until the last or a
  * signal (s->stop); a checkpoint every --save-every epochs and at the end. */
 static int train_epochs(session *s, int run, gcn_trainer *tr, bool from_file)
@@ -69,24 +89,19 @@ static int train_epochs(session *s, int run, gcn_trainer *tr, bool from_file)
     gcn_status st;
     int rc, saved = gcn_trainer_epochs_done(tr);
     for (int e = saved; e < s->cfg.epochs; e++) {
-        if ((s->stop = signals_pending()))
-            break;
         gcn_epoch_stats es;
-        if ((st = gcn_trainer_epoch(s->ctx, tr, &es)) != GCN_OK)
-            return fail(s, st, PHASE_TRAIN, "training");
-        s->t_train += es.train_ms * 1e-3;
-        s->t_eval += es.eval_ms * 1e-3;
+        if ((rc = next_epoch(s, tr, &es)))
+            return rc;
+        if (s->stop)
+            break;
         log_epoch(s, run, &es);
         if (!log_ok(&s->log))
             return EXIT_RUNTIME;
         if (!s->spmm_reported && (s->spmm_reported = report_spmm(s, run, tr)) &&
             (st = save_choices(s, tr, from_file)) != GCN_OK)
             return fail(s, st, PHASE_OUTPUT, "spmm plan");
-        if (s->a.save_every > 0 && es.epoch % s->a.save_every == 0) {
-            if ((rc = save_checkpoint(s, tr)))
-                return rc;
-            saved = es.epoch;
-        }
+        if ((rc = save_every(s, tr, es.epoch, &saved)))
+            return rc;
     }
     return s->a.save && gcn_trainer_epochs_done(tr) > saved ? save_checkpoint(s, tr) : 0;
 }
