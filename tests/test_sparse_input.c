@@ -9,6 +9,7 @@
 #include "gcn.h"
 #include "helpers.h"
 #include "sbm_train.h"
+#include "threads_check.h"
 
 enum { ROWS = 37, COLS = 53 };
 
@@ -247,4 +248,68 @@ Test(sparse_input, dense_features_and_aggregating_layers_stay_dense)
         gcn_dataset_free(&ds);
         gcn_ctx_free(&ctx);
     }
+}
+
+/* A matrix that splits unevenly across threads (one row of every column,
+ * every fifth row empty): at 3 threads the product and w's gradient are
+ * the 1-thread bits (each row is summed by one thread, in order), and
+ * without dropout they match a double-precision product. */
+Test(sparse_input, threads_split_rows_by_entries, .timeout = 60)
+{
+    enum { R = 1500, C = 300, N = 64 };
+    int32_t *row_ptr = malloc((R + 1) * sizeof *row_ptr), *col = malloc(R * 20 * sizeof *col);
+    float *val = malloc(R * 20 * sizeof *val), *wh = random_floats(C * N, -1.0f, 1.0f, 4);
+    int32_t nnz = 0;
+    row_ptr[0] = 0;
+    for (int32_t i = 0; i < R; i++) {
+        int32_t deg = i == 7 ? C : i % 5 == 0 ? 0 : 1 + i % 17;
+        for (int32_t k = 0; k < deg; k++) {
+            col[nnz] = i == 7 ? k : (i * 31 + k * 17) % C;
+            val[nnz++] = (float)((i + k) % 7) - 3.0f;
+        }
+        row_ptr[i + 1] = nnz;
+    }
+    for (int drop = 0; drop < 2; drop++) {
+        float *y[2], *dw[2];
+        for (int k = 0; k < 2; k++) {
+            gcn_ctx *ctx = threads_ctx(k ? 3 : 1, 9);
+            gcn_csr *xs = NULL;
+            cr_assert_eq(gcn_csr_create(ctx, &xs, R, C, nnz, row_ptr, col, val), GCN_OK);
+            gcn_tensor *w = test_tensor(ctx, wh, C, N), *out = NULL, *loss = NULL;
+            cr_assert_eq(gcn_tensor_set_requires_grad(w, true), GCN_OK);
+            cr_assert_eq(gcn_sparse_dropout_matmul(ctx, xs, drop ? 0.5f : 0.0f, true, w, &out),
+                         GCN_OK, "%s", gcn_last_error(ctx));
+            cr_assert_eq(test_weigh(ctx, out, &loss), GCN_OK);
+            cr_assert_eq(gcn_backward(ctx, loss), GCN_OK);
+            y[k] = test_read(ctx, out);
+            dw[k] = test_read(ctx, gcn_tensor_grad(w));
+            gcn_tensor_free(&w);
+            gcn_tensor_free(&out);
+            gcn_tensor_free(&loss);
+            gcn_csr_free(&xs);
+            gcn_ctx_free(&ctx);
+        }
+        expect_same_bits(y[1], y[0], (size_t)R * N * sizeof(float), "product", 3, 1);
+        expect_same_bits(dw[1], dw[0], (size_t)C * N * sizeof(float), "dw", 3, 1);
+        if (!drop) {
+            double *want = malloc((size_t)R * N * sizeof *want);
+            for (int32_t i = 0; i < R; i++)
+                for (int32_t k = 0; k < N; k++) {
+                    double s = 0.0;
+                    for (int32_t e = row_ptr[i]; e < row_ptr[i + 1]; e++)
+                        s += (double)val[e] * wh[(int64_t)col[e] * N + k];
+                    want[(int64_t)i * N + k] = s;
+                }
+            expect_near(y[1], want, NULL, (int64_t)R * N, 1e-5, "product at 3 threads");
+            free(want);
+        }
+        for (int k = 0; k < 2; k++) {
+            free(y[k]);
+            free(dw[k]);
+        }
+    }
+    free(row_ptr);
+    free(col);
+    free(val);
+    free(wh);
 }
