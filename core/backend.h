@@ -136,18 +136,61 @@ typedef gcn_status gcn_be_log_softmax_fn(gcn_ctx *ctx, int64_t rows, int64_t col
 typedef gcn_status gcn_be_log_softmax_backward_fn(gcn_ctx *ctx, int64_t rows, int64_t cols,
                                                   const float *y, const float *dy, float *dx,
                                                   bool acc);
-/* out[s, c] = the sum, mean or max of x[r, c] over r in [offsets[s],
- * offsets[s + 1]), in row order (0 for an empty segment); for the max,
- * argmax[s, c] = the first row holding it (-1 when empty). */
-typedef gcn_status gcn_be_segment_pool_fn(gcn_ctx *ctx, gcn_pooling kind, int64_t n_seg,
-                                          int64_t cols, const int32_t *offsets, const float *x,
-                                          float *out, int32_t *argmax);
-/* dx [rows, cols] (+)= that pooling's gradient for dy [n_seg, cols]; the
- * segments cover every row once. */
-typedef gcn_status gcn_be_segment_pool_backward_fn(gcn_ctx *ctx, gcn_pooling kind, int64_t n_seg,
-                                                   int64_t cols, const int32_t *offsets,
+/* Segment pooling of n inputs x[k] [rows, cols[k]] side by side into one
+ * [n_seg, width] output, input k's columns from first(k) = cols[0] + ... +
+ * cols[k - 1]: out[s, first(k) + c] = the sum, mean or max of x[k][r, c]
+ * over r in [offsets[s], offsets[s + 1]), in row order (0 for an empty
+ * segment); for the max, argmax[s, first(k) + c] = the first row holding it
+ * (-1 when empty). */
+typedef struct gcn_pool_args {
+    gcn_pooling kind;
+    int64_t n_seg;
+    const int32_t *offsets; /* [n_seg + 1] */
+    int n;
+    int64_t cols[GCN_READOUT_MAX];
+    int64_t width; /* the sum of cols */
+} gcn_pool_args;
+
+typedef gcn_status gcn_be_segment_pool_fn(gcn_ctx *ctx, const gcn_pool_args *a,
+                                          const float *const *x, float *out, int32_t *argmax);
+/* dx[k] [rows, cols[k]] (+)= (acc[k]) the pooling's gradient for dy [n_seg,
+ * width]; a NULL dx[k] is skipped.  The segments cover every row once. */
+typedef gcn_status gcn_be_segment_pool_backward_fn(gcn_ctx *ctx, const gcn_pool_args *a,
                                                    const int32_t *argmax, const float *dy,
-                                                   float *dx, bool acc);
+                                                   float *const *dx, const bool *acc);
+/* gcn_readout's heads on pooled [n_seg, width] (a pool's columns): head k's
+ * score of (g, c) is t = (float)(sum over f in order, in double, of
+ * pooled[g, first(k) + f] w[k][f, c]) + b[k][c] (b[k] NULL: none), then the
+ * dropout of t (p > 0: kept when gcn_philox_uniform >= p of the word of
+ * element (g, c) of a [n_seg, classes] draw that starts at counter
+ * gcn_draw_first(offset) + k stride, stride = (n_seg classes + 3) / 4,
+ * t / (1 - p) in float, else 0); scores[g, c] = the heads' scores added in
+ * float in order. */
+typedef struct gcn_heads_args {
+    int64_t classes;
+    const float *w[GCN_READOUT_MAX]; /* [cols[k], classes] */
+    const float *b[GCN_READOUT_MAX]; /* [classes] or NULL */
+    float p;
+    uint32_t key[2];
+    gcn_draw_offset offset;
+} gcn_heads_args;
+
+typedef gcn_status gcn_be_heads_fn(gcn_ctx *ctx, const gcn_pool_args *a, const gcn_heads_args *h,
+                                   const float *pooled, float *scores);
+/* Where the heads' backward writes (NULL: skipped; acc adds). */
+typedef struct gcn_heads_grads {
+    float *dw[GCN_READOUT_MAX], *db[GCN_READOUT_MAX];
+    bool acc_w[GCN_READOUT_MAX], acc_b[GCN_READOUT_MAX];
+} gcn_heads_grads;
+/* From dscores [n_seg, classes]: with g(k; s, c) head k's dscores through
+ * its dropout (as the forward's mask scales it), in double and in order,
+ * db[k][c] (+)= sum over s of g, dw[k][f, c] (+)= sum over s of
+ * pooled[s, first(k) + f] g, and dpooled [n_seg, width] (overwritten, when
+ * not NULL) at (s, first(k) + f) = sum over c of g w[k][f, c]. */
+typedef gcn_status gcn_be_heads_backward_fn(gcn_ctx *ctx, const gcn_pool_args *a,
+                                            const gcn_heads_args *h, const float *pooled,
+                                            const float *dscores, float *dpooled,
+                                            const gcn_heads_grads *g);
 /* out[0] = -mean over the listed rows of logp[row, labels[row]] */
 typedef gcn_status gcn_be_nll_fn(gcn_ctx *ctx, int64_t cols, const float *logp,
                                  const int32_t *labels, const int32_t *rows, int64_t n_rows,
@@ -227,6 +270,8 @@ typedef struct gcn_backend {
     gcn_be_nll_backward_fn *nll_backward;
     gcn_be_segment_pool_fn *segment_pool;
     gcn_be_segment_pool_backward_fn *segment_pool_backward;
+    gcn_be_heads_fn *heads;
+    gcn_be_heads_backward_fn *heads_backward;
     gcn_be_epilogue_stats_fn *epilogue_stats;
     gcn_be_epilogue_forward_fn *epilogue_forward;
     gcn_be_epilogue_backward_fn *epilogue_backward;

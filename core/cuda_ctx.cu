@@ -120,6 +120,11 @@ gcn_status gcn_cuda_init(gcn_ctx *ctx, int device_index)
     /* the dropout offset's device copy, outside the pool: the context's own */
     GCN_CUDA(cudaMalloc((void **)&ctx->rng_dev, sizeof *ctx->rng_dev));
     GCN_CUDA(cudaMemset(ctx->rng_dev, 0, sizeof *ctx->rng_dev));
+    /* zeroed once on the context's stream, so before any kernel; every
+     * kernel that counts on them leaves them zero, graph replays included */
+    size_t counter_bytes = GCN_TILE_COUNTERS * sizeof *cs->tile_counters;
+    GCN_CUDA(cudaMalloc((void **)&cs->tile_counters, counter_bytes));
+    GCN_CUDA(cudaMemsetAsync(cs->tile_counters, 0, counter_bytes, cs->stream));
     cudaDeviceProp prop;
     GCN_CUDA(cudaGetDeviceProperties(&prop, device_index));
     gcn_log(ctx, GCN_LOG_INFO, "CUDA device %d: %s (sm_%d%d, %.1f GiB), matmuls in %s%s",
@@ -155,6 +160,8 @@ void gcn_cuda_release(gcn_ctx *ctx)
     if (ctx->rng_dev)
         cudaFree(ctx->rng_dev);
     ctx->rng_dev = NULL;
+    if (cs->tile_counters)
+        cudaFree(cs->tile_counters);
     if (cs->stream)
         cudaStreamDestroy(cs->stream);
     cudaGetLastError();

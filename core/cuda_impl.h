@@ -25,7 +25,13 @@ typedef struct gcn_cuda_state {
     int prof_n_events;
     cudaEvent_t stamps[GCN_STAMPS]; /* gcn_ctx_stamp's events, created on first use */
     bool capturing;            /* between gcn_cuda_capture_begin and _end */
+    unsigned *tile_counters;   /* [GCN_TILE_COUNTERS] on the device (cuda_cols.cuh) */
 } gcn_cuda_state;
+
+/* The one-launch column reduction's counters (cuda_cols.cuh): blocks done
+ * per column tile, zero between kernels.  1,024 tiles are 32 K columns of
+ * one float, or 128 K in float4s; wider matrices take two launches. */
+#define GCN_TILE_COUNTERS 1024
 
 /* ---- checked calls ------------------------------------------------------ */
 
@@ -123,6 +129,8 @@ gcn_be_log_softmax_backward_fn gcn_cuda_log_softmax_backward;
 gcn_be_nll_backward_fn gcn_cuda_nll_backward;
 gcn_be_segment_pool_fn gcn_cuda_segment_pool;
 gcn_be_segment_pool_backward_fn gcn_cuda_segment_pool_backward;
+gcn_be_heads_fn gcn_cuda_heads;
+gcn_be_heads_backward_fn gcn_cuda_heads_backward;
 
 /* ops_cuda_epilogue.cu */
 gcn_be_epilogue_stats_fn gcn_cuda_epilogue_stats;

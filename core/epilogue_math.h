@@ -14,10 +14,12 @@
 #define GCN_EPI_ADD(a, b) __fadd_rn((a), (b))
 #define GCN_EPI_SUB(a, b) __fsub_rn((a), (b))
 #define GCN_EPI_MUL(a, b) __fmul_rn((a), (b))
+#define GCN_EPI_DMULADD(s, a, b) __dadd_rn((s), __dmul_rn((a), (b)))
 #else
 #define GCN_EPI_ADD(a, b) ((a) + (b))
 #define GCN_EPI_SUB(a, b) ((a) - (b))
 #define GCN_EPI_MUL(a, b) ((a) * (b))
+#define GCN_EPI_DMULADD(s, a, b) ((s) + (a) * (b))
 #endif
 
 /* One column's constants: pre = norm ? (x + bias - mean) scale + beta : x + bias. */
@@ -67,6 +69,40 @@ GCN_HD float gcn_epi_act_grad(float g, float pre, float y, gcn_activation act, f
 GCN_HD bool gcn_epi_kept(uint32_t w, float p)
 {
     return gcn_philox_uniform(w) >= p;
+}
+
+/* The total a warp's lane 0 ends with when each lane l starts with v[l]
+ * and, for o = 16, 8, 4, 2, 1, adds its partner l ^ o's value to its own
+ * (an xor butterfly of __shfl_xor_sync): for l < o the partner is l + o,
+ * so v[l] += v[l + o].  v is overwritten.  The host computes a warp's sum
+ * in the warp's order with it. */
+GCN_HD double gcn_lane_tree_sum(double v[32])
+{
+#ifdef __CUDA_ARCH__
+#pragma unroll
+#endif
+    for (int o = 16; o > 0; o >>= 1)
+#ifdef __CUDA_ARCH__
+#pragma unroll
+#endif
+        for (int l = 0; l < o; l++)
+            v[l] += v[l + o];
+    return v[0];
+}
+
+/* gcn_readout's dropout of head k's value t at (g, c), its draw words
+ * those of a [n_seg, classes] draw k stride counters after the offset's
+ * start (gcn_heads_args): t without dropout (p = 0), t scale when kept,
+ * else 0. */
+GCN_HD float gcn_head_dropout(float t, float p, float scale, gcn_draw_offset o,
+                              const uint32_t key[2], int k, int64_t n_seg, int64_t classes,
+                              int64_t g, int64_t c)
+{
+    if (p == 0.0f)
+        return t;
+    uint64_t first = gcn_draw_first(o) + (uint64_t)k * (uint64_t)((n_seg * classes + 3) / 4);
+    return gcn_epi_kept(gcn_draw_word_at(o, key, first, g, c, classes), p) ? GCN_EPI_MUL(t, scale)
+                                                                            : 0.0f;
 }
 
 #endif

@@ -158,6 +158,25 @@ typedef enum gcn_pooling {
 GCN_API gcn_status gcn_segment_pool(gcn_ctx *ctx, gcn_tensor *x, const gcn_index *offsets,
                                     gcn_pooling kind, gcn_tensor **out);
 
+/* The most inputs gcn_readout takes (a model of 32 layers and its input). */
+#define GCN_READOUT_MAX 33
+
+/* A graph-level readout in one op, the jumping-knowledge score of the GIN
+ * paper: for the n inputs h[k] [rows, f_k] (the same rows: a batch's nodes,
+ * graph after graph as offsets says, which gcn_segment_pool pools)
+ *     scores = s_0 + s_1 + ... + s_{n-1},  s_k = dropout(pool(h[k]) w[k] + b[k], p)
+ * with w[k] [f_k, classes] and b[k] [1, classes] (b NULL: no biases); scores
+ * is [graphs, classes].  The same as those ops in turn up to float rounding,
+ * with their draws: head k's mask is the one gcn_dropout would draw for its
+ * [graphs, classes] scores, the heads drawing in turn; without `training`
+ * there is no dropout.  The inputs must be distinct tensors, 1 <= n <=
+ * GCN_READOUT_MAX.  Sums are taken in double in a fixed order, so the CPU
+ * and the GPU agree to rounding and each is deterministic; on the GPU the op
+ * is two launches forward and two backward. */
+GCN_API gcn_status gcn_readout(gcn_ctx *ctx, gcn_tensor *const *h, gcn_tensor *const *w,
+                               gcn_tensor *const *b, int n, const gcn_index *offsets,
+                               gcn_pooling kind, float p, bool training, gcn_tensor **scores);
+
 /* Fraction of the listed rows whose argmax over columns equals the label
  * (ties go to the lowest column).  Not differentiable.  0 rows gives 0. */
 GCN_API gcn_status gcn_accuracy(gcn_ctx *ctx, const gcn_tensor *scores, const gcn_index *labels,

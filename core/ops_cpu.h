@@ -43,6 +43,8 @@ gcn_be_nll_fn gcn_cpu_nll;
 gcn_be_nll_backward_fn gcn_cpu_nll_backward;
 gcn_be_segment_pool_fn gcn_cpu_segment_pool;
 gcn_be_segment_pool_backward_fn gcn_cpu_segment_pool_backward;
+gcn_be_heads_fn gcn_cpu_heads;
+gcn_be_heads_backward_fn gcn_cpu_heads_backward;
 gcn_be_count_correct_fn gcn_cpu_count_correct;
 gcn_be_cross_entropy_fn gcn_cpu_cross_entropy;
 gcn_be_cross_entropy_backward_fn gcn_cpu_cross_entropy_backward;

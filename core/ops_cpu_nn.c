@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "epilogue_math.h"
 #include "ops_cpu.h"
 #include "parallel.h"
 
@@ -354,48 +355,152 @@ gcn_status gcn_cpu_cross_entropy_backward(gcn_ctx *ctx, int64_t n, int64_t cols,
     return GCN_OK;
 }
 
-/* ---- segment pooling ------------------------------------------------------ */
+/* ---- segment pooling and the readout's heads ------------------------------- */
 
-gcn_status gcn_cpu_segment_pool(gcn_ctx *ctx, gcn_pooling kind, int64_t n_seg, int64_t cols,
-                                const int32_t *offsets, const float *x, float *out,
-                                int32_t *argmax)
+/* Column first(k) of gcn_pool_args's side-by-side output. */
+static int64_t first_col(const gcn_pool_args *a, int k)
 {
-    GCN_PAR_FOR(gcn_par_threads(ctx, (n_seg > 0 ? offsets[n_seg] : 0) * cols))
-    for (int64_t s = 0; s < n_seg; s++)
-        for (int64_t c = 0; c < cols; c++) {
-            float acc = 0.0f;
-            int32_t arg = -1;
-            for (int32_t r = offsets[s]; r < offsets[s + 1]; r++) {
-                float v = x[r * cols + c];
-                if (kind != GCN_POOL_MAX)
-                    acc += v;
-                else if (arg < 0 || v > acc || v != v) /* NaN wins, as in PyTorch */
-                    acc = v, arg = r;
+    int64_t f = 0;
+    for (int j = 0; j < k; j++)
+        f += a->cols[j];
+    return f;
+}
+
+gcn_status gcn_cpu_segment_pool(gcn_ctx *ctx, const gcn_pool_args *a, const float *const *x,
+                                float *out, int32_t *argmax)
+{
+    const int32_t *offsets = a->offsets;
+    int64_t n_seg = a->n_seg, width = a->width;
+    for (int k = 0; k < a->n; k++) {
+        const float *xk = x[k];
+        int64_t cols = a->cols[k], first = first_col(a, k);
+        GCN_PAR_FOR(gcn_par_threads(ctx, (n_seg > 0 ? offsets[n_seg] : 0) * cols))
+        for (int64_t s = 0; s < n_seg; s++)
+            for (int64_t c = 0; c < cols; c++) {
+                float acc = 0.0f;
+                int32_t arg = -1;
+                for (int32_t r = offsets[s]; r < offsets[s + 1]; r++) {
+                    float v = xk[r * cols + c];
+                    if (a->kind != GCN_POOL_MAX)
+                        acc += v;
+                    else if (arg < 0 || v > acc || v != v) /* NaN wins, as in PyTorch */
+                        acc = v, arg = r;
+                }
+                if (a->kind == GCN_POOL_MEAN && offsets[s + 1] > offsets[s])
+                    acc /= (float)(offsets[s + 1] - offsets[s]);
+                out[s * width + first + c] = acc;
+                if (a->kind == GCN_POOL_MAX)
+                    argmax[s * width + first + c] = arg;
             }
-            if (kind == GCN_POOL_MEAN && offsets[s + 1] > offsets[s])
-                acc /= (float)(offsets[s + 1] - offsets[s]);
-            out[s * cols + c] = acc;
-            if (kind == GCN_POOL_MAX)
-                argmax[s * cols + c] = arg;
+    }
+    return GCN_OK;
+}
+
+gcn_status gcn_cpu_segment_pool_backward(gcn_ctx *ctx, const gcn_pool_args *a,
+                                         const int32_t *argmax, const float *dy,
+                                         float *const *dx, const bool *acc)
+{
+    const int32_t *offsets = a->offsets;
+    int64_t n_seg = a->n_seg, width = a->width;
+    for (int k = 0; k < a->n; k++) {
+        if (!dx[k])
+            continue;
+        float *dxk = dx[k];
+        bool acck = acc[k];
+        int64_t cols = a->cols[k], first = first_col(a, k);
+        GCN_PAR_FOR(gcn_par_threads(ctx, (n_seg > 0 ? offsets[n_seg] : 0) * cols))
+        for (int64_t s = 0; s < n_seg; s++)
+            for (int32_t r = offsets[s]; r < offsets[s + 1]; r++)
+                for (int64_t c = 0; c < cols; c++) {
+                    int64_t j = s * width + first + c;
+                    float g = dy[j];
+                    if (a->kind == GCN_POOL_MEAN)
+                        g /= (float)(offsets[s + 1] - offsets[s]);
+                    else if (a->kind == GCN_POOL_MAX && argmax[j] != r)
+                        g = 0.0f;
+                    dxk[r * cols + c] = g + ACC(dxk[r * cols + c], acck);
+                }
+    }
+    return GCN_OK;
+}
+
+gcn_status gcn_cpu_heads(gcn_ctx *ctx, const gcn_pool_args *a, const gcn_heads_args *h,
+                         const float *pooled, float *scores)
+{
+    int64_t n_seg = a->n_seg, classes = h->classes, width = a->width;
+    float scale = h->p > 0.0f ? 1.0f / (1.0f - h->p) : 1.0f;
+    GCN_PAR_FOR(gcn_par_threads(ctx, n_seg * classes * width))
+    for (int64_t g = 0; g < n_seg; g++)
+        for (int64_t c = 0; c < classes; c++) {
+            float score = 0.0f;
+            int64_t first = 0;
+            for (int k = 0; k < a->n; k++) {
+                double lanes[32] = {0.0}; /* the GPU's warp: feature f on lane f % 32 */
+                for (int64_t f = 0; f < a->cols[k]; f++)
+                    lanes[f % 32] = GCN_EPI_DMULADD(lanes[f % 32],
+                                                    (double)pooled[g * width + first + f],
+                                                    (double)h->w[k][f * classes + c]);
+                float t = (float)gcn_lane_tree_sum(lanes) + (h->b[k] ? h->b[k][c] : 0.0f);
+                t = gcn_head_dropout(t, h->p, scale, h->offset, h->key, k, n_seg, classes, g, c);
+                score = k == 0 ? t : score + t;
+                first += a->cols[k];
+            }
+            scores[g * classes + c] = score;
         }
     return GCN_OK;
 }
 
-gcn_status gcn_cpu_segment_pool_backward(gcn_ctx *ctx, gcn_pooling kind, int64_t n_seg,
-                                         int64_t cols, const int32_t *offsets,
-                                         const int32_t *argmax, const float *dy, float *dx,
-                                         bool acc)
+gcn_status gcn_cpu_heads_backward(gcn_ctx *ctx, const gcn_pool_args *a, const gcn_heads_args *h,
+                                  const float *pooled, const float *dscores, float *dpooled,
+                                  const gcn_heads_grads *gr)
 {
-    GCN_PAR_FOR(gcn_par_threads(ctx, (n_seg > 0 ? offsets[n_seg] : 0) * cols))
-    for (int64_t s = 0; s < n_seg; s++)
-        for (int32_t r = offsets[s]; r < offsets[s + 1]; r++)
-            for (int64_t c = 0; c < cols; c++) {
-                float g = dy[s * cols + c];
-                if (kind == GCN_POOL_MEAN)
-                    g /= (float)(offsets[s + 1] - offsets[s]);
-                else if (kind == GCN_POOL_MAX && argmax[s * cols + c] != r)
-                    g = 0.0f;
-                dx[r * cols + c] = g + ACC(dx[r * cols + c], acc);
+    int64_t n_seg = a->n_seg, classes = h->classes, width = a->width;
+    float scale = h->p > 0.0f ? 1.0f / (1.0f - h->p) : 1.0f;
+    /* every head's dscores through its dropout, drawn once: grad[k][g][c] */
+    int64_t per_head = n_seg * classes;
+    size_t bytes = (size_t)(a->n * per_head) * sizeof(float);
+    float *grad;
+    GCN_TRY(gcn_mem_alloc(ctx, (void **)&grad, bytes));
+    for (int k = 0; k < a->n; k++)
+        for (int64_t t = 0; t < per_head; t++)
+            grad[k * per_head + t] = gcn_head_dropout(dscores[t], h->p, scale, h->offset, h->key,
+                                                      k, n_seg, classes, t / classes,
+                                                      t % classes);
+    for (int k = 0; k < a->n; k++) {
+        int64_t cols = a->cols[k], first = first_col(a, k);
+        const float *gk = grad + k * per_head;
+        float *dw = gr->dw[k], *db = gr->db[k];
+        bool acc_w = gr->acc_w[k], acc_b = gr->acc_b[k];
+        if (db)
+            for (int64_t c = 0; c < classes; c++) {
+                double s = 0.0;
+                for (int64_t g = 0; g < n_seg; g++)
+                    s += gk[g * classes + c];
+                db[c] = (float)s + ACC(db[c], acc_b);
             }
+        if (dw) {
+            GCN_PAR_FOR(gcn_par_threads(ctx, cols * classes * n_seg))
+            for (int64_t f = 0; f < cols; f++)
+                for (int64_t c = 0; c < classes; c++) {
+                    double s = 0.0;
+                    for (int64_t g = 0; g < n_seg; g++)
+                        s = GCN_EPI_DMULADD(s, (double)pooled[g * width + first + f],
+                                            (double)gk[g * classes + c]);
+                    dw[f * classes + c] = (float)s + ACC(dw[f * classes + c], acc_w);
+                }
+        }
+        if (dpooled) {
+            GCN_PAR_FOR(gcn_par_threads(ctx, n_seg * cols * classes))
+            for (int64_t g = 0; g < n_seg; g++)
+                for (int64_t f = 0; f < cols; f++) {
+                    double s = 0.0;
+                    for (int64_t c = 0; c < classes; c++)
+                        s = GCN_EPI_DMULADD(s, (double)gk[g * classes + c],
+                                            (double)h->w[k][f * classes + c]);
+                    dpooled[g * width + first + f] = (float)s;
+                }
+        }
+    }
+    gcn_mem_release(ctx, grad, bytes);
     return GCN_OK;
 }

@@ -3,13 +3,13 @@
 #include "cuda_cols.cuh"
 
 /* Sums accumulate in double like the CPU reference, in a fixed order
- * (per-chunk partials, then a second pass), so results are deterministic and
- * use no atomics.  Element-wise arithmetic mirrors core/ops_cpu_nn.c with _rn
- * intrinsics (no fused multiply-add). */
+ * (per-chunk partials, then their sum in chunk order), so results are
+ * deterministic and use no atomics.  Element-wise arithmetic mirrors
+ * core/ops_cpu_nn.c with _rn intrinsics (no fused multiply-add). */
 
 #define ACC(p, acc) ((acc) ? (p) : 0.0f)
 
-/* ---- the two-pass column reduction --------------------------------------- */
+/* ---- the column reduction --------------------------------------------------- */
 
 /* A per-element f(r, c, v) as tile_kernel's one-column functor. */
 template <int N, class F>
@@ -35,13 +35,8 @@ static gcn_status col_reduce(gcn_ctx *ctx, gcn_cuda_state *cs, int64_t rows, int
     size_t bytes = (size_t)(t.n_chunks * cols * N) * sizeof(double);
     double *partial = NULL;
     GCN_TRY(gcn_mem_alloc(ctx, (void **)&partial, bytes));
-    gcn_status st = launch_tiles<1, N>(ctx, cs->stream, t, rows, cols, per_element<N, F>{f},
-                                       partial, "col_partial");
-    if (st == GCN_OK) {
-        col_finish_kernel<N><<<col_finish_blocks(cols), GCN_THREADS, 0, cs->stream>>>(
-            cols, t.n_chunks, partial, fin);
-        st = GCN_LAUNCHED_ST("col_finish_kernel");
-    }
+    gcn_status st = reduce_tiles<1, N>(ctx, cs, t, rows, cols, per_element<N, F>{f}, partial,
+                                       fin, "col_partial");
     gcn_mem_release(ctx, partial, bytes);
     return st;
 }

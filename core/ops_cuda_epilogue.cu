@@ -184,18 +184,22 @@ gcn_status gcn_cuda_epilogue_stats(gcn_ctx *ctx, int64_t rows, int64_t cols, con
     size_t bytes = (size_t)(t.n_chunks * cols * 2) * sizeof(double);
     double *partial = NULL;
     GCN_TRY(gcn_mem_alloc(ctx, (void **)&partial, bytes));
-    gcn_status st = vec ? launch_tiles<4, 2>(ctx, cs->stream, t, rows, cols,
-                                             stats_terms<4>{x, bias, cols}, partial, "stats_4")
-                        : launch_tiles<1, 2>(ctx, cs->stream, t, rows, cols,
-                                             stats_terms<1>{x, bias, cols}, partial, "stats_1");
-    if (st == GCN_OK && gcn_ctx_ranks(ctx) > 1) {
-        st = shared_stats(ctx, cs->stream, cols, t.n_chunks, partial, x, bias, rows, momentum,
-                          eps, running_mean, running_var, mean, invstd);
-    } else if (st == GCN_OK) {
-        col_finish_kernel<2><<<col_finish_blocks(cols), GCN_THREADS, 0, cs->stream>>>(
-            cols, t.n_chunks, partial,
-            stats_out{x, bias, rows, momentum, eps, running_mean, running_var, mean, invstd});
-        st = GCN_LAUNCHED_ST("col_finish_kernel");
+    gcn_status st;
+    if (gcn_ctx_ranks(ctx) > 1) {
+        /* the all-reduce sits between the passes: always two launches */
+        st = vec ? launch_tiles<4, 2>(ctx, cs->stream, t, rows, cols,
+                                      stats_terms<4>{x, bias, cols}, partial, "stats_4")
+                 : launch_tiles<1, 2>(ctx, cs->stream, t, rows, cols,
+                                      stats_terms<1>{x, bias, cols}, partial, "stats_1");
+        if (st == GCN_OK)
+            st = shared_stats(ctx, cs->stream, cols, t.n_chunks, partial, x, bias, rows,
+                              momentum, eps, running_mean, running_var, mean, invstd);
+    } else {
+        stats_out fin = {x, bias, rows, momentum, eps, running_mean, running_var, mean, invstd};
+        st = vec ? reduce_tiles<4, 2>(ctx, cs, t, rows, cols, stats_terms<4>{x, bias, cols},
+                                      partial, fin, "stats_4")
+                 : reduce_tiles<1, 2>(ctx, cs, t, rows, cols, stats_terms<1>{x, bias, cols},
+                                      partial, fin, "stats_1");
     }
     gcn_mem_release(ctx, partial, bytes);
     return st;
@@ -353,27 +357,20 @@ static gcn_status backward_passes(gcn_ctx *ctx, gcn_cuda_state *cs, const gcn_ep
 {
     float scale = a->p > 0.0f ? 1.0f / (1.0f - a->p) : 1.0f;
     tiling t = tile_grid(a->rows, a->cols, V);
-    unsigned col_blocks = col_finish_blocks(a->cols);
     if (a->gamma) {
-        GCN_TRY((launch_tiles<V, 2>(ctx, cs->stream, t, a->rows, a->cols,
-                                    grad_terms<V>{*a, scale, dout}, partial, "grad_terms")));
-        col_finish_kernel<2><<<col_blocks, GCN_THREADS, 0, cs->stream>>>(
-            a->cols, t.n_chunks, partial, grad_out{sums, a->cols, a->rows, *g});
-        GCN_LAUNCHED("col_finish_kernel");
+        GCN_TRY((reduce_tiles<V, 2>(ctx, cs, t, a->rows, a->cols, grad_terms<V>{*a, scale, dout},
+                                    partial, grad_out{sums, a->cols, a->rows, *g},
+                                    "grad_terms")));
         /* training batch norm over several ranks: dx needs every rank's sums */
         if (a->batch_stats && gcn_ctx_ranks(ctx) > 1)
             GCN_TRY(gcn_comm_allreduce_f64(ctx, sums, 2 * a->cols + 1));
     }
-    if (!g->dx && !g->dbias)
-        return GCN_OK;
-    GCN_TRY((launch_tiles<V, 1>(ctx, cs->stream, t, a->rows, a->cols,
-                                dx_elems<V>{*a, scale, dout, sums, g->dx, g->acc_x},
-                                g->dbias ? partial : NULL, "dx_elems")));
-    if (g->dbias) {
-        col_finish_kernel<1><<<col_blocks, GCN_THREADS, 0, cs->stream>>>(a->cols, t.n_chunks,
-                                                                         partial, dbias_out{*g});
-        GCN_LAUNCHED("col_finish_kernel");
-    }
+    dx_elems<V> f = {*a, scale, dout, sums, g->dx, g->acc_x};
+    if (g->dbias)
+        return reduce_tiles<V, 1>(ctx, cs, t, a->rows, a->cols, f, partial, dbias_out{*g},
+                                  "dx_elems");
+    if (g->dx)
+        return launch_tiles<V, 1>(ctx, cs->stream, t, a->rows, a->cols, f, NULL, "dx_elems");
     return GCN_OK;
 }
 

@@ -1,6 +1,7 @@
 /* Scalar reductions (sum, dot, NLL loss, accuracy count), row-wise log_softmax,
  * the fused cross-entropy and the backward passes of sum, NLL and
- * cross-entropy on the GPU. */
+ * cross-entropy on the GPU (segment pooling and the readout's heads are in
+ * ops_cuda_readout.cu). */
 #include "cuda_impl.h"
 
 /* Sums accumulate in double in a fixed order (block partials, then one
@@ -424,108 +425,5 @@ gcn_status gcn_cuda_cross_entropy_backward(gcn_ctx *ctx, int64_t n, int64_t cols
     cross_entropy_backward_kernel<<<warp_blocks(n_rows), GCN_THREADS, 0, cs->stream>>>(
         cols, x, labels, rows, n_rows, lse, dy, dx);
     GCN_LAUNCHED("cross_entropy_backward_kernel");
-    return GCN_OK;
-}
-
-/* ---- segment pooling ---------------------------------------------------------------------- */
-
-/* Block (segment s, column chunk): each thread reduces one column over the
- * segment's rows in order, as the CPU does; loads go ahead in groups of
- * POOL_AHEAD so that a long segment does not wait for each row in turn. */
-#define POOL_AHEAD 32
-
-__global__ void segment_pool_kernel(gcn_pooling kind, int64_t cols, const int32_t *offsets,
-                                    const float *__restrict__ x, float *out, int32_t *argmax)
-{
-    int64_t s = blockIdx.x;
-    int64_t c = (int64_t)blockIdx.y * blockDim.x + threadIdx.x;
-    if (c >= cols)
-        return;
-    int32_t begin = offsets[s], end = offsets[s + 1];
-    float acc = 0.0f;
-    int32_t arg = -1;
-    for (int32_t r0 = begin; r0 < end; r0 += POOL_AHEAD) {
-        float v[POOL_AHEAD];
-#pragma unroll
-        for (int k = 0; k < POOL_AHEAD; k++)
-            v[k] = r0 + k < end ? __ldg(x + (int64_t)(r0 + k) * cols + c) : 0.0f;
-#pragma unroll
-        for (int k = 0; k < POOL_AHEAD; k++) {
-            if (r0 + k >= end)
-                break;
-            if (kind != GCN_POOL_MAX) {
-                acc = __fadd_rn(acc, v[k]);
-            } else if (arg < 0 || v[k] > acc || v[k] != v[k]) {
-                acc = v[k];
-                arg = r0 + k;
-            }
-        }
-    }
-    if (kind == GCN_POOL_MEAN && end > begin)
-        acc = __fdiv_rn(acc, (float)(end - begin));
-    out[s * cols + c] = acc;
-    if (kind == GCN_POOL_MAX)
-        argmax[s * cols + c] = arg;
-}
-
-/* Block (s, y): its threads stride over the (row, column) elements of part y
- * of segment s's rows (POOL_PARTS parts), each written once. */
-#define POOL_PARTS 8
-
-__global__ void segment_pool_backward_kernel(gcn_pooling kind, int64_t cols, const int32_t *offsets,
-                                             const int32_t *argmax, const float *dy, float *dx,
-                                             bool acc)
-{
-    int64_t s = blockIdx.x;
-    int32_t begin = offsets[s], end = offsets[s + 1];
-    int64_t n = (int64_t)(end - begin) * cols;
-    int64_t first = n * blockIdx.y / POOL_PARTS, last = n * (blockIdx.y + 1) / POOL_PARTS;
-    for (int64_t i = first + threadIdx.x; i < last; i += blockDim.x) {
-        int64_t r = begin + i / cols, c = i % cols;
-        float g = dy[s * cols + c];
-        if (kind == GCN_POOL_MEAN)
-            g = __fdiv_rn(g, (float)(end - begin));
-        float v = kind == GCN_POOL_MAX && argmax[s * cols + c] != r ? 0.0f : g;
-        dx[r * cols + c] = v + ACC(dx[r * cols + c], acc);
-    }
-}
-
-/* Launches a segment kernel: a block per segment and chunk of columns,
- * whole warps of at most GCN_THREADS; nothing for no segments or columns. */
-template <typename... Args>
-static gcn_status segment_launch(gcn_ctx *ctx, const char *name, void (*kernel)(Args...),
-                                 int64_t n_seg, int64_t cols, Args... args)
-{
-    gcn_cuda_state *cs;
-    GCN_TRY(gcn_cuda_begin(ctx, &cs));
-    if (n_seg <= 0 || cols <= 0)
-        return GCN_OK;
-    int64_t warps = (cols + GCN_WARP - 1) / GCN_WARP;
-    int threads = (int)(warps * GCN_WARP < GCN_THREADS ? warps * GCN_WARP : GCN_THREADS);
-    dim3 grid((unsigned)n_seg, (unsigned)((cols + threads - 1) / threads));
-    kernel<<<grid, threads, 0, cs->stream>>>(args...);
-    return gcn_cuda_launched(ctx, name, __FILE__, __LINE__);
-}
-
-gcn_status gcn_cuda_segment_pool(gcn_ctx *ctx, gcn_pooling kind, int64_t n_seg, int64_t cols,
-                                 const int32_t *offsets, const float *x, float *out,
-                                 int32_t *argmax)
-{
-    return segment_launch(ctx, "segment_pool_kernel", segment_pool_kernel, n_seg, cols, kind,
-                          cols, offsets, x, out, argmax);
-}
-
-gcn_status gcn_cuda_segment_pool_backward(gcn_ctx *ctx, gcn_pooling kind, int64_t n_seg,
-                                          int64_t cols, const int32_t *offsets,
-                                          const int32_t *argmax, const float *dy, float *dx,
-                                          bool acc)
-{
-    gcn_cuda_state *cs;
-    GCN_TRY(gcn_cuda_begin(ctx, &cs));
-    if (n_seg <= 0 || cols <= 0)
-        return GCN_OK;
-    segment_pool_backward_kernel<<<dim3((unsigned)n_seg, POOL_PARTS), GCN_THREADS, 0,
-                                   cs->stream>>>(kind, cols, offsets, argmax, dy, dx, acc);
-    GCN_LAUNCHED("segment_pool_backward_kernel");
     return GCN_OK;
 }

@@ -1,5 +1,7 @@
 /* The differentiable ops specific to neural networks (batch norm,
  * log_softmax, NLL loss), column concatenation, reductions and accuracy. */
+#include <string.h>
+
 #include "comm.h"
 #include "internal.h"
 
@@ -350,25 +352,58 @@ gcn_status gcn_mean(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out)
     return scaled_sum(ctx, x, 1.0f / (float)NUMEL(x), "mean", out);
 }
 
-/* ---- segment pooling ------------------------------------------------------- */
+/* ---- segment pooling and the readout ----------------------------------------- */
+
+/* The pooling of the inputs in[0 .. n - 1] side by side over offsets. */
+static gcn_pool_args pool_args(gcn_pooling kind, const gcn_index *offsets, gcn_tensor *const *in,
+                               int n)
+{
+    gcn_pool_args a = {.kind = kind, .n_seg = offsets->n - 1, .offsets = offsets->data, .n = n};
+    for (int k = 0; k < n; k++) {
+        a.cols[k] = in[k]->cols;
+        a.width += in[k]->cols;
+    }
+    return a;
+}
+
+/* The pooled inputs' gradients from dpooled: nd->in[0 .. n - 1] pooled
+ * over index[0] (argmax index[1]). */
+static gcn_status pool_backward(gcn_ctx *ctx, gcn_node *nd, int n, const float *dpooled)
+{
+    gcn_pool_args a = pool_args((gcn_pooling)nd->param[0], nd->index[0], nd->in, n);
+    float *dx[GCN_READOUT_MAX];
+    bool acc[GCN_READOUT_MAX];
+    for (int k = 0; k < n; k++)
+        GCN_TRY(gcn_grad_slot_opt(ctx, nd->in[k], &dx[k], &acc[k]));
+    const gcn_index *argmax = nd->index[1];
+    return ctx->be->segment_pool_backward(ctx, &a, argmax ? argmax->data : NULL, dpooled, dx,
+                                          acc);
+}
 
 static gcn_status segment_pool_backward(gcn_ctx *ctx, gcn_node *nd)
 {
-    gcn_tensor *x = nd->in[0];
-    float *buf;
-    bool acc;
-    GCN_TRY(gcn_grad_slot(ctx, x, &buf, &acc));
-    const gcn_index *offsets = nd->index[0], *argmax = nd->index[1];
-    return ctx->be->segment_pool_backward(ctx, (gcn_pooling)nd->param[0], offsets->n - 1, x->cols,
-                                          offsets->data, argmax ? argmax->data : NULL,
-                                          nd->out->grad->data, buf, acc);
+    return pool_backward(ctx, nd, 1, nd->out->grad->data);
 }
 
 static gcn_status segment_pool_forward(gcn_ctx *ctx, gcn_op_spec *sp, gcn_tensor *y)
 {
-    const gcn_index *offsets = sp->index[0], *argmax = sp->index[1];
-    return ctx->be->segment_pool(ctx, (gcn_pooling)sp->param[0], y->rows, y->cols, offsets->data,
-                                 sp->in[0]->data, y->data, argmax ? argmax->data : NULL);
+    const gcn_index *argmax = sp->index[1];
+    gcn_pool_args a = pool_args((gcn_pooling)sp->param[0], sp->index[0], sp->in, 1);
+    const float *x = sp->in[0]->data;
+    return ctx->be->segment_pool(ctx, &a, &x, y->data, argmax ? argmax->data : NULL);
+}
+
+/* Checks the pooling's kind and offsets for inputs of `rows` rows. */
+static gcn_status check_pooling(gcn_ctx *ctx, const char *op, const gcn_index *offsets,
+                                gcn_pooling kind, int64_t rows)
+{
+    GCN_TRY(gcn_check_index(ctx, offsets, op));
+    if (kind != GCN_POOL_SUM && kind != GCN_POOL_MEAN && kind != GCN_POOL_MAX)
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "%s: unknown pooling %d", op, (int)kind);
+    if (offsets->n < 1 || !offsets->ascending || offsets->min != 0 || offsets->max != rows)
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "%s: offsets must ascend from 0 "
+                         "to the input's %lld rows", op, (long long)rows);
+    return GCN_OK;
 }
 
 gcn_status gcn_segment_pool(gcn_ctx *ctx, gcn_tensor *x, const gcn_index *offsets,
@@ -376,12 +411,7 @@ gcn_status gcn_segment_pool(gcn_ctx *ctx, gcn_tensor *x, const gcn_index *offset
 {
     GCN_TRY(gcn_op_begin(ctx, out));
     GCN_TRY(gcn_check_tensor(ctx, x, "segment_pool input"));
-    GCN_TRY(gcn_check_index(ctx, offsets, "segment_pool offsets"));
-    if (kind != GCN_POOL_SUM && kind != GCN_POOL_MEAN && kind != GCN_POOL_MAX)
-        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "segment_pool: unknown pooling %d", (int)kind);
-    if (offsets->n < 1 || !offsets->ascending || offsets->min != 0 || offsets->max != x->rows)
-        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "segment_pool: offsets must ascend from 0 "
-                         "to the input's %lld rows", (long long)x->rows);
+    GCN_TRY(check_pooling(ctx, "segment_pool", offsets, kind, x->rows));
     int64_t n_seg = offsets->n - 1;
     gcn_index *argmax = NULL;
     if (kind == GCN_POOL_MAX)
@@ -391,5 +421,136 @@ gcn_status gcn_segment_pool(gcn_ctx *ctx, gcn_tensor *x, const gcn_index *offset
                         .cols = x->cols, .param = {kind}, .index = {offsets, argmax}};
     gcn_status st = gcn_op_run(ctx, &spec, out);
     gcn_index_free(&argmax); /* the tape holds its own reference when it needs one */
+    return st;
+}
+
+/* gcn_readout's node: in = h[0 .. n - 1], w[0 .. n - 1], then b[0 .. n - 1]
+ * when it has biases; param = {kind, p, n, biases}; saved[0] the pooled
+ * inputs [graphs, width], index = {offsets, argmax}. */
+static gcn_heads_args heads_args(gcn_ctx *ctx, gcn_tensor *const *in, int n, bool biases,
+                                 int64_t classes, float p, gcn_draw_offset offset)
+{
+    gcn_heads_args h = {.classes = classes, .p = p, .offset = offset,
+                        .key = {ctx->rng_key[0], ctx->rng_key[1]}};
+    for (int k = 0; k < n; k++) {
+        h.w[k] = in[n + k]->data;
+        h.b[k] = biases ? in[2 * n + k]->data : NULL;
+    }
+    return h;
+}
+
+static gcn_status readout_backward(gcn_ctx *ctx, gcn_node *nd)
+{
+    int n = (int)nd->param[2];
+    bool biases = nd->param[3] != 0;
+    gcn_pool_args a = pool_args((gcn_pooling)nd->param[0], nd->index[0], nd->in, n);
+    gcn_heads_args h = heads_args(ctx, nd->in, n, biases, nd->out->cols, (float)nd->param[1],
+                                  nd->offset);
+    gcn_heads_grads g;
+    memset(&g, 0, sizeof g);
+    bool inputs = false;
+    for (int k = 0; k < n; k++) {
+        GCN_TRY(gcn_grad_slot_opt(ctx, nd->in[n + k], &g.dw[k], &g.acc_w[k]));
+        if (biases)
+            GCN_TRY(gcn_grad_slot_opt(ctx, nd->in[2 * n + k], &g.db[k], &g.acc_b[k]));
+        inputs |= nd->in[k]->requires_grad;
+    }
+    size_t bytes = inputs ? (size_t)(a.n_seg * a.width) * sizeof(float) : 0;
+    float *dpooled = NULL;
+    if (inputs)
+        GCN_TRY(gcn_mem_alloc(ctx, (void **)&dpooled, bytes));
+    gcn_status st = ctx->be->heads_backward(ctx, &a, &h, nd->saved[0]->data,
+                                            nd->out->grad->data, dpooled, &g);
+    if (st == GCN_OK && inputs)
+        st = pool_backward(ctx, nd, n, dpooled);
+    gcn_mem_release(ctx, dpooled, bytes);
+    return st;
+}
+
+static gcn_status readout_forward(gcn_ctx *ctx, gcn_op_spec *sp, gcn_tensor *y)
+{
+    int n = (int)sp->param[2];
+    gcn_pool_args a = pool_args((gcn_pooling)sp->param[0], sp->index[0], sp->in, n);
+    gcn_heads_args h = heads_args(ctx, sp->in, n, sp->param[3] != 0, y->cols,
+                                  (float)sp->param[1], sp->offset);
+    const float *x[GCN_READOUT_MAX];
+    for (int k = 0; k < n; k++)
+        x[k] = sp->in[k]->data;
+    const gcn_index *argmax = sp->index[1];
+    gcn_tensor *pooled = NULL;
+    GCN_TRY(gcn_tensor_create(ctx, &pooled, a.n_seg, a.width));
+    gcn_status st = ctx->be->segment_pool(ctx, &a, x, pooled->data, argmax ? argmax->data : NULL);
+    if (st == GCN_OK)
+        st = ctx->be->heads(ctx, &a, &h, pooled->data, y->data);
+    sp->saved[0] = pooled;
+    return st;
+}
+
+/* The readout's checks: shapes, and no tensor twice (backward writes each
+ * input's gradient once). */
+static gcn_status check_readout(gcn_ctx *ctx, gcn_tensor *const *in, int n, bool biases,
+                                int64_t classes)
+{
+    for (int k = 0; k < n; k++) {
+        GCN_TRY(gcn_check_tensor(ctx, in[k], "readout h"));
+        GCN_TRY(gcn_check_tensor(ctx, in[n + k], "readout w"));
+        if (in[k]->rows != in[0]->rows || in[n + k]->rows != in[k]->cols ||
+            in[n + k]->cols != classes)
+            return GCN_ERROR(ctx, GCN_ERR_SHAPE, "readout: h[%d] is [%lld, %lld] and w[%d] "
+                             "[%lld, %lld], for h[0]'s %lld rows and w[0]'s %lld columns", k,
+                             (long long)in[k]->rows, (long long)in[k]->cols, k,
+                             (long long)in[n + k]->rows, (long long)in[n + k]->cols,
+                             (long long)in[0]->rows, (long long)classes);
+        if (biases) {
+            GCN_TRY(gcn_check_tensor(ctx, in[2 * n + k], "readout b"));
+            if (in[2 * n + k]->rows != 1 || in[2 * n + k]->cols != classes)
+                return GCN_ERROR(ctx, GCN_ERR_SHAPE, "readout: b[%d] is [%lld, %lld], not "
+                                 "[1, %lld]", k, (long long)in[2 * n + k]->rows,
+                                 (long long)in[2 * n + k]->cols, (long long)classes);
+        }
+    }
+    for (int i = 0; i < (biases ? 3 : 2) * n; i++)
+        for (int j = 0; j < i; j++)
+            if (in[i] == in[j])
+                return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "readout: input %d is input %d "
+                                 "again (h, then w, then b)", i, j);
+    return GCN_OK;
+}
+
+gcn_status gcn_readout(gcn_ctx *ctx, gcn_tensor *const *h, gcn_tensor *const *w,
+                       gcn_tensor *const *b, int n, const gcn_index *offsets, gcn_pooling kind,
+                       float p, bool training, gcn_tensor **scores)
+{
+    GCN_TRY(gcn_op_begin(ctx, scores));
+    GCN_ARG(ctx, h && w && n >= 1 && n <= GCN_READOUT_MAX);
+    if (!(p >= 0.0f && p < 1.0f))
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "readout: p = %g is not in [0, 1)", (double)p);
+    gcn_tensor *in[3 * GCN_READOUT_MAX];
+    for (int k = 0; k < n; k++) {
+        in[k] = h[k];
+        in[n + k] = w[k];
+        in[2 * n + k] = b ? b[k] : NULL;
+    }
+    GCN_TRY(gcn_check_tensor(ctx, w[0], "readout w"));
+    int64_t classes = w[0]->cols;
+    GCN_TRY(check_readout(ctx, in, n, b != NULL, classes));
+    GCN_TRY(check_pooling(ctx, "readout", offsets, kind, h[0]->rows));
+    int64_t n_seg = offsets->n - 1, width = 0;
+    for (int k = 0; k < n; k++)
+        width += h[k]->cols;
+    float drop = training ? p : 0.0f;
+    gcn_draw_offset offset = {0};
+    if (drop > 0.0f) /* n draws of [n_seg, classes] in turn, as n dropouts would take */
+        offset = gcn_rng_reserve_dropout(ctx, 4 * (uint64_t)n *
+                                                  (uint64_t)((n_seg * classes + 3) / 4));
+    gcn_index *argmax = NULL;
+    if (kind == GCN_POOL_MAX)
+        GCN_TRY(gcn_index_alloc(ctx, &argmax, n_seg * width));
+    gcn_op_spec spec = {.name = "readout", .forward = readout_forward,
+                        .backward = readout_backward, .in = in, .n_in = (b ? 3 : 2) * n,
+                        .rows = n_seg, .cols = classes, .param = {kind, drop, n, b != NULL},
+                        .offset = offset, .index = {offsets, argmax}};
+    gcn_status st = gcn_op_run(ctx, &spec, scores);
+    gcn_index_free(&argmax);
     return st;
 }

@@ -211,10 +211,12 @@ typedef struct carry {
 
 /* Block i on what block i - 1 left; returns what it leaves for block i + 1
  * (next: that block, NULL after the last), its output itself when `whole`
- * (the readout pools it). */
+ * (the readout pools it).  *pool_pending says the readout still has to pool
+ * block i - 1's output; when this block is done with it, it is cleared and
+ * dropping those values is left to the readout. */
 static gcn_status block_forward(gcn_ctx *ctx, block *b, const gcn_csr *adj_gcn,
                                 const gcn_csr *adj_raw, carry *c, block *next, bool training,
-                                bool first, bool whole)
+                                bool first, bool whole, bool *pool_pending)
 {
     gcn_status st;
     gcn_tensor *z = NULL, *bias = NULL;
@@ -222,8 +224,12 @@ static gcn_status block_forward(gcn_ctx *ctx, block *b, const gcn_csr *adj_gcn,
     GCN_CHECK(layer_forward(ctx, b, adj_gcn, adj_raw, pending ? c->z : c->h,
                             pending ? &c->e : NULL, c->sparse, c->sparse_p, training, &z, &bias));
     c->sparse = NULL;
-    if (!pending && !first && !reads_input(b))
-        gcn_tensor_drop_values(c->h); /* the previous block's output, now read */
+    if (!pending && !first && !reads_input(b)) { /* the previous block's output, now read */
+        if (*pool_pending)
+            *pool_pending = false; /* ... but not yet pooled: the readout drops it */
+        else
+            gcn_tensor_drop_values(c->h);
+    }
     gcn_tensor_free(&c->h);
     gcn_tensor_free(&c->z);
     c->e = block_epilogue(b, bias, training, next ? next->cfg.dropout : 0.0f);
@@ -238,39 +244,36 @@ cleanup:
     return st;
 }
 
-/* A graph-level forward's readout: the sum of the heads' outputs so far. */
+/* A graph-level forward's readout: the heads' inputs as the blocks produce
+ * them, then one gcn_readout.  drop[k]: h[k]'s values are needed by nothing
+ * after the readout. */
 typedef struct readout {
     const gcn_index *graph_ptr;
-    gcn_tensor *scores;
+    int n;
+    gcn_tensor *h[GCN_MAX_LAYERS + 1]; /* retained */
+    gcn_tensor *w[GCN_MAX_LAYERS + 1], *b[GCN_MAX_LAYERS + 1];
+    bool drop[GCN_MAX_LAYERS + 1];
 } readout;
 
-/* Adds head i + 1's scores of h's pooled rows (with the readout's dropout)
- * to r->scores. */
-static gcn_status read_out(gcn_ctx *ctx, gcn_model *m, int i, gcn_tensor *h, bool training,
-                           readout *r)
+/* Head i + 1 reads out h. */
+static void read_later(const gcn_model *m, int i, gcn_tensor *h, readout *r)
+{
+    r->h[r->n] = gcn_tensor_retain(h);
+    r->w[r->n] = m->head[i + 1].weight;
+    r->b[r->n] = m->head[i + 1].bias;
+    r->drop[r->n++] = false;
+}
+
+static gcn_status read_out(gcn_ctx *ctx, const gcn_model *m, bool training, readout *r,
+                           gcn_tensor **scores)
 {
     const gcn_readout_config *rc = &m->cfg.readout;
-    gcn_status st;
-    gcn_tensor *pooled = NULL, *y = NULL, *d = NULL, *sum = NULL;
-    GCN_CHECK(gcn_segment_pool(ctx, h, r->graph_ptr, rc->pooling, &pooled));
-    GCN_CHECK(gcn_linear_forward(ctx, &m->head[i + 1], pooled, &y));
-    if (training && rc->dropout > 0.0f)
-        GCN_CHECK(gcn_dropout(ctx, y, rc->dropout, true, &d));
-    else
-        d = gcn_tensor_retain(y);
-    if (r->scores) {
-        GCN_CHECK(gcn_add(ctx, r->scores, d, &sum));
-        gcn_tensor_free(&r->scores);
-        r->scores = sum;
-        sum = NULL;
-    } else {
-        r->scores = gcn_tensor_retain(d);
-    }
-cleanup:
-    gcn_tensor_free(&pooled);
-    gcn_tensor_free(&y);
-    gcn_tensor_free(&d);
-    return st;
+    GCN_TRY(gcn_readout(ctx, r->h, r->w, r->b, r->n, r->graph_ptr, rc->pooling, rc->dropout,
+                        training, scores));
+    for (int k = 0; k < r->n; k++)
+        if (r->drop[k])
+            gcn_tensor_drop_values(r->h[k]);
+    return GCN_OK;
 }
 
 /* The blocks on x; *out is the last block's output, or with a readout r
@@ -287,7 +290,7 @@ static gcn_status forward(gcn_ctx *ctx, gcn_model *m, const gcn_csr *adj_gcn,
     gcn_status st = GCN_OK;
     float first = m->blocks[0].cfg.dropout;
     if (r && pools(m, -1))
-        GCN_CHECK(read_out(ctx, m, -1, x, training, r));
+        read_later(m, -1, x, r);
     if (!r && x == m->sparse_of) {
         c.sparse = m->sparse_x;
         c.sparse_p = training ? first : 0.0f;
@@ -296,17 +299,20 @@ static gcn_status forward(gcn_ctx *ctx, gcn_model *m, const gcn_csr *adj_gcn,
         GCN_CHECK(gcn_dropout(ctx, x, first, true, &c.h));
     else /* the input itself, so GCNConv's cache recognises it */
         c.h = gcn_tensor_retain(x);
+    bool pooled_prev = false;
     for (int i = 0; i < m->n_blocks; i++) {
         block *next = i + 1 < m->n_blocks ? &m->blocks[i + 1] : NULL;
-        bool whole = r && pools(m, i);
+        bool whole = r && pools(m, i), later = pooled_prev;
         GCN_CHECK(block_forward(ctx, &m->blocks[i], adj_gcn, adj_raw, &c, next, training,
-                                i == 0, whole));
+                                i == 0, whole, &later));
+        if (pooled_prev && !later)
+            r->drop[r->n - 1] = true;
         if (whole)
-            GCN_CHECK(read_out(ctx, m, i, c.h, training, r));
+            read_later(m, i, c.h, r);
+        pooled_prev = whole;
     }
     if (r) {
-        *out = r->scores;
-        r->scores = NULL;
+        GCN_CHECK(read_out(ctx, m, training, r, out));
     } else {
         *out = c.h;
         c.h = NULL;
@@ -315,7 +321,8 @@ cleanup:
     gcn_tensor_free(&c.h);
     gcn_tensor_free(&c.z);
     if (r)
-        gcn_tensor_free(&r->scores);
+        for (int k = 0; k < r->n; k++)
+            gcn_tensor_free(&r->h[k]);
     return st;
 }
 
@@ -341,7 +348,7 @@ gcn_status gcn_model_forward_graphs(gcn_ctx *ctx, gcn_model *m, const gcn_csr *a
     if (!m->cfg.readout.enabled)
         return GCN_ERROR(ctx, GCN_ERR_STATE, "model: a node-level model (no readout) scores "
                          "nodes: use gcn_model_forward");
-    readout r = {graph_ptr, NULL};
+    readout r = {.graph_ptr = graph_ptr};
     return forward(ctx, m, adj_gcn, adj_raw, x, training, &r, scores);
 }
 

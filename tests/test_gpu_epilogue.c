@@ -1,7 +1,8 @@
 /* The fused epilogue's CUDA backend against the CPU reference: statistics,
  * forward and backward on awkward shapes (one column, widths that are and
- * are not multiples of four, many rows), every stage combination, with and
- * without accumulation. */
+ * are not multiples of four, many rows, sizes either side of the one-launch
+ * column sums' bound), every stage combination, with and without
+ * accumulation. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
@@ -152,5 +153,27 @@ Test(gpu_epilogue, network_sized_operands)
     check_case(&p, 20011, 256, true, BN_EVAL, GCN_ACT_RELU, 0.0f);
     check_case(&p, 70001, 3, false, BN_TRAIN, GCN_ACT_ELU, 0.2f);
     check_case(&p, 4099, 40, true, BN_NONE, GCN_ACT_NONE, 0.0f);
+    gpu_pair_close(&p);
+}
+
+/* Column sums finish in the tile kernel's last block when the partials are
+ * few (core/cuda_cols.cuh, FUSED_FINISH_DOUBLES = 16K doubles), else in a
+ * second launch.  Shapes around that: a graph-classification batch; 64
+ * chunks of 32 rows in float4s, the bound for two terms, over two column
+ * tiles, the second of four columns; one chunk more, where the statistics
+ * and gradient sums take two launches and dbias one; 128 chunks of single
+ * floats over a tile of 32 columns and one of 1; 33 tiles of one chunk.
+ * One context runs them all, so a tile counter left non-zero would show. */
+Test(gpu_epilogue, one_and_two_launch_reductions)
+{
+    GPU_REQUIRED();
+    gpu_pair p = gpu_pair_open(23, false);
+    const int64_t shapes[5][2] = {{1250, 64}, {2048, 132}, {2049, 132}, {4096, 33}, {32, 4100}};
+    for (int sh = 0; sh < 5; sh++) {
+        int64_t r = shapes[sh][0], c = shapes[sh][1];
+        check_case(&p, r, c, true, BN_TRAIN, GCN_ACT_RELU, 0.5f);
+        check_case(&p, r, c, true, BN_EVAL, GCN_ACT_NONE, 0.0f);
+        check_case(&p, r, c, true, BN_NONE, GCN_ACT_ELU, 0.0f);
+    }
     gpu_pair_close(&p);
 }

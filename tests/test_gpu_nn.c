@@ -114,11 +114,15 @@ static void check_bn(gpu_pair *p, int64_t r, int64_t c)
         dual_free(p->gpu, all[i]);
 }
 
+/* 8,192 and 8,193 rows of 33 columns: 256 and 257 chunks, either side of
+ * the bound under which the two-term gradient sums finish in one launch
+ * (core/cuda_cols.cuh); one-term sums take one launch on both. */
 Test(gpu_nn, batchnorm)
 {
     GPU_REQUIRED();
     gpu_pair p = gpu_pair_open(11, false);
-    const shape cases[] = {{2, 1}, {2, 33}, {33, 7}, {257, 130}, {70001, 3}};
+    const shape cases[] = {{2, 1}, {2, 33}, {33, 7}, {257, 130}, {8192, 33}, {8193, 33},
+                           {70001, 3}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_bn(&p, cases[i].rows, cases[i].cols);
     gpu_pair_close(&p);

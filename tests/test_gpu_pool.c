@@ -1,10 +1,12 @@
-/* gcn_segment_pool on the GPU against the CPU: the same bits forward and
- * backward, for graphs of every size (empty ones included) and widths that
- * are not a multiple of a warp. */
+/* gcn_segment_pool and gcn_readout on the GPU against the CPU: the same
+ * bits forward and backward, for graphs of every size (empty ones included)
+ * and widths that are not a multiple of a warp. */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 
 #include "gpu_helpers.h"
 #include "helpers.h"
+#include "readout_run.h"
 
 /* y = pool(x) by offsets on ctx and x's gradient for loss = r^T y w
  * (test_weigh), both on the host. */
@@ -54,5 +56,35 @@ Test(gpu_pool, same_bits_as_the_cpu)
         }
         free(xh);
     }
+    gpu_pair_close(&p);
+}
+
+Test(gpu_pool, readout_same_bits_as_the_cpu)
+{
+    GPU_REQUIRED();
+    gpu_pair p = gpu_pair_open(22, false);
+    uint64_t s = 78;
+    const int64_t cols[][READOUT_HEADS] = {{3, 64, 64}, {1, 40, 300}};
+    for (int w = 0; w < 2; w++)
+        for (int k = 0; k < 3; k++)
+            for (int mode = 0; mode < 3; mode++) { /* dropout training, none, evaluation */
+                /* 15 classes: 13,500 head gradients, more than a block keeps in
+                 * shared memory, so the backward draws them again */
+                readout_case c = readout_case_random(&s, 300, cols[w], w ? 15 : 2,
+                                                     (gcn_pooling)k, mode == 1 ? 0.0f : 0.5f,
+                                                     mode != 2);
+                readout_result rc, rg;
+                readout_run(p.cpu, &c, true, &rc);
+                readout_run(p.gpu, &c, true, &rg);
+                expect_same(rg.scores, rc.scores, c.segs * c.classes, "scores");
+                for (int j = 0; c.training && j < READOUT_HEADS; j++) {
+                    expect_same(rg.dh[j], rc.dh[j], c.rows * c.cols[j], "dh");
+                    expect_same(rg.dw[j], rc.dw[j], c.cols[j] * c.classes, "dw");
+                    expect_same(rg.db[j], rc.db[j], c.classes, "db");
+                }
+                readout_result_free(&rc);
+                readout_result_free(&rg);
+                readout_case_free(&c);
+            }
     gpu_pair_close(&p);
 }
