@@ -214,6 +214,29 @@ gcn_status gcn_csr_to_host(gcn_ctx *ctx, const gcn_csr *a, int32_t *row_ptr, int
     return GCN_OK;
 }
 
+gcn_status gcn_csr_host_row_ptr(gcn_ctx *ctx, const gcn_csr *a, const int32_t **out)
+{
+    gcn_csr_priv *p = a->priv;
+    if (a->device == GCN_DEVICE_CPU) {
+        *out = a->row_ptr;
+        return GCN_OK;
+    }
+    if (!p->host_row_ptr) {
+        size_t bytes = ((size_t)a->n_rows + 1) * sizeof(int32_t);
+        int32_t *h = malloc(bytes);
+        if (!h)
+            return GCN_ERROR(ctx, GCN_ERR_NOMEM, "csr: out of host memory for a copy of row_ptr");
+        gcn_status st = ctx->be->download(ctx, h, a->row_ptr, bytes);
+        if (st != GCN_OK) {
+            free(h);
+            return st;
+        }
+        p->host_row_ptr = h;
+    }
+    *out = p->host_row_ptr;
+    return GCN_OK;
+}
+
 const gcn_csr *gcn_csr_transpose(const gcn_csr *a)
 {
     if (!a || !a->priv)
@@ -296,6 +319,7 @@ void gcn_csr_free(gcn_csr **pa)
         }
         for (int l = 0; l < p->n_levels; l++)
             free(p->level[l].part_ptr);
+        free(p->host_row_ptr);
         free(p);
     }
     free(a);

@@ -88,12 +88,116 @@ gcn_status gcn_cuda_cublas(gcn_ctx *ctx, cublasHandle_t *handle)
     return GCN_OK;
 }
 
+/* ---- cuSPARSE's start, in the background ------------------------------------ */
+
+/* With lazy module loading (CUDA's default), the first cusparseSpMM of each
+ * CSR algorithm loads that algorithm's kernels: 15-25 ms each on an H100,
+ * which the selector's first cuSPARSE plan used to pay in the middle of
+ * training.  A thread started with the context creates the handle and runs
+ * one product of each algorithm on a small matrix on its own stream, while
+ * the caller loads data and builds the model. */
+enum { WARM_N = 512, WARM_DEG = 8, WARM_FEAT = 64 };
+
+static void warm_products(cusparseHandle_t h, cudaStream_t s)
+{
+    static const cusparseSpMMAlg_t algs[] = {CUSPARSE_SPMM_ALG_DEFAULT, CUSPARSE_SPMM_CSR_ALG1,
+                                              CUSPARSE_SPMM_CSR_ALG2};
+    enum { NNZ = WARM_N * WARM_DEG, STRIDE = WARM_N / WARM_DEG };
+    int32_t row_ptr[WARM_N + 1], col[NNZ];
+    for (int i = 0; i <= WARM_N; i++)
+        row_ptr[i] = i * WARM_DEG;
+    for (int e = 0; e < NNZ; e++) /* row i: columns i % STRIDE + k STRIDE, ascending */
+        col[e] = (e / WARM_DEG) % STRIDE + (e % WARM_DEG) * STRIDE;
+    size_t dense = (size_t)WARM_N * WARM_FEAT * sizeof(float), buf = 0;
+    size_t bytes = sizeof row_ptr + sizeof col + NNZ * sizeof(float) + 2 * dense;
+    char *mem = NULL;
+    cusparseSpMatDescr_t a = NULL;
+    cusparseDnMatDescr_t x = NULL, y = NULL;
+    void *work = NULL;
+    const float one = 1.0f, zero = 0.0f;
+    if (cudaMallocAsync((void **)&mem, bytes, s) != cudaSuccess)
+        return;
+    int32_t *d_row = (int32_t *)mem, *d_col = d_row + WARM_N + 1;
+    float *d_val = (float *)(d_col + NNZ), *d_x = d_val + NNZ, *d_y = d_x + WARM_N * WARM_FEAT;
+    bool ok = cudaMemcpyAsync(d_row, row_ptr, sizeof row_ptr, cudaMemcpyHostToDevice, s) == cudaSuccess &&
+              cudaMemcpyAsync(d_col, col, sizeof col, cudaMemcpyHostToDevice, s) == cudaSuccess &&
+              cudaMemsetAsync(d_val, 0, NNZ * sizeof(float) + 2 * dense, s) == cudaSuccess &&
+              cusparseCreateCsr(&a, WARM_N, WARM_N, NNZ, d_row, d_col, d_val, CUSPARSE_INDEX_32I,
+                                CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO,
+                                CUDA_R_32F) == CUSPARSE_STATUS_SUCCESS &&
+              cusparseCreateDnMat(&x, WARM_N, WARM_FEAT, WARM_FEAT, d_x, CUDA_R_32F,
+                                  CUSPARSE_ORDER_ROW) == CUSPARSE_STATUS_SUCCESS &&
+              cusparseCreateDnMat(&y, WARM_N, WARM_FEAT, WARM_FEAT, d_y, CUDA_R_32F,
+                                  CUSPARSE_ORDER_ROW) == CUSPARSE_STATUS_SUCCESS;
+    for (size_t i = 0; ok && i < sizeof algs / sizeof algs[0]; i++) {
+        size_t need = 0;
+        if (cusparseSpMM_bufferSize(h, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                    CUSPARSE_OPERATION_NON_TRANSPOSE, &one, a, x, &zero, y,
+                                    CUDA_R_32F, algs[i], &need) != CUSPARSE_STATUS_SUCCESS)
+            continue;
+        if (need > buf) {
+            if (work)
+                cudaFreeAsync(work, s);
+            work = NULL;
+            buf = 0;
+            if (cudaMallocAsync(&work, need, s) != cudaSuccess)
+                break;
+            buf = need;
+        }
+        cusparseSpMM(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, a,
+                     x, &zero, y, CUDA_R_32F, algs[i], work);
+    }
+    if (a)
+        cusparseDestroySpMat(a);
+    if (x)
+        cusparseDestroyDnMat(x);
+    if (y)
+        cusparseDestroyDnMat(y);
+    if (work)
+        cudaFreeAsync(work, s);
+    cudaFreeAsync(mem, s);
+}
+
+static void *warm_main(void *arg)
+{
+    gcn_cuda_state *cs = (gcn_cuda_state *)arg;
+    cudaStream_t s = NULL;
+    cusparseHandle_t h = NULL;
+    if (cudaSetDevice(cs->device) == cudaSuccess &&
+        cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess &&
+        cusparseCreate(&h) == CUSPARSE_STATUS_SUCCESS &&
+        cusparseSetStream(h, s) == CUSPARSE_STATUS_SUCCESS)
+        warm_products(h, s);
+    if (s) {
+        cudaStreamSynchronize(s);
+        if (h)
+            cusparseSetStream(h, NULL);
+        cudaStreamDestroy(s);
+    }
+    cudaGetLastError(); /* this thread's: the context's own calls start clean */
+    cs->warm_handle = h;
+    return NULL;
+}
+
+/* The thread's handle (NULL if it failed), once it has finished. */
+static cusparseHandle_t warm_join(gcn_cuda_state *cs)
+{
+    if (!cs->warming)
+        return NULL;
+    pthread_join(cs->warm_thread, NULL);
+    cs->warming = false;
+    cusparseHandle_t h = cs->warm_handle;
+    cs->warm_handle = NULL;
+    return h;
+}
+
 gcn_status gcn_cuda_cusparse(gcn_ctx *ctx, cusparseHandle_t *handle)
 {
     gcn_cuda_state *cs = (gcn_cuda_state *)ctx->cuda;
     if (!cs->cusparse) {
-        cusparseHandle_t h = NULL;
-        GCN_CUSPARSE(cusparseCreate(&h));
+        cusparseHandle_t h = warm_join(cs);
+        if (!h)
+            GCN_CUSPARSE(cusparseCreate(&h));
         gcn_status st = GCN_CUSPARSE_ST(cusparseSetStream(h, cs->stream));
         if (st != GCN_OK) {
             cusparseDestroy(h);
@@ -127,6 +231,7 @@ gcn_status gcn_cuda_init(gcn_ctx *ctx, int device_index)
     GCN_CUDA(cudaMemsetAsync(cs->tile_counters, 0, counter_bytes, cs->stream));
     cudaDeviceProp prop;
     GCN_CUDA(cudaGetDeviceProperties(&prop, device_index));
+    cs->warming = pthread_create(&cs->warm_thread, NULL, warm_main, cs) == 0;
     gcn_log(ctx, GCN_LOG_INFO, "CUDA device %d: %s (sm_%d%d, %.1f GiB), matmuls in %s%s",
             device_index, prop.name, prop.major, prop.minor,
             (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0), ctx->tf32 ? "TF32" : "FP32",
@@ -144,6 +249,9 @@ void gcn_cuda_release(gcn_ctx *ctx)
     gcn_cuda_state *cs = ctx ? (gcn_cuda_state *)ctx->cuda : NULL;
     if (!cs)
         return;
+    cusparseHandle_t warm = warm_join(cs);
+    if (warm)
+        cusparseDestroy(warm);
     if (cudaSetDevice(cs->device) == cudaSuccess && cs->stream)
         cudaStreamSynchronize(cs->stream);
     if (cs->cusparse)

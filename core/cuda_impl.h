@@ -4,6 +4,8 @@
 #ifndef GCN_CUDA_IMPL_H
 #define GCN_CUDA_IMPL_H
 
+#include <pthread.h>
+
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cusparse.h>
@@ -26,6 +28,11 @@ typedef struct gcn_cuda_state {
     cudaEvent_t stamps[GCN_STAMPS]; /* gcn_ctx_stamp's events, created on first use */
     bool capturing;            /* between gcn_cuda_capture_begin and _end */
     unsigned *tile_counters;   /* [GCN_TILE_COUNTERS] on the device (cuda_cols.cuh) */
+    /* cuSPARSE's start, in a thread from the context's creation until the
+     * first cuSPARSE call joins it (gcn_cuda_cusparse) */
+    pthread_t warm_thread;
+    bool warming;
+    cusparseHandle_t warm_handle; /* the thread's handle, NULL when it failed */
 } gcn_cuda_state;
 
 /* The one-launch column reduction's counters (cuda_cols.cuh): blocks done

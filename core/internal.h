@@ -170,6 +170,7 @@ struct gcn_csr_priv {
     void (*spmm_free)(gcn_spmm_state *state);
     struct gcn_halo *halo; /* a rank's block of a partitioned matrix (gcn_csr_set_halo) */
     void (*halo_free)(struct gcn_halo *halo);
+    int32_t *host_row_ptr; /* a device matrix's row_ptr on the host, once a plan asked */
 };
 
 /* gcn_csr_create for a matrix the caller knows to equal its transpose
@@ -193,6 +194,11 @@ gcn_status gcn_csr_borrow(gcn_ctx *ctx, int32_t n, int32_t nnz, int32_t *row_ptr
  * batch's arrays, whose ranges the host knows). */
 gcn_status gcn_index_view(gcn_ctx *ctx, gcn_index *base, int64_t offset, int64_t n, int32_t min,
                           int32_t max, bool ascending, gcn_index **out);
+
+/* row_ptr on the host: the array itself on the CPU; for a device matrix a
+ * copy downloaded on the first call and kept with the matrix, so the
+ * kernels' plans share one download.  Borrowed. */
+gcn_status gcn_csr_host_row_ptr(gcn_ctx *ctx, const gcn_csr *a, const int32_t **out);
 
 /* Frees the plan (impl, feat) cached on a, if any. */
 void gcn_csr_drop_plan(gcn_csr *a, const void *impl, int feat);
@@ -318,7 +324,7 @@ struct gcn_ctx {
 
 /* The first position in [lo, hi) of the ascending a whose value is >= v,
  * or hi. */
-static inline int64_t gcn_lower_bound(const int32_t *a, int64_t lo, int64_t hi, int32_t v)
+GCN_HD int64_t gcn_lower_bound(const int32_t *a, int64_t lo, int64_t hi, int32_t v)
 {
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;

@@ -24,9 +24,26 @@ static void cuda_release(gcn_ctx *ctx, void *p, size_t bytes)
     gcn_pool_release(ctx, ((gcn_cuda_state *)ctx->cuda)->pool, p, bytes);
 }
 
-/* Transfers, copies and fills are GCN_PROF_OTHER work when profiling.  Host
- * buffers may be reused as soon as a transfer returns, so both directions
- * wait for the copy. */
+/* Transfers, copies and fills are GCN_PROF_OTHER work when profiling. */
+
+/* Whether host memory is pageable: an upload from it returns once the
+ * driver has staged the bytes, so the caller may reuse them at once; from
+ * pinned memory the copy runs later and must be waited for. */
+static bool pageable(const void *host)
+{
+    cudaPointerAttributes at;
+    if (cudaPointerGetAttributes(&at, host) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    return at.type == cudaMemoryTypeUnregistered;
+}
+
+/* Copies on the context's stream.  Host buffers may be reused as soon as a
+ * transfer returns: a download waits for the bytes, an upload from pinned
+ * memory for the copy, and an upload from pageable memory for nothing more
+ * (the kernel plans of the selector's candidates upload while earlier work
+ * runs). */
 static gcn_status cuda_memcpy(gcn_ctx *ctx, void *dst, const void *src, size_t bytes,
                               cudaMemcpyKind kind)
 {
@@ -34,7 +51,8 @@ static gcn_status cuda_memcpy(gcn_ctx *ctx, void *dst, const void *src, size_t b
     GCN_TRY(gcn_cuda_begin(ctx, &cs));
     gcn_prof_category prev = gcn_prof_enter(ctx, GCN_PROF_OTHER);
     gcn_status st = GCN_CUDA_ST(cudaMemcpyAsync(dst, src, bytes, kind, cs->stream));
-    if (st == GCN_OK && kind != cudaMemcpyDeviceToDevice)
+    bool wait = kind == cudaMemcpyDeviceToHost || (kind == cudaMemcpyHostToDevice && !pageable(src));
+    if (st == GCN_OK && wait)
         st = GCN_CUDA_ST(cudaStreamSynchronize(cs->stream));
     gcn_prof_leave(ctx, prev);
     return st;

@@ -175,6 +175,8 @@ gcn_status gcn_csr_reborrow(gcn_ctx *ctx, gcn_csr *a, int32_t n, int32_t nnz, in
                      row_ptr && (nnz == 0 || (col_idx && values)));
     *a = (gcn_csr){.n_rows = n, .n_cols = n, .nnz = nnz, .row_ptr = row_ptr, .col_idx = col_idx,
                    .values = values, .device = a->device, .priv = a->priv};
+    free(a->priv->host_row_ptr);
+    a->priv->host_row_ptr = NULL;
     /* each plan again for the new arrays, in its record (the CPU's one-step
      * kernel plans nothing); a record whose kernel cannot plan them goes,
      * and the next product says why */

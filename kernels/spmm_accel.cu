@@ -178,10 +178,10 @@ static void choose_layout(accel_plan *p, int i, int vec)
 /* The degree sort and block metadata, built on the host and uploaded. */
 static gcn_status build_partition(gcn_ctx *ctx, const gcn_csr *a, accel_plan *p)
 {
-    int32_t *row_ptr = NULL;
+    const int32_t *row_ptr;
     gcn_accel_partition part = {0};
     gcn_status st;
-    GCN_CHECK(gcn_spmm_host_row_ptr(ctx, a, &row_ptr));
+    GCN_CHECK(gcn_csr_host_row_ptr(ctx, a, &row_ptr));
     GCN_CHECK(gcn_accel_partition_build(ctx, row_ptr, a->n_rows, &p->params, &part));
     p->n_blocks = part.n_blocks;
     p->n_zero = part.n_zero;
@@ -191,7 +191,6 @@ static gcn_status build_partition(gcn_ctx *ctx, const gcn_csr *a, accel_plan *p)
     GCN_CHECK(gcn_spmm_upload(ctx, (void **)&p->meta, part.meta, p->meta_bytes));
     GCN_CHECK(gcn_spmm_upload(ctx, (void **)&p->rows, part.rows, p->rows_bytes));
 cleanup:
-    free(row_ptr);
     gcn_accel_partition_free(&part);
     return st;
 }

@@ -168,16 +168,6 @@ static inline bool gcn_spmm_aligned(const void *p, int vec)
     return ((uintptr_t)p % ((uintptr_t)vec * sizeof(float))) == 0;
 }
 
-/* A host copy of a device row_ptr (n_rows + 1 entries); caller frees. */
-static inline gcn_status gcn_spmm_host_row_ptr(gcn_ctx *ctx, const gcn_csr *a, int32_t **out)
-{
-    size_t bytes = ((size_t)a->n_rows + 1) * sizeof(int32_t);
-    *out = (int32_t *)malloc(bytes);
-    if (!*out)
-        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "spmm plan: out of host memory for row_ptr");
-    return ctx->be->download(ctx, *out, a->row_ptr, bytes);
-}
-
 /* Device memory for `bytes` holding a copy of host data (bytes may be 0). */
 static inline gcn_status gcn_spmm_upload(gcn_ctx *ctx, void **dst, const void *host, size_t bytes)
 {

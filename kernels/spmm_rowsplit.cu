@@ -190,20 +190,16 @@ static gcn_status upload_rows(gcn_ctx *ctx, const gcn_csr *a, rowsplit_plan *p,
     return st;
 }
 
-/* Everything a non-empty matrix needs, from a host copy of row_ptr. */
+/* Everything a non-empty matrix needs, from the host copy of row_ptr. */
 static gcn_status build_plan(gcn_ctx *ctx, const gcn_csr *a, rowsplit_plan *p)
 {
-    int32_t *row_ptr = NULL;
-    gcn_status st;
+    const int32_t *row_ptr;
     p->chunk = gcn_spmm_knob("GCN_ROWSPLIT_CHUNK", RS_CHUNK, 1, INT32_MAX);
     p->min_blocks = gcn_spmm_knob("GCN_ROWSPLIT_MINBLOCKS", 0, 3, 4);
-    GCN_CHECK(gcn_spmm_host_row_ptr(ctx, a, &row_ptr));
-    GCN_CHECK(plan_layouts(ctx, a, p, row_ptr));
-    GCN_CHECK(upload_rows(ctx, a, p, row_ptr));
-    GCN_CHECK(gcn_rs_long_upload(ctx, row_ptr, a->n_rows, p->chunk, p->head.feat, p->lay, &p->lr));
-cleanup:
-    free(row_ptr);
-    return st;
+    GCN_TRY(gcn_csr_host_row_ptr(ctx, a, &row_ptr));
+    GCN_TRY(plan_layouts(ctx, a, p, row_ptr));
+    GCN_TRY(upload_rows(ctx, a, p, row_ptr));
+    return gcn_rs_long_upload(ctx, row_ptr, a->n_rows, p->chunk, p->head.feat, p->lay, &p->lr);
 }
 
 static gcn_status rowsplit_plan_create(gcn_ctx *ctx, const gcn_csr *a, int feat, void **plan)

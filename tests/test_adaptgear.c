@@ -128,10 +128,17 @@ Test(adaptgear, smem_row_meta)
 {
     const int32_t tasks[2][4] = {{0, 3, 1, 0}, {3, 6, 0, 0}};
     int32_t meta[6][4];
-    gcn_smem_row_meta(rp6, ci6, tasks, 2, 2, false, meta);
+    for (int k = 0; k < 2; k++)
+        for (int32_t i = tasks[k][0]; i < tasks[k][1]; i++)
+            gcn_smem_row_meta(rp6, ci6, tasks[k][0], tasks[k][1], tasks[k][2] != 0, 2, false, i,
+                              meta[i]);
     const int32_t want[6][4] = {{-1, 0, 3, 3}, {3, 3, 5, 5}, {5, 5, 6, 7},
                                 {7, 7, 7, 9}, {9, 9, 9, 10}, {10, 10, 10, 12}};
     cr_assert_arr_eq(meta, want, sizeof want);
+    /* block diagonal: a staged row's entries all lie inside, no search */
+    int32_t m[4];
+    gcn_smem_row_meta(rp6, ci6, 0, 3, true, 2, true, 2, m);
+    cr_assert_arr_eq(m, ((int32_t[]){5, 5, 7, 7}), sizeof m);
 }
 
 Test(adaptgear, dense_blocks)
@@ -142,8 +149,11 @@ Test(adaptgear, dense_blocks)
     cr_assert(gcn_dense_worth(5, 4));
     cr_assert_not(gcn_dense_worth(1000, 4));
     int64_t off[3];
-    float d[5];
-    gcn_dense_fill(rp, ci, v, pp, 2, off, d);
+    float d[5] = {0};
+    gcn_dense_offsets(pp, 2, off);
+    for (int p = 0; p < 2; p++)
+        for (int32_t i = pp[p]; i < pp[p + 1]; i++)
+            gcn_dense_fill_row(rp, ci, v, i, pp[p], pp[p + 1] - pp[p], d + off[p]);
     const float want[] = {1, 2, 0, 3, 4};
     cr_assert_arr_eq(d, want, sizeof want);
     cr_assert_eq(off[2], 5);

@@ -86,6 +86,36 @@ Test(gpu_ctx, pool_reuses_blocks)
     gpu_pair_close(&p);
 }
 
+/* An upload from pageable memory returns without waiting for the stream,
+ * once the driver holds the bytes: the caller may overwrite its buffer at
+ * once, also behind a long queue of work. */
+Test(gpu_ctx, upload_buffer_reusable_at_once)
+{
+    GPU_REQUIRED();
+    gpu_pair p = gpu_pair_open(1, false);
+    enum { N = 1 << 22 };
+    float *h = host_floats(N), *back = host_floats(N);
+    void *d = gpu_alloc(p.gpu, FBYTES(N)), *busy = gpu_alloc(p.gpu, FBYTES(N));
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < 50; i++) /* queue work ahead of the copy */
+            cr_assert_eq(p.gpu->be->fill(p.gpu, (float *)busy, N, (float)i), GCN_OK);
+        for (int64_t i = 0; i < N; i++)
+            h[i] = (float)(i % 1000) + (float)round;
+        cr_assert_eq(p.gpu->be->upload(p.gpu, d, h, FBYTES(N)), GCN_OK);
+        for (int64_t i = 0; i < N; i++)
+            h[i] = -1.0f;
+        gpu_download(p.gpu, back, d, FBYTES(N));
+        for (int64_t i = 0; i < N; i += 4099)
+            cr_assert_eq(back[i], (float)(i % 1000) + (float)round, "element %lld, round %d",
+                         (long long)i, round);
+    }
+    gpu_release(p.gpu, d, FBYTES(N));
+    gpu_release(p.gpu, busy, FBYTES(N));
+    free(h);
+    free(back);
+    gpu_pair_close(&p);
+}
+
 Test(gpu_errors, alloc_failure_reports_the_call)
 {
     GPU_REQUIRED();

@@ -10,6 +10,7 @@
 
 #include "gpu_helpers.h"
 #include "helpers.h"
+#include "kernels/spmm_auto.h"
 
 /* Matrices: empty rows, one huge row, a single row or column, no non-zeros,
  * more than 65,535 rows, unsorted columns with duplicates; widths 1, 7, 32,
@@ -327,5 +328,42 @@ Test(gpu_spmm, backward_uses_transpose)
         free_mat(&m);
     }
     cr_assert_eq(tested_cusparse, 1, "cusparse must run on the sorted matrix only");
+    gpu_pair_close(&p);
+}
+
+/* The plans share one host copy of a device matrix's row_ptr: downloaded
+ * once and kept, and dropped when a one-step matrix is pointed at other
+ * arrays. */
+Test(gpu_spmm, host_row_ptr_kept_with_the_matrix)
+{
+    GPU_REQUIRED();
+    gpu_pair p = gpu_pair_open(23, false);
+    const int32_t rp[] = {0, 2, 3, 5}, ci[] = {0, 2, 1, 0, 2};
+    gcn_csr *a = NULL;
+    cr_assert_eq(gcn_csr_create(p.gpu, &a, 3, 3, 5, rp, ci, NULL), GCN_OK);
+    const int32_t *h1 = NULL, *h2 = NULL;
+    cr_assert_eq(gcn_csr_host_row_ptr(p.gpu, a, &h1), GCN_OK);
+    cr_assert_arr_eq(h1, rp, sizeof rp);
+    cr_assert_eq(gcn_csr_host_row_ptr(p.gpu, a, &h2), GCN_OK);
+    cr_assert_eq(h1, h2, "one copy, downloaded once");
+    gcn_csr_free(&a);
+
+    const int32_t rp1[] = {0, 1, 2}, rp2[] = {0, 0, 2}, ci2[] = {0, 1};
+    const float v2[] = {1, 1};
+    int32_t *d_rp1 = gpu_upload(p.gpu, rp1, sizeof rp1), *d_rp2 = gpu_upload(p.gpu, rp2, sizeof rp2);
+    int32_t *d_ci = gpu_upload(p.gpu, ci2, sizeof ci2);
+    float *d_v = gpu_upload(p.gpu, v2, sizeof v2);
+    cr_assert_eq(gcn_csr_borrow(p.gpu, 2, 2, d_rp1, d_ci, d_v, gcn_spmm_one_step_kernel(p.gpu), &a),
+                 GCN_OK);
+    cr_assert_eq(gcn_csr_host_row_ptr(p.gpu, a, &h1), GCN_OK);
+    cr_assert_arr_eq(h1, rp1, sizeof rp1);
+    cr_assert_eq(gcn_csr_reborrow(p.gpu, a, 2, 2, d_rp2, d_ci, d_v), GCN_OK);
+    cr_assert_eq(gcn_csr_host_row_ptr(p.gpu, a, &h2), GCN_OK);
+    cr_assert_arr_eq(h2, rp2, sizeof rp2, "the new arrays' row_ptr");
+    gcn_csr_free(&a);
+    gpu_release(p.gpu, d_rp1, sizeof rp1);
+    gpu_release(p.gpu, d_rp2, sizeof rp2);
+    gpu_release(p.gpu, d_ci, sizeof ci2);
+    gpu_release(p.gpu, d_v, sizeof v2);
     gpu_pair_close(&p);
 }

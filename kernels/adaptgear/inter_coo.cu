@@ -84,6 +84,15 @@ static co_kernel pick_kernel(int vec, int group)
 
 /* ---- plan ----------------------------------------------------------------- */
 
+/* rows[e] = i for every non-zero e of row i: one thread a row. */
+__global__ void coo_rows_kernel(const int32_t *row_ptr, int32_t n_rows, int32_t *rows)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n_rows;
+         i += (int64_t)gridDim.x * blockDim.x)
+        for (int32_t e = row_ptr[i]; e < row_ptr[i + 1]; e++)
+            rows[e] = (int32_t)i;
+}
+
 static void coo_free_plan(void *plan)
 {
     coo_plan *p = (coo_plan *)plan;
@@ -93,9 +102,11 @@ static void coo_free_plan(void *plan)
     free(p);
 }
 
-/* The row id of every non-zero, from a host copy of row_ptr. */
+/* The row id of every non-zero, written on the GPU. */
 static gcn_status build_plan(gcn_ctx *ctx, const gcn_csr *a, coo_plan *p)
 {
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
     int feat = p->head.feat, vec = gcn_feat_vec(feat, 4);
     p->lay[0] = gcn_feat_layout_make(feat, vec, GCN_WARP * vec);
     p->lay[1] = gcn_feat_layout_make(feat, 1, GCN_WARP);
@@ -105,24 +116,12 @@ static gcn_status build_plan(gcn_ctx *ctx, const gcn_csr *a, coo_plan *p)
             p->group[i] *= 2;
     }
     GCN_TRY(gcn_spmm_check_tiles(ctx, "inter_coo", p->lay));
-    int32_t *row_ptr = NULL, *rows = NULL;
-    gcn_status st;
-    GCN_CHECK(gcn_spmm_host_row_ptr(ctx, a, &row_ptr));
-    rows = (int32_t *)malloc(((size_t)a->nnz + 1) * sizeof *rows);
-    if (!rows) {
-        st = GCN_ERROR(ctx, GCN_ERR_NOMEM, "inter_coo: out of host memory for %d row ids",
-                       a->nnz);
-        goto cleanup;
-    }
-    for (int32_t i = 0; i < a->n_rows; i++)
-        for (int32_t e = row_ptr[i]; e < row_ptr[i + 1]; e++)
-            rows[e] = i;
     p->rows_bytes = (size_t)a->nnz * sizeof(int32_t);
-    GCN_CHECK(gcn_spmm_upload(ctx, (void **)&p->rows, rows, p->rows_bytes));
-cleanup:
-    free(row_ptr);
-    free(rows);
-    return st;
+    GCN_TRY(gcn_mem_alloc(ctx, (void **)&p->rows, p->rows_bytes));
+    coo_rows_kernel<<<gcn_blocks(a->n_rows, GCN_THREADS), GCN_THREADS, 0, cs->stream>>>(
+        a->row_ptr, a->n_rows, p->rows);
+    GCN_LAUNCHED("coo_rows_kernel");
+    return GCN_OK;
 }
 
 static gcn_status coo_plan_create(gcn_ctx *ctx, const gcn_csr *a, int feat, void **plan)

@@ -179,10 +179,10 @@ static gcn_status build_plan(gcn_ctx *ctx, const gcn_csr *a, inter_plan *p)
     for (int i = 0; i < 2; i++)
         p->group[i] = group_for(p->lay[i].vecs);
     GCN_TRY(gcn_spmm_check_tiles(ctx, "inter_csr", p->lay));
-    int32_t *row_ptr = NULL;
+    const int32_t *row_ptr;
     int32_t(*tasks)[4] = NULL;
     gcn_status st;
-    GCN_CHECK(gcn_spmm_host_row_ptr(ctx, a, &row_ptr));
+    GCN_CHECK(gcn_csr_host_row_ptr(ctx, a, &row_ptr));
     p->n_tasks = gcn_inter_tasks(row_ptr, a->n_rows, IC_NZ, IC_ROWS, NULL);
     tasks = (int32_t(*)[4])malloc(((size_t)p->n_tasks + 1) * sizeof *tasks);
     if (!tasks) {
@@ -193,7 +193,6 @@ static gcn_status build_plan(gcn_ctx *ctx, const gcn_csr *a, inter_plan *p)
     p->tasks_bytes = (size_t)p->n_tasks * sizeof(int4);
     GCN_CHECK(gcn_spmm_upload(ctx, (void **)&p->tasks, tasks, p->tasks_bytes));
 cleanup:
-    free(row_ptr);
     free(tasks);
     return st;
 }

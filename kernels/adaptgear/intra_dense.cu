@@ -100,55 +100,64 @@ static void dense_free_plan(void *plan)
     free(p);
 }
 
-/* The host arrays of a plan before upload. */
-typedef struct dense_host {
-    int32_t *row_ptr, *col_idx;
-    float *values, *blocks;
-    int64_t *offset;
-    int32_t (*tasks)[2];
-} dense_host;
-
-static void dense_host_free(dense_host *h)
+/* Each row's entries into its part's block (gcn_dense_fill_row), one
+ * thread a row; a row's part is the last one starting at or before it. */
+__global__ void dense_fill_kernel(const int32_t *row_ptr, const int32_t *col_idx,
+                                  const float *values, const int32_t *part_ptr, int32_t n_parts,
+                                  const int64_t *offset, int32_t n_rows, float *blocks)
 {
-    free(h->row_ptr);
-    free(h->col_idx);
-    free(h->values);
-    free(h->blocks);
-    free(h->offset);
-    free(h->tasks);
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n_rows;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int32_t lo = 0, hi = n_parts - 1;
+        while (lo < hi) {
+            int32_t mid = lo + (hi - lo + 1) / 2;
+            if (part_ptr[mid] <= i)
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        gcn_dense_fill_row(row_ptr, col_idx, values, (int32_t)i, part_ptr[lo],
+                           part_ptr[lo + 1] - part_ptr[lo], blocks + offset[lo]);
+    }
 }
 
+/* The blocks, filled on the GPU from the matrix, and the tasks and offsets,
+ * from the level's parts on the host. */
 static gcn_status build_plan(gcn_ctx *ctx, const gcn_csr *a, dense_plan *p)
 {
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
     const gcn_csr_level *lv = &a->priv->level[0];
     int64_t floats = gcn_dense_floats(lv->part_ptr, lv->n_parts);
     p->n_tasks = gcn_dense_tasks(lv->part_ptr, lv->n_parts, DN_TILE, NULL);
-    dense_host h = {};
-    h.row_ptr = (int32_t *)malloc(((size_t)a->n_rows + 1) * sizeof(int32_t));
-    h.col_idx = (int32_t *)malloc(((size_t)a->nnz + 1) * sizeof(int32_t));
-    h.values = (float *)malloc(((size_t)a->nnz + 1) * sizeof(float));
-    h.blocks = (float *)malloc(((size_t)floats + 1) * sizeof(float));
-    h.offset = (int64_t *)malloc(((size_t)lv->n_parts + 1) * sizeof(int64_t));
-    h.tasks = (int32_t(*)[2])malloc(((size_t)p->n_tasks + 1) * sizeof *h.tasks);
+    int64_t *offset = (int64_t *)malloc(((size_t)lv->n_parts + 1) * sizeof(int64_t));
+    int32_t(*tasks)[2] = (int32_t(*)[2])malloc(((size_t)p->n_tasks + 1) * sizeof *tasks);
     gcn_status st = GCN_OK;
-    if (!h.row_ptr || !h.col_idx || !h.values || !h.blocks || !h.offset || !h.tasks) {
-        st = GCN_ERROR(ctx, GCN_ERR_NOMEM, "intra_dense: out of host memory for %lld floats",
-                       (long long)floats);
+    if (!offset || !tasks) {
+        st = GCN_ERROR(ctx, GCN_ERR_NOMEM, "intra_dense: out of host memory for %d parts",
+                       lv->n_parts);
         goto cleanup;
     }
-    GCN_CHECK(gcn_csr_to_host(ctx, a, h.row_ptr, h.col_idx, h.values));
-    gcn_dense_fill(h.row_ptr, h.col_idx, h.values, lv->part_ptr, lv->n_parts, h.offset, h.blocks);
-    gcn_dense_tasks(lv->part_ptr, lv->n_parts, DN_TILE, h.tasks);
+    gcn_dense_offsets(lv->part_ptr, lv->n_parts, offset);
+    gcn_dense_tasks(lv->part_ptr, lv->n_parts, DN_TILE, tasks);
     p->blocks_bytes = (size_t)floats * sizeof(float);
     p->offset_bytes = ((size_t)lv->n_parts + 1) * sizeof(int64_t);
     p->part_bytes = ((size_t)lv->n_parts + 1) * sizeof(int32_t);
     p->tasks_bytes = (size_t)p->n_tasks * sizeof(int2);
-    GCN_CHECK(gcn_spmm_upload(ctx, (void **)&p->blocks, h.blocks, p->blocks_bytes));
-    GCN_CHECK(gcn_spmm_upload(ctx, (void **)&p->offset, h.offset, p->offset_bytes));
+    GCN_CHECK(gcn_spmm_upload(ctx, (void **)&p->offset, offset, p->offset_bytes));
     GCN_CHECK(gcn_spmm_upload(ctx, (void **)&p->part_ptr, lv->part_ptr, p->part_bytes));
-    GCN_CHECK(gcn_spmm_upload(ctx, (void **)&p->tasks, h.tasks, p->tasks_bytes));
+    GCN_CHECK(gcn_spmm_upload(ctx, (void **)&p->tasks, tasks, p->tasks_bytes));
+    GCN_CHECK(gcn_mem_alloc(ctx, (void **)&p->blocks, p->blocks_bytes));
+    GCN_CHECK(GCN_CUDA_ST(cudaMemsetAsync(p->blocks, 0, p->blocks_bytes, cs->stream)));
+    if (lv->n_parts > 0) {
+        dense_fill_kernel<<<gcn_blocks(a->n_rows, GCN_THREADS), GCN_THREADS, 0, cs->stream>>>(
+            a->row_ptr, a->col_idx, a->values, p->part_ptr, lv->n_parts, p->offset, a->n_rows,
+            p->blocks);
+        GCN_CHECK(GCN_LAUNCHED_ST("dense_fill_kernel"));
+    }
 cleanup:
-    dense_host_free(&h);
+    free(offset);
+    free(tasks);
     return st;
 }
 

@@ -198,47 +198,66 @@ static void plan_layouts(const gcn_csr *a, smem_plan *p)
     p->pack_rows = gcn_smem_pack_rows(SM_THREADS / p->shape[0].group, ref, p->stage_rows);
 }
 
-/* Tasks and per-row ranges, from host copies of row_ptr and col_idx. */
-static gcn_status plan_tasks(gcn_ctx *ctx, const gcn_csr *a, smem_plan *p,
-                             const int32_t *row_ptr)
+/* Each row's staged range (gcn_smem_row_meta), one thread a row; the tasks
+ * cover the rows in order, so a row's task is the last one starting at or
+ * before it. */
+__global__ void smem_meta_kernel(const int32_t *row_ptr, const int32_t *col_idx,
+                                 const int4 *tasks, int32_t n_tasks, int32_t n_rows,
+                                 bool block_diag, int4 *meta)
 {
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n_rows;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int32_t lo = 0, hi = n_tasks - 1;
+        while (lo < hi) {
+            int32_t mid = lo + (hi - lo + 1) / 2;
+            if (tasks[mid].x <= i)
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        const int4 t = tasks[lo];
+        int32_t m[4];
+        gcn_smem_row_meta(row_ptr, col_idx, t.x, t.y, t.z != 0, SM_CHUNK, block_diag,
+                          (int32_t)i, m);
+        meta[i] = make_int4(m[0], m[1], m[2], m[3]);
+    }
+}
+
+/* The tasks, packed on the host from the level's parts, and the per-row
+ * ranges, found on the GPU. */
+static gcn_status plan_tasks(gcn_ctx *ctx, const gcn_csr *a, smem_plan *p)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
     const gcn_csr_level *lv = &a->priv->level[0];
     int64_t max_tasks = gcn_smem_max_tasks(lv->n_parts, a->n_rows, p->pack_rows);
     int32_t(*tasks)[4] = (int32_t(*)[4])malloc((size_t)max_tasks * sizeof *tasks);
-    int32_t(*meta)[4] = (int32_t(*)[4])malloc(((size_t)a->n_rows + 1) * sizeof *meta);
-    int32_t *col_idx = (int32_t *)malloc(((size_t)a->nnz + 1) * sizeof *col_idx);
-    gcn_status st = GCN_OK;
-    if (!tasks || !meta || !col_idx) {
-        st = GCN_ERROR(ctx, GCN_ERR_NOMEM, "intra_smem: out of host memory for the plan");
-        goto cleanup;
-    }
-    GCN_CHECK(gcn_csr_to_host(ctx, a, NULL, col_idx, NULL));
+    if (!tasks)
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "intra_smem: out of host memory for the tasks");
     p->n_tasks = gcn_smem_tasks(lv->part_ptr, lv->n_parts, p->pack_rows, p->stage_rows, tasks);
-    gcn_smem_row_meta(row_ptr, col_idx, tasks, p->n_tasks, SM_CHUNK, a->priv->block_diagonal,
-                      meta);
     p->tasks_bytes = (size_t)p->n_tasks * sizeof(int4);
-    p->meta_bytes = (size_t)a->n_rows * sizeof(int4);
-    GCN_CHECK(gcn_spmm_upload(ctx, (void **)&p->tasks, tasks, p->tasks_bytes));
-    GCN_CHECK(gcn_spmm_upload(ctx, (void **)&p->meta, meta, p->meta_bytes));
-cleanup:
+    gcn_status st = gcn_spmm_upload(ctx, (void **)&p->tasks, tasks, p->tasks_bytes);
     free(tasks);
-    free(meta);
-    free(col_idx);
-    return st;
+    GCN_TRY(st);
+    p->meta_bytes = (size_t)a->n_rows * sizeof(int4);
+    GCN_TRY(gcn_mem_alloc(ctx, (void **)&p->meta, p->meta_bytes));
+    if (p->n_tasks == 0)
+        return GCN_OK;
+    smem_meta_kernel<<<gcn_blocks(a->n_rows, GCN_THREADS), GCN_THREADS, 0, cs->stream>>>(
+        a->row_ptr, a->col_idx, p->tasks, p->n_tasks, a->n_rows, a->priv->block_diagonal,
+        p->meta);
+    GCN_LAUNCHED("smem_meta_kernel");
+    return GCN_OK;
 }
 
 static gcn_status build_plan(gcn_ctx *ctx, const gcn_csr *a, smem_plan *p)
 {
-    int32_t *row_ptr = NULL;
-    gcn_status st;
+    const int32_t *row_ptr;
     plan_layouts(a, p);
-    GCN_CHECK(gcn_spmm_check_tiles(ctx, "intra_smem", p->lay));
-    GCN_CHECK(gcn_spmm_host_row_ptr(ctx, a, &row_ptr));
-    GCN_CHECK(plan_tasks(ctx, a, p, row_ptr));
-    GCN_CHECK(gcn_rs_long_upload(ctx, row_ptr, a->n_rows, SM_CHUNK, p->head.feat, p->lay, &p->lr));
-cleanup:
-    free(row_ptr);
-    return st;
+    GCN_TRY(gcn_spmm_check_tiles(ctx, "intra_smem", p->lay));
+    GCN_TRY(gcn_csr_host_row_ptr(ctx, a, &row_ptr));
+    GCN_TRY(plan_tasks(ctx, a, p));
+    return gcn_rs_long_upload(ctx, row_ptr, a->n_rows, SM_CHUNK, p->head.feat, p->lay, &p->lr);
 }
 
 static gcn_status smem_plan_create(gcn_ctx *ctx, const gcn_csr *a, int feat, void **plan)

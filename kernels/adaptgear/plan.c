@@ -86,29 +86,6 @@ int32_t gcn_smem_tasks(const int32_t *part_ptr, int32_t n_parts, int32_t pack_ro
     return n;
 }
 
-void gcn_smem_row_meta(const int32_t *row_ptr, const int32_t *col_idx, const int32_t (*tasks)[4],
-                       int32_t n_tasks, int32_t chunk, bool block_diag, int32_t (*meta)[4])
-{
-    for (int32_t k = 0; k < n_tasks; k++) {
-        int32_t r0 = tasks[k][0], r1 = tasks[k][1];
-        bool staged = tasks[k][2] != 0;
-        for (int32_t i = r0; i < r1; i++) {
-            int32_t b = row_ptr[i], e = row_ptr[i + 1], m0 = b, m1 = b;
-            if (e - b > chunk) {
-                memcpy(meta[i], (int32_t[4]){-1, b, e, e}, sizeof meta[i]);
-                continue;
-            }
-            if (staged && block_diag) {
-                m1 = e;
-            } else if (staged) {
-                m0 = (int32_t)gcn_lower_bound(col_idx, b, e, r0);
-                m1 = (int32_t)gcn_lower_bound(col_idx, m0, e, r1);
-            }
-            memcpy(meta[i], (int32_t[4]){b, m0, m1, e}, sizeof meta[i]);
-        }
-    }
-}
-
 /* ---- intra_dense ----------------------------------------------------------- */
 
 int64_t gcn_dense_floats(const int32_t *part_ptr, int32_t n_parts)
@@ -133,18 +110,12 @@ bool gcn_level_worth_split(const int32_t *part_ptr, int32_t n_parts, int32_t nom
            gcn_dense_worth(gcn_dense_floats(part_ptr, n_parts), nnz);
 }
 
-void gcn_dense_fill(const int32_t *row_ptr, const int32_t *col_idx, const float *values,
-                    const int32_t *part_ptr, int32_t n_parts, int64_t *offset, float *dense)
+void gcn_dense_offsets(const int32_t *part_ptr, int32_t n_parts, int64_t *offset)
 {
     offset[0] = 0;
     for (int32_t p = 0; p < n_parts; p++) {
-        int32_t lo = part_ptr[p], s = part_ptr[p + 1] - lo;
-        float *blk = dense + offset[p];
-        offset[p + 1] = offset[p] + (int64_t)s * s;
-        memset(blk, 0, (size_t)s * (size_t)s * sizeof *blk);
-        for (int32_t i = 0; i < s; i++)
-            for (int32_t e = row_ptr[lo + i]; e < row_ptr[lo + i + 1]; e++)
-                blk[(int64_t)i * s + (col_idx[e] - lo)] += values[e];
+        int64_t s = part_ptr[p + 1] - part_ptr[p];
+        offset[p + 1] = offset[p] + s * s;
     }
 }
 

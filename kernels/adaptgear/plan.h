@@ -62,13 +62,32 @@ int64_t gcn_smem_max_tasks(int32_t n_parts, int32_t n_rows, int32_t pack_rows);
 int32_t gcn_smem_tasks(const int32_t *part_ptr, int32_t n_parts, int32_t pack_rows,
                        int32_t stage_rows, int32_t (*tasks)[4]);
 
-/* Per row of each task: {first non-zero, first staged non-zero, end of the
- * staged ones, end}; the staged ones are the columns inside the task's rows
- * when it is staged (all of a row when block_diag, else found by binary
- * search in sorted columns), none otherwise.  Rows with more than `chunk`
- * non-zeros get {-1, first, end, end}: long-row pieces serve them. */
-void gcn_smem_row_meta(const int32_t *row_ptr, const int32_t *col_idx, const int32_t (*tasks)[4],
-                       int32_t n_tasks, int32_t chunk, bool block_diag, int32_t (*meta)[4]);
+/* Row i of the task of rows [r0, r1): meta = {first non-zero, first staged
+ * non-zero, end of the staged ones, end}; the staged ones are the columns
+ * inside [r0, r1) when the task is staged (all of a row when block_diag,
+ * else found by binary search in sorted columns), none otherwise.  A row
+ * with more than `chunk` non-zeros gets {-1, first, end, end}: long-row
+ * pieces serve it.  The plan runs it on the GPU, one thread a row. */
+GCN_HD void gcn_smem_row_meta(const int32_t *row_ptr, const int32_t *col_idx, int32_t r0,
+                              int32_t r1, bool staged, int32_t chunk, bool block_diag, int32_t i,
+                              int32_t meta[4])
+{
+    int32_t b = row_ptr[i], e = row_ptr[i + 1], m0 = b, m1 = b;
+    if (e - b > chunk) {
+        b = -1;
+        m0 = row_ptr[i];
+        m1 = e;
+    } else if (staged && block_diag) {
+        m1 = e;
+    } else if (staged) {
+        m0 = (int32_t)gcn_lower_bound(col_idx, b, e, r0);
+        m1 = (int32_t)gcn_lower_bound(col_idx, m0, e, r1);
+    }
+    meta[0] = b;
+    meta[1] = m0;
+    meta[2] = m1;
+    meta[3] = e;
+}
 
 /* ---- intra_dense: dense diagonal blocks --------------------------------- */
 
@@ -85,11 +104,21 @@ bool gcn_dense_worth(int64_t floats, int64_t nnz);
 bool gcn_level_worth_split(const int32_t *part_ptr, int32_t n_parts, int32_t nominal,
                            int64_t nnz, int feat, size_t smem_bytes);
 
-/* Writes every part's block row-major at offset[p] (offset has n_parts + 1
- * entries), zero where A has no entry; duplicates add up.  The matrix must
- * be block diagonal at part_ptr. */
-void gcn_dense_fill(const int32_t *row_ptr, const int32_t *col_idx, const float *values,
-                    const int32_t *part_ptr, int32_t n_parts, int64_t *offset, float *dense);
+/* Where each part's block starts in the array of all blocks, row-major one
+ * after another: offset[p] = the sum of the squared sizes of the parts
+ * before p (n_parts + 1 entries). */
+void gcn_dense_offsets(const int32_t *part_ptr, int32_t n_parts, int64_t *offset);
+
+/* Adds row i's entries to its row of the block blk of its part, whose s
+ * rows start at row lo: blk starts zeroed, duplicates add up in order.  The
+ * matrix must be block diagonal.  The plan runs it on the GPU, one thread
+ * a row. */
+GCN_HD void gcn_dense_fill_row(const int32_t *row_ptr, const int32_t *col_idx,
+                               const float *values, int32_t i, int32_t lo, int32_t s, float *blk)
+{
+    for (int32_t e = row_ptr[i]; e < row_ptr[i + 1]; e++)
+        blk[(int64_t)(i - lo) * s + (col_idx[e] - lo)] += values[e];
+}
 
 /* Row tiles of `rows` rows over every part: tasks[k] = {part, first row}.
  * Returns their number; tasks may be NULL to count. */
