@@ -1,6 +1,7 @@
 /* The CUDA side of a context: device selection, the stream, lazily created
  * cuBLAS/cuSPARSE handles bound to it, and the checked-call helpers that turn
  * library errors into a gcn_status with "call, message, file:line". */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -179,6 +180,19 @@ static void *warm_main(void *arg)
     return NULL;
 }
 
+/* Starts the thread with every signal blocked, so that the program's
+ * signals keep going to its own threads. */
+static bool warm_start(gcn_cuda_state *cs)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    if (pthread_sigmask(SIG_SETMASK, &all, &old) != 0)
+        return false;
+    bool started = pthread_create(&cs->warm_thread, NULL, warm_main, cs) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return started;
+}
+
 /* The thread's handle (NULL if it failed), once it has finished. */
 static cusparseHandle_t warm_join(gcn_cuda_state *cs)
 {
@@ -231,7 +245,7 @@ gcn_status gcn_cuda_init(gcn_ctx *ctx, int device_index)
     GCN_CUDA(cudaMemsetAsync(cs->tile_counters, 0, counter_bytes, cs->stream));
     cudaDeviceProp prop;
     GCN_CUDA(cudaGetDeviceProperties(&prop, device_index));
-    cs->warming = pthread_create(&cs->warm_thread, NULL, warm_main, cs) == 0;
+    cs->warming = warm_start(cs);
     gcn_log(ctx, GCN_LOG_INFO, "CUDA device %d: %s (sm_%d%d, %.1f GiB), matmuls in %s%s",
             device_index, prop.name, prop.major, prop.minor,
             (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0), ctx->tf32 ? "TF32" : "FP32",
