@@ -302,6 +302,7 @@ void gcn_csr_free(gcn_csr **pa)
         gcn_ctx *ctx = p->ctx;
         /* The transpose's call sites may use this matrix's splits: they go first. */
         gcn_csr_free(&p->transpose);
+        gcn_csr_free(&p->self_loops);
         if (p->spmm)
             p->spmm_free(p->spmm);
         if (p->halo)

@@ -171,6 +171,8 @@ struct gcn_csr_priv {
     struct gcn_halo *halo; /* a rank's block of a partitioned matrix (gcn_csr_set_halo) */
     void (*halo_free)(struct gcn_halo *halo);
     int32_t *host_row_ptr; /* a device matrix's row_ptr on the host, once a plan asked */
+    gcn_csr *self_loops;   /* A + self_alpha I, once gcn_spmm_self asked (spmm_self.c) */
+    float self_alpha;
 };
 
 /* gcn_csr_create for a matrix the caller knows to equal its transpose

@@ -334,5 +334,12 @@ gcn_status gcn_spmm_self(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, float al
     if (a->n_rows != a->n_cols && !a->priv->halo)
         return GCN_ERROR(ctx, GCN_ERR_SHAPE, "spmm_self: the matrix must be square, got %d x %d",
                          a->n_rows, a->n_cols);
+    /* A + alpha I as one matrix, except for a rank's block (its x has halo
+     * rows), a one-step matrix (a batch) and alpha = 0 */
+    const gcn_csr *with_self = NULL;
+    if (!a->priv->halo && !a->priv->kernel && alpha != 0.0f)
+        GCN_TRY(gcn_csr_self_loops(ctx, a, alpha, &with_self));
+    if (with_self)
+        return spmm_op(ctx, with_self, x, false, 0.0f, spmm_backward, out);
     return spmm_op(ctx, a, x, true, alpha, spmm_self_backward, out);
 }

@@ -101,10 +101,13 @@ typedef struct gcn_spmm_site_info {
     double runner_up_ms;
     double cusparse_ms;     /* the "cusparse" candidate's median, NAN if not timed */
     double setup_ms;        /* host time of its splits and candidates' plans until the lock */
+    float self_alpha;       /* a site of A + self_alpha I (gcn_spmm_self), else 0 */
 } gcn_spmm_site_info;
 
-/* The call sites of a and of its stored transpose, in creation order, at
- * most max of them into out (may be NULL to count); returns their number. */
+/* The call sites of a and of its stored transpose, then those of the
+ * A + alpha I that gcn_spmm_self keeps with a and of its transpose, each in
+ * creation order, at most max of them into out (may be NULL to count);
+ * returns their number. */
 GCN_API int gcn_spmm_sites(const gcn_csr *a, gcn_spmm_site_info *out, int max);
 
 /* Plan files: the locked choices of the call sites of n matrices (tagged
@@ -154,7 +157,10 @@ GCN_API gcn_status gcn_csr_set_halo(gcn_ctx *ctx, gcn_csr *a, const int32_t *sen
 
 /* GIN's aggregation with its self term in one op: a square [n, n], x [n, f]
  * -> out = A x + alpha x.  One output tensor where A x, alpha x and their
- * sum would be three (all kept for backward); dX = A^T dY + alpha dY. */
+ * sum would be three (all kept for backward); dX = A^T dY + alpha dY.  The
+ * first call builds A + alpha I and keeps it with A (one alpha per matrix),
+ * and the products go through it: no pass for the self term.  Its call
+ * sites are reported with A's (self_alpha in gcn_spmm_site_info). */
 GCN_API gcn_status gcn_spmm_self(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, float alpha,
                                  gcn_tensor **out);
 

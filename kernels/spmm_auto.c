@@ -507,7 +507,8 @@ void gcn_spmm_site_losers(const gcn_spmm_site *site, int *losers, int *holding)
 
 /* ---- what the sites chose ------------------------------------------------------ */
 
-static void site_info(const gcn_spmm_site *t, bool transposed, gcn_spmm_site_info *o)
+static void site_info(const gcn_spmm_site *t, bool transposed, float self_alpha,
+                      gcn_spmm_site_info *o)
 {
     int win = -1;
     bool locked = gcn_selector_locked(t->sel, &win);
@@ -520,7 +521,8 @@ static void site_info(const gcn_spmm_site *t, bool transposed, gcn_spmm_site_inf
                               .chosen_ms = win >= 0 ? gcn_selector_median(t->sel, win) : NAN,
                               .runner_up_ms = r >= 0 ? gcn_selector_median(t->sel, r) : NAN,
                               .cusparse_ms = cu >= 0 ? gcn_selector_median(t->sel, cu) : NAN,
-                              .setup_ms = t->setup_ms};
+                              .setup_ms = t->setup_ms,
+                              .self_alpha = self_alpha};
     snprintf(o->mode, sizeof o->mode, "%s", t->forced ? "forced" : t->mode[5] ? "auto-deterministic" : "auto");
     snprintf(o->chosen, sizeof o->chosen, "%s", win >= 0 ? t->cand[win].name : "");
     snprintf(o->runner_up, sizeof o->runner_up, "%s", r >= 0 ? t->cand[r].name : "");
@@ -529,12 +531,14 @@ static void site_info(const gcn_spmm_site *t, bool transposed, gcn_spmm_site_inf
 int gcn_spmm_sites(const gcn_csr *a, gcn_spmm_site_info *out, int max)
 {
     int n = 0;
-    const gcn_csr *mats[2] = {a, a && a->priv ? a->priv->transpose : NULL};
-    for (int m = 0; m < 2; m++)
+    const gcn_csr *s = a && a->priv ? a->priv->self_loops : NULL;
+    const gcn_csr *mats[4] = {a, a && a->priv ? a->priv->transpose : NULL, s,
+                              s ? s->priv->transpose : NULL};
+    for (int m = 0; m < 4; m++)
         for (gcn_spmm_site *t = mats[m] && mats[m]->priv->spmm ? mats[m]->priv->spmm->sites
                                                                 : NULL;
              t; t = t->next, n++)
             if (out && n < max)
-                site_info(t, m == 1, &out[n]);
+                site_info(t, m % 2 == 1, m >= 2 ? a->priv->self_alpha : 0.0f, &out[n]);
     return n;
 }

@@ -31,6 +31,10 @@ const gcn_spmm_impl *gcn_spmm_one_step_kernel(const gcn_ctx *ctx);
 gcn_status gcn_csr_reborrow(gcn_ctx *ctx, gcn_csr *a, int32_t n, int32_t nnz, int32_t *row_ptr,
                             int32_t *col_idx, float *values);
 
+/* A + alpha I of a square matrix, built on the first call and kept with a
+ * (spmm_self.c); *out is NULL when a keeps it for another alpha. */
+gcn_status gcn_csr_self_loops(gcn_ctx *ctx, const gcn_csr *a, float alpha, const gcn_csr **out);
+
 /* The plan for (impl, feat) on a, built and cached on first use. */
 gcn_status gcn_spmm_get_plan(gcn_ctx *ctx, const gcn_spmm_impl *impl, const gcn_csr *a, int feat,
                              void **plan);

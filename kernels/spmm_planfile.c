@@ -2,7 +2,9 @@
  * so that a later run on the same graph skips profiling.
  *   gcn-spmm-plan 1
  *   matrix TAG N_ROWS N_COLS NNZ FINGERPRINT
- *   site TAG A|AT FEAT MODE STRATEGY */
+ *   site TAG DIR FEAT MODE STRATEGY
+ * DIR is A, AT (the stored transpose), or A+sI, AT+sI: the A + s I that
+ * gcn_spmm_self keeps with A, and its transpose. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -55,10 +57,16 @@ static gcn_status write_matrix(gcn_ctx *ctx, FILE *f, const gcn_csr *a, const ch
     if (!info)
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "plan file: out of host memory");
     gcn_spmm_sites(a, info, n);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
+        char dir[48];
+        snprintf(dir, sizeof dir, "%s", info[i].transposed ? "AT" : "A");
+        if (info[i].self_alpha != 0.0f)
+            snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "+%.9gI",
+                     (double)info[i].self_alpha);
         if (info[i].locked && strcmp(info[i].mode, "forced") != 0)
-            fprintf(f, "site %s %s %d %s %s\n", tag, info[i].transposed ? "AT" : "A",
-                    info[i].feat, info[i].mode, info[i].chosen);
+            fprintf(f, "site %s %s %d %s %s\n", tag, dir, info[i].feat, info[i].mode,
+                    info[i].chosen);
+    }
     free(info);
     return GCN_OK;
 }
@@ -123,12 +131,37 @@ static int tag_index(const char *const *tags, int n, const char *tag)
     return -1;
 }
 
+/* The matrix a site line's DIR names: a, its transpose, or either of
+ * a + s I (built here when the file is read before the first product). */
+static gcn_status site_matrix(gcn_ctx *ctx, const gcn_csr *a, const char *dir,
+                              const gcn_csr **m)
+{
+    *m = NULL;
+    const char *plus = strchr(dir, '+');
+    size_t base = plus ? (size_t)(plus - dir) : strlen(dir);
+    bool at = base == 2 && !strncmp(dir, "AT", 2);
+    if (!at && !(base == 1 && dir[0] == 'A'))
+        return GCN_OK;
+    if (plus) {
+        char *end;
+        float s = strtof(plus + 1, &end);
+        if (end == plus + 1 || strcmp(end, "I") != 0 || s == 0.0f || a->n_rows != a->n_cols)
+            return GCN_OK;
+        GCN_TRY(gcn_csr_self_loops(ctx, a, s, &a));
+        if (!a)
+            return GCN_OK;
+    }
+    *m = at ? a->priv->transpose : a;
+    return GCN_OK;
+}
+
 /* One "site" line: locks that site of the tagged matrix (or its transpose). */
 static gcn_status read_site(gcn_ctx *ctx, const char *path, int line, const gcn_csr *a,
                             const char *dir, int feat, const char *mode, const char *strategy)
 {
-    const gcn_csr *m = !strcmp(dir, "AT") ? a->priv->transpose : a;
-    if (!m || feat < 1 || (strcmp(dir, "A") && strcmp(dir, "AT")))
+    const gcn_csr *m;
+    GCN_TRY(site_matrix(ctx, a, dir, &m));
+    if (!m || feat < 1)
         return GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s:%d: bad site (direction %s, width %d)", path,
                          line, dir, feat);
     gcn_status st = gcn_spmm_site_restore(ctx, m, feat, mode, strategy);
@@ -154,8 +187,8 @@ static gcn_status read_line(gcn_ctx *ctx, const char *path, int line, char *text
         seen[k] = true;
         return check_matrix(ctx, path, line, mats[k], tag, i1, i2, i3, strtoull(a5, NULL, 16));
     }
-    char dir[8];
-    if (!matrix && sscanf(text, "site %63s %7s %d %63s %63s", tag, dir, &i1, a1, a6) == 5) {
+    char dir[48];
+    if (!matrix && sscanf(text, "site %63s %47s %d %63s %63s", tag, dir, &i1, a1, a6) == 5) {
         int k = tag_index(tags, n, tag);
         if (k < 0 || !mats[k])
             return GCN_OK;

@@ -226,6 +226,56 @@ Test(adaptgear, cpu_site_locks_its_one_kernel)
     gcn_ctx_free(&ctx);
 }
 
+/* gcn_spmm_self's sites (on the A + alpha I it keeps) go to plan files as
+ * "A+<alpha>I" and come back on a fresh matrix, which builds its own. */
+Test(adaptgear, plan_file_keeps_self_term_sites)
+{
+    gcn_ctx *ctx = test_cpu_ctx(1);
+    gcn_csr *a = six(ctx, true);
+    float xs[6] = {1, -2, 3, 0.5f, 4, -1};
+    gcn_tensor *x = test_tensor(ctx, xs, 6, 1), *y = NULL;
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(gcn_spmm_self(ctx, a, x, 1.5f, &y), GCN_OK, "%s", gcn_last_error(ctx));
+        gcn_tensor_free(&y);
+    }
+    char *mem = NULL;
+    size_t len = 0;
+    FILE *ms = open_memstream(&mem, &len);
+    const gcn_csr *mats[1] = {a};
+    const char *tags[1] = {"raw"};
+    cr_assert_eq(gcn_spmm_plan_save(ctx, ms, mats, tags, 1), GCN_OK, "%s", gcn_last_error(ctx));
+    fclose(ms);
+    cr_assert(strstr(mem, "site raw A+1.5I 1 auto cpu"), "%s", mem);
+    gcn_csr *b = six(ctx, true);
+    mats[0] = b;
+    ms = fmemopen(mem, len, "r");
+    cr_assert_eq(gcn_spmm_plan_load(ctx, ms, "memory", mats, tags, 1), GCN_OK, "%s",
+                 gcn_last_error(ctx));
+    fclose(ms);
+    gcn_spmm_site_info s;
+    cr_assert_eq(gcn_spmm_sites(b, &s, 1), 1);
+    cr_assert(s.locked);
+    cr_assert_eq(s.profiled_calls, 0);
+    cr_assert_float_eq(s.self_alpha, 1.5f, 0.0f);
+    cr_assert_eq(gcn_spmm_self(ctx, b, x, 1.5f, &y), GCN_OK, "the loaded site serves the op");
+    gcn_tensor_free(&y);
+    gcn_csr *c = six(ctx, true);
+    mats[0] = c;
+    char bad[512];
+    const char *site = strstr(mem, "site ");
+    snprintf(bad, sizeof bad, "%.*ssite raw A+xI 1 auto cpu\n", (int)(site - mem), mem);
+    ms = fmemopen(bad, strlen(bad), "r");
+    cr_assert_eq(gcn_spmm_plan_load(ctx, ms, "memory", mats, tags, 1), GCN_ERR_FORMAT);
+    cr_assert(strstr(gcn_last_error(ctx), "bad site (direction A+xI"), "%s", gcn_last_error(ctx));
+    fclose(ms);
+    free(mem);
+    gcn_tensor_free(&x);
+    gcn_csr_free(&c);
+    gcn_csr_free(&b);
+    gcn_csr_free(&a);
+    gcn_ctx_free(&ctx);
+}
+
 Test(adaptgear, plan_file_round_trip_and_mismatch)
 {
     char path[] = "/tmp/gcn-plan-XXXXXX";

@@ -1,10 +1,15 @@
 /* Finite-difference gradient checks of the sparse ops: gcn_spmm on an
  * asymmetric matrix with empty rows and repeated columns, and gcn_spmm_self
- * (GIN's A x + alpha x), against double-precision forwards. */
+ * (GIN's A x + alpha x), against double-precision forwards; the A + alpha I
+ * that gcn_spmm_self multiplies by. */
 #include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "core/internal.h"
 #include "helpers.h"
+#include "kernels/spmm_auto.h"
 
 #define TOL 2e-3 /* float32 analytic gradient vs double central differences */
 
@@ -88,5 +93,76 @@ Test(grad, spmm_self_term)
     cr_assert(strstr(gcn_last_error(ctx), "square"), "%s", gcn_last_error(ctx));
     gcn_tensor_free(&x);
     gcn_csr_free(&rect);
+    gcn_ctx_free(&ctx);
+}
+
+/* A x + alpha x in double from host arrays. */
+static void self_ref(const int32_t *rp, const int32_t *ci, const float *v, int n, float alpha,
+                     const float *x, double *y)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < F; j++) {
+            y[i * F + j] = (double)alpha * x[i * F + j];
+            for (int e = rp[i]; e < rp[i + 1]; e++)
+                y[i * F + j] += (double)v[e] * x[ci[e] * F + j];
+        }
+}
+
+/* gcn_spmm_self on a: against the double product, and its A + alpha I with
+ * `added` new entries, sorted like a. */
+static void check_self(gcn_ctx *ctx, int n, const int32_t *rp, const int32_t *ci, const float *v,
+                       float alpha, int added)
+{
+    gcn_csr *a = NULL;
+    cr_assert_eq(gcn_csr_create(ctx, &a, n, n, rp[n], rp, ci, v), GCN_OK);
+    float x[8 * F];
+    for (int i = 0; i < n * F; i++)
+        x[i] = (float)((i * 7) % 11) / 5.0f - 1.0f;
+    double want[8 * F];
+    self_ref(rp, ci, v, n, alpha, x, want);
+    gcn_tensor *tx = test_tensor(ctx, x, n, F), *y = NULL;
+    for (int rep = 0; rep < 2; rep++) {
+        cr_assert_eq(gcn_spmm_self(ctx, a, tx, alpha, &y), GCN_OK, "%s", gcn_last_error(ctx));
+        float *got = test_read(ctx, y);
+        for (int i = 0; i < n * F; i++)
+            cr_assert(fabs(got[i] - want[i]) <= 1e-5 * (1.0 + fabs(want[i])), "y[%d] %g, want %g",
+                      i, got[i], want[i]);
+        free(got);
+        gcn_tensor_free(&y);
+    }
+    const gcn_csr *s = NULL, *again = NULL;
+    cr_assert_eq(gcn_csr_self_loops(ctx, a, alpha, &s), GCN_OK);
+    cr_assert_not_null(s);
+    cr_assert_eq(gcn_csr_self_loops(ctx, a, alpha, &again), GCN_OK);
+    cr_assert_eq(s, again, "built once and kept");
+    cr_assert_eq(gcn_csr_nnz(s), rp[n] + added);
+    cr_assert_eq(gcn_csr_is_sorted(s), gcn_csr_is_sorted(a));
+    gcn_spmm_site_info info[4];
+    int sites = gcn_spmm_sites(a, info, 4);
+    cr_assert_eq(sites, 1, "one site, on A + alpha I");
+    cr_assert_float_eq(info[0].self_alpha, alpha, 0.0f);
+    /* another alpha: the kept matrix serves only its own; the op still adds */
+    cr_assert_eq(gcn_csr_self_loops(ctx, a, alpha + 1.0f, &again), GCN_OK);
+    cr_assert_null(again);
+    self_ref(rp, ci, v, n, alpha + 1.0f, x, want);
+    cr_assert_eq(gcn_spmm_self(ctx, a, tx, alpha + 1.0f, &y), GCN_OK);
+    float *got = test_read(ctx, y);
+    for (int i = 0; i < n * F; i++)
+        cr_assert(fabs(got[i] - want[i]) <= 1e-5 * (1.0 + fabs(want[i])));
+    free(got);
+    gcn_tensor_free(&y);
+    gcn_tensor_free(&tx);
+    gcn_csr_free(&a);
+}
+
+Test(grad, spmm_self_through_a_plus_alpha_i)
+{
+    gcn_ctx *ctx = test_cpu_ctx(1);
+    /* unsorted with a repeated column, no diagonal: four entries appended */
+    check_self(ctx, 4, sq_row_ptr, sq_col_idx, sq_values, 1.3f, 4);
+    /* sorted, diagonals in rows 0 and 2 (alpha added to them), an empty row */
+    const int32_t rp[] = {0, 2, 3, 4, 6, 6}, ci[] = {0, 3, 4, 2, 1, 2};
+    const float v[] = {1.0f, -2.0f, 0.5f, 3.0f, 0.25f, -1.0f};
+    check_self(ctx, 5, rp, ci, v, -0.5f, 3);
     gcn_ctx_free(&ctx);
 }
