@@ -226,6 +226,17 @@ Test(adaptgear, cpu_site_locks_its_one_kernel)
     gcn_ctx_free(&ctx);
 }
 
+/* Loads a plan kept in memory (len bytes at mem) for the one matrix m. */
+static gcn_status load_plan(gcn_ctx *ctx, char *mem, size_t len, const gcn_csr *m,
+                            const char *tag)
+{
+    FILE *f = fmemopen(mem, len, "r");
+    cr_assert_not_null(f);
+    gcn_status st = gcn_spmm_plan_load(ctx, f, "memory", &m, &tag, 1);
+    fclose(f);
+    return st;
+}
+
 /* gcn_spmm_self's sites (on the A + alpha I it keeps) go to plan files as
  * "A+<alpha>I" and come back on a fresh matrix, which builds its own. */
 Test(adaptgear, plan_file_keeps_self_term_sites)
@@ -247,11 +258,7 @@ Test(adaptgear, plan_file_keeps_self_term_sites)
     fclose(ms);
     cr_assert(strstr(mem, "site raw A+1.5I 1 auto cpu"), "%s", mem);
     gcn_csr *b = six(ctx, true);
-    mats[0] = b;
-    ms = fmemopen(mem, len, "r");
-    cr_assert_eq(gcn_spmm_plan_load(ctx, ms, "memory", mats, tags, 1), GCN_OK, "%s",
-                 gcn_last_error(ctx));
-    fclose(ms);
+    cr_assert_eq(load_plan(ctx, mem, len, b, "raw"), GCN_OK, "%s", gcn_last_error(ctx));
     gcn_spmm_site_info s;
     cr_assert_eq(gcn_spmm_sites(b, &s, 1), 1);
     cr_assert(s.locked);
@@ -260,14 +267,11 @@ Test(adaptgear, plan_file_keeps_self_term_sites)
     cr_assert_eq(gcn_spmm_self(ctx, b, x, 1.5f, &y), GCN_OK, "the loaded site serves the op");
     gcn_tensor_free(&y);
     gcn_csr *c = six(ctx, true);
-    mats[0] = c;
     char bad[512];
     const char *site = strstr(mem, "site ");
     snprintf(bad, sizeof bad, "%.*ssite raw A+xI 1 auto cpu\n", (int)(site - mem), mem);
-    ms = fmemopen(bad, strlen(bad), "r");
-    cr_assert_eq(gcn_spmm_plan_load(ctx, ms, "memory", mats, tags, 1), GCN_ERR_FORMAT);
+    cr_assert_eq(load_plan(ctx, bad, strlen(bad), c, "raw"), GCN_ERR_FORMAT);
     cr_assert(strstr(gcn_last_error(ctx), "bad site (direction A+xI"), "%s", gcn_last_error(ctx));
-    fclose(ms);
     free(mem);
     gcn_tensor_free(&x);
     gcn_csr_free(&c);
@@ -304,11 +308,7 @@ Test(adaptgear, plan_file_round_trip_and_mismatch)
     cr_assert_eq(gcn_spmm_plan_save(ctx, ms, mats, tags, 1), GCN_OK, "%s", gcn_last_error(ctx));
     fclose(ms);
     gcn_csr *c = six(ctx, true);
-    mats[0] = c;
-    ms = fmemopen(mem, len, "r");
-    cr_assert_eq(gcn_spmm_plan_load(ctx, ms, "memory", mats, tags, 1), GCN_OK, "%s",
-                 gcn_last_error(ctx));
-    fclose(ms);
+    cr_assert_eq(load_plan(ctx, mem, len, c, "gcn"), GCN_OK, "%s", gcn_last_error(ctx));
     free(mem);
     cr_assert_eq(gcn_spmm_sites(c, &s, 1), 1);
     cr_assert(s.locked, "a plan kept in memory locks the same way");
