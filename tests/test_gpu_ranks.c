@@ -1,6 +1,7 @@
-/* Training over several ranks on one GPU (the local transport) and over
- * NCCL with one rank: products with halos, synchronised batch norm and
- * dropout, and whole runs against one context. */
+/* Training over several ranks on one GPU (the local transport), over NCCL
+ * with one rank, and with a rank on each of two GPUs: products with halos,
+ * synchronised batch norm and dropout, and whole runs against one
+ * context. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -43,4 +44,14 @@ Test(gpu_ranks, one_nccl_rank_trains_the_single_context_model, .timeout = 300)
 {
     GPU_REQUIRED();
     ranks_check_training(GCN_DEVICE_CUDA, GCN_COMM_NCCL, gcn_json, 1, 20, 1e-4);
+}
+
+/* Two NCCL ranks, one on each GPU: skipped on a host with one GPU. */
+Test(gpu_ranks, two_nccl_ranks_on_two_gpus_train_the_single_context_model, .timeout = 300)
+{
+    GPU_REQUIRED();
+    if (gcn_cuda_device_count() < 2)
+        cr_skip_test("one CUDA device: two NCCL ranks need two");
+    ranks_check_training(GCN_DEVICE_CUDA, GCN_COMM_NCCL, gcn_json, 2, 20, 1e-4);
+    ranks_check_training(GCN_DEVICE_CUDA, GCN_COMM_NCCL, gin_json, 2, 20, 1e-4);
 }
