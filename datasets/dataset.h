@@ -218,7 +218,9 @@ GCN_API gcn_status gcn_graph_fold_split(gcn_ctx *ctx, gcn_dataset *ds, const int
  * class c with expected avg_degree * homophily neighbours in c and the rest
  * in other classes; features N(mu_c, I) with class means mu_c drawn
  * N(0, feature_signal^2 I); planted split of train_per_class per class,
- * n_valid, n_test. */
+ * n_valid, n_test.  ordered: the classes are runs of consecutive ids
+ * (node i in class floor(i * n_classes / n_nodes)) instead of drawn, so the
+ * node order follows the blocks, as in graphs numbered by community. */
 typedef struct gcn_sbm_opts {
     size_t size; /* sizeof in the caller's build, set by gcn_sbm_default_opts */
     int32_t n_nodes;      /* 3000 */
@@ -228,6 +230,7 @@ typedef struct gcn_sbm_opts {
     double homophily;     /* 0.8: share of edges inside a class */
     float feature_signal; /* 0.25 */
     int32_t train_per_class, n_valid, n_test; /* 20, 500, 1000 */
+    bool ordered;                              /* false */
 } gcn_sbm_opts;
 
 GCN_API gcn_sbm_opts gcn_sbm_default_opts(void);

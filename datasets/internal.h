@@ -330,8 +330,8 @@ gcn_status gcn_metis_kway(gcn_ctx *ctx, int32_t n, int32_t *xadj, int32_t *adjnc
 
 /* The PARTS reordering of g into r (allocated for g->n_nodes, no levels):
  * order and its one level, as gcn_reorder_compute documents. */
-gcn_status gcn_reorder_parts(gcn_ctx *ctx, const gcn_graph *g, int32_t n_parts,
-                             bool balance_nnz, uint32_t seed, gcn_reorder *r);
+gcn_status gcn_reorder_parts(gcn_ctx *ctx, const gcn_graph *g, const gcn_reorder_opts *o,
+                             uint32_t seed, gcn_reorder *r);
 
 /* Sets r->edge_cut from g (r's graph in original ids) and r's finest
  * level. */

@@ -14,6 +14,9 @@ _Static_assert(sizeof(idx_t) == sizeof(int32_t), "METIS built with 32-bit idx_t"
 
 #define MAX_SIZE (1 << 24)
 
+/* The largest K of parts:N:nnz+K. */
+#define MAX_NODE_WEIGHT (1 << 20)
+
 static const int32_t default_sizes[] = {16, 256, 4096};
 #define N_DEFAULT_SIZES ((int)(sizeof default_sizes / sizeof *default_sizes))
 
@@ -43,12 +46,13 @@ static gcn_status bad_spec(gcn_ctx *ctx, const char *spec, const char *why)
 {
     return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG,
                      "reorder spec '%s': %s (expected none, degree, metis, metis:S[,S...] "
-                     "with at most %d ascending sizes in [2, %d], or parts:N[:nnz] with N in "
-                     "[1, %d])",
-                     spec, why, GCN_REORDER_MAX_LEVELS, MAX_SIZE, GCN_REORDER_MAX_PARTS);
+                     "with at most %d ascending sizes in [2, %d], or parts:N[:nnz[+K]][:range] with "
+                     "N in [1, %d], K in [1, %d])",
+                     spec, why, GCN_REORDER_MAX_LEVELS, MAX_SIZE, GCN_REORDER_MAX_PARTS,
+                     MAX_NODE_WEIGHT);
 }
 
-/* "parts:N" or "parts:N:nnz", spec past "parts". */
+/* "parts:N[:nnz[+K]][:range]", spec past "parts". */
 static gcn_status parse_parts(gcn_ctx *ctx, const char *spec, const char *p,
                               gcn_reorder_opts *out)
 {
@@ -57,12 +61,25 @@ static gcn_status parse_parts(gcn_ctx *ctx, const char *spec, const char *p,
         return bad_spec(ctx, spec, "the part count is missing or not a number");
     char *end = NULL;
     long v = strtol(p + 1, &end, 10);
-    if (*end != '\0' && strcmp(end, ":nnz") != 0)
-        return bad_spec(ctx, spec, "junk after the part count (only :nnz may follow)");
     if (v < 1 || v > GCN_REORDER_MAX_PARTS)
         return bad_spec(ctx, spec, "the part count is out of range");
     o.n_parts = (int32_t)v;
-    o.balance_nnz = *end != '\0';
+    if (strncmp(end, ":nnz", 4) == 0) {
+        o.balance_nnz = true;
+        end += 4;
+        if (*end == '+') {
+            const char *k = end + 1;
+            long w = *k >= '0' && *k <= '9' ? strtol(k, &end, 10) : -1;
+            if (w < 1 || w > MAX_NODE_WEIGHT)
+                return bad_spec(ctx, spec, "the node weight after nnz+ is not in range");
+            o.node_weight = (int32_t)w;
+        }
+    }
+    if (strcmp(end, ":range") == 0)
+        o.contiguous = true;
+    else if (*end != '\0')
+        return bad_spec(ctx, spec, "junk after the part count (only :nnz, :nnz+K, :range may "
+                                   "follow)");
     *out = o;
     return GCN_OK;
 }
@@ -116,7 +133,13 @@ static int sizes_of(const gcn_reorder_opts *o, int32_t sizes[GCN_REORDER_MAX_LEV
 int gcn_reorder_describe(const gcn_reorder_opts *o, char *buf, size_t size)
 {
     if (o->method == GCN_REORDER_PARTS)
-        return snprintf(buf, size, "parts:%d%s", o->n_parts, o->balance_nnz ? ":nnz" : "");
+    {
+        char weight[24] = "";
+        if (o->balance_nnz && o->node_weight > 1)
+            snprintf(weight, sizeof weight, "+%d", (int)o->node_weight);
+        return snprintf(buf, size, "parts:%d%s%s%s", o->n_parts, o->balance_nnz ? ":nnz" : "",
+                        weight, o->contiguous ? ":range" : "");
+    }
     if (o->method != GCN_REORDER_METIS)
         return snprintf(buf, size, "%s", gcn_reorder_method_name(o->method));
     int32_t sizes[GCN_REORDER_MAX_LEVELS];
@@ -139,6 +162,9 @@ gcn_status gcn_reorder_check_opts(gcn_ctx *ctx, const gcn_reorder_opts *o,
     if (o->method == GCN_REORDER_PARTS && (o->n_parts < 1 || o->n_parts > GCN_REORDER_MAX_PARTS))
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "reorder: %d parts (expected 1 to %d)",
                          o->n_parts, GCN_REORDER_MAX_PARTS);
+    if (o->method == GCN_REORDER_PARTS && (o->node_weight < 0 || o->node_weight > MAX_NODE_WEIGHT))
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "reorder: node weight %d (expected 0 to %d)",
+                         (int)o->node_weight, MAX_NODE_WEIGHT);
     if (o->method != GCN_REORDER_METIS)
         return GCN_OK;
     if (o->n_sizes < 0 || o->n_sizes > GCN_REORDER_MAX_LEVELS)
@@ -447,7 +473,7 @@ gcn_status gcn_reorder_compute_seeded(gcn_ctx *ctx, const gcn_graph *g,
     else if (o->method == GCN_REORDER_METIS)
         GCN_CHECK(metis_order(ctx, g, sizes, n_sizes, seed, r));
     else if (o->method == GCN_REORDER_PARTS)
-        GCN_CHECK(gcn_reorder_parts(ctx, g, o->n_parts, o->balance_nnz, seed, r));
+        GCN_CHECK(gcn_reorder_parts(ctx, g, o, seed, r));
     else
         for (int32_t i = 0; i < g->n_nodes; i++)
             r->order[i] = i;

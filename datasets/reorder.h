@@ -35,9 +35,16 @@ typedef struct gcn_reorder_opts {
     int32_t sizes[GCN_REORDER_MAX_LEVELS];
     /* PARTS: the number of parts, in [1, GCN_REORDER_MAX_PARTS] (default 2),
      * and whether they hold about equal stored entries instead of equal
-     * nodes. */
+     * nodes: with balance_nnz a node weighs its row's entries plus
+     * node_weight (0 means 1), so node_weight trades the per-entry work of
+     * the sparse products against the per-node work of the dense ones.
+     * contiguous: no METIS; the nodes stay in their order and are cut into
+     * N runs of about equal weight (for graphs too large for METIS, or
+     * whose ids already follow their structure). */
     int32_t n_parts;
     bool balance_nnz;
+    int32_t node_weight;
+    bool contiguous;
 } gcn_reorder_opts;
 
 /* A permutation of n_nodes nodes and, for METIS, the community levels it
@@ -62,13 +69,15 @@ typedef struct gcn_reorder {
 GCN_API gcn_reorder_opts gcn_reorder_default_opts(gcn_reorder_method method);
 
 /* Parses "none", "degree", "metis" (the default sizes), "metis:S[,S...]"
- * (sizes in [2, 2^24], ascending), "parts:N" or "parts:N:nnz" (N in
- * [1, 4096]; nnz: balance stored entries); GCN_ERR_INVALID_ARG with a
- * message naming the spec otherwise (ctx may be NULL). */
+ * (sizes in [2, 2^24], ascending), "parts:N[:nnz[+K]][:range]" (N in
+ * [1, 4096]; nnz: balance stored entries, each node weighing its entries
+ * plus K, default 1, K in [1, 2^20]; range: contiguous runs, no METIS);
+ * GCN_ERR_INVALID_ARG with a message naming the spec otherwise (ctx may be
+ * NULL). */
 GCN_API gcn_status gcn_reorder_parse(gcn_ctx *ctx, const char *spec, gcn_reorder_opts *out);
 
 /* Writes the spec that gcn_reorder_parse reads back ("metis:16,256,4096",
- * "parts:4:nnz"). */
+ * "parts:4:nnz", "parts:2:nnz+20:range"). */
 GCN_API int gcn_reorder_describe(const gcn_reorder_opts *o, char *buf, size_t size);
 
 /* Computes the reordering of g.  METIS partitions the structure of A + A^T
@@ -83,7 +92,9 @@ GCN_API int gcn_reorder_describe(const gcn_reorder_opts *o, char *buf, size_t si
  * parts one after the other, part 0 first, nodes in id order within a part:
  * n_levels 1, size[0] = ceil(n_nodes / N), n_parts[0] = N, part_ptr[0] the
  * N + 1 boundaries.  METIS balances nodes, or with balance_nnz the weights
- * row length + 1, so that parts hold about equal stored entries.  Nodes
+ * row length + node_weight, so that parts hold about equal stored entries.
+ * With contiguous, METIS is not called: part p is the p-th run of nodes in
+ * id order, the runs of about equal weight (the identity permutation).  Nodes
  * without neighbours are dealt one at a time to the lightest part (ties to
  * the lowest); a set of connected nodes smaller than 8 N, which METIS
  * balances poorly, is cut into runs of equal weight in id order instead.

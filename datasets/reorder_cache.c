@@ -22,7 +22,9 @@ typedef struct perm_header {
     uint32_t endian;    /* 0x01020304 as written */
     int32_t method;
     int32_t sizes[GCN_REORDER_MAX_LEVELS]; /* asked for (METIS), 0 past the last;
-                                              PARTS: N, then 1 when balancing entries */
+                                              PARTS: N, then the node weight (1 for
+                                              plain nnz) when balancing entries, then 1
+                                              for contiguous runs */
     uint32_t seed;      /* METIS's (METIS and PARTS), 0 for the other methods */
     int32_t n_nodes, nnz;
     uint32_t graph_crc; /* crc32 of row_ptr then col_idx of the graph reordered */
@@ -59,16 +61,20 @@ static void key_of(const gcn_graph *g, gcn_reorder_method method, const int32_t 
                           g->col_idx, (size_t)g->nnz * sizeof(int32_t));
 }
 
-/* "<cache>.<method>[-<sizes>-s<seed>].perm" ("-N[-nnz]-s<seed>" for PARTS);
- * caller frees. */
+/* "<cache>.<method>[-<sizes>-s<seed>].perm" ("-N[-nnz[K]][-range]-s<seed>"
+ * for PARTS); caller frees. */
 static gcn_status perm_path(gcn_ctx *ctx, const char *cache, const perm_header *k, char **out)
 {
     char tail[128];
     int len = snprintf(tail, sizeof tail, ".%s", gcn_reorder_method_name(k->method));
-    if (k->method == GCN_REORDER_PARTS)
+    if (k->method == GCN_REORDER_PARTS) {
         len += snprintf(tail + len, sizeof tail - (size_t)len, "-%d%s", k->sizes[0],
                         k->sizes[1] ? "-nnz" : "");
-    else
+        if (k->sizes[1] > 1)
+            len += snprintf(tail + len, sizeof tail - (size_t)len, "%d", k->sizes[1]);
+        if (k->sizes[2])
+            len += snprintf(tail + len, sizeof tail - (size_t)len, "-range");
+    } else
         for (int i = 0; i < GCN_REORDER_MAX_LEVELS && k->sizes[i]; i++)
             len += snprintf(tail + len, sizeof tail - (size_t)len, "-%d", k->sizes[i]);
     if (k->method == GCN_REORDER_METIS || k->method == GCN_REORDER_PARTS)
@@ -275,8 +281,9 @@ gcn_status gcn_reorder_cached(gcn_ctx *ctx, const gcn_graph *g, const gcn_reorde
     gcn_status st = GCN_OK;
     if (o->method == GCN_REORDER_PARTS) {
         sizes[0] = o->n_parts;
-        sizes[1] = o->balance_nnz;
-        n_sizes = 2;
+        sizes[1] = !o->balance_nnz ? 0 : o->node_weight > 1 ? o->node_weight : 1;
+        sizes[2] = o->contiguous;
+        n_sizes = 3;
     }
     key_of(g, o->method, sizes, n_sizes, seed, &key);
     GCN_CHECK(perm_path(ctx, cache, &key, &path));

@@ -1,6 +1,6 @@
 /* The PARTS reordering (gcn_reorder_compute): METIS into one part per rank,
- * nodes without neighbours dealt to the lightest parts; and the edge cut of
- * any reordering's finest level. */
+ * nodes without neighbours dealt to the lightest parts, or runs of the
+ * nodes in id order; and the edge cut of any reordering's finest level. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,14 +19,18 @@ typedef struct parts {
     const gcn_graph *g;
     int32_t n_parts;
     bool balance_nnz;
-    int32_t *part; /* [n_nodes] */
+    int32_t node_weight; /* added to a node's entries when balancing them */
+    int32_t *part;       /* [n_nodes] */
     int64_t *load; /* [n_parts] */
 } parts;
 
-/* What node i weighs in the balance: 1, or its stored entries + 1. */
+/* What node i weighs in the balance: 1, or its stored entries plus the
+ * node weight. */
 static int64_t weight_of(const parts *s, int32_t i)
 {
-    return s->balance_nnz ? (int64_t)s->g->row_ptr[i + 1] - s->g->row_ptr[i] + 1 : 1;
+    return s->balance_nnz
+               ? (int64_t)s->g->row_ptr[i + 1] - s->g->row_ptr[i] + s->node_weight
+               : 1;
 }
 
 /* Cuts the connected nodes conn[0, n) into runs of about equal weight in
@@ -181,16 +185,32 @@ static gcn_status number(parts *s, int32_t *order, int32_t *ptr)
     return GCN_OK;
 }
 
-gcn_status gcn_reorder_parts(gcn_ctx *ctx, const gcn_graph *g, int32_t n_parts,
-                             bool balance_nnz, uint32_t seed, gcn_reorder *r)
+/* Every node, in id order, into runs of about equal weight. */
+static gcn_status cut_contiguous(parts *s)
 {
-    parts s = {.ctx = ctx, .g = g, .n_parts = n_parts, .balance_nnz = balance_nnz};
+    int32_t n = s->g->n_nodes, *all = NULL;
+    GCN_TRY(gcn_ds_malloc(s->ctx, (void **)&all, (size_t)n, sizeof *all));
+    for (int32_t i = 0; i < n; i++)
+        all[i] = i;
+    cut_in_runs(s, all, n);
+    free(all);
+    return GCN_OK;
+}
+
+gcn_status gcn_reorder_parts(gcn_ctx *ctx, const gcn_graph *g, const gcn_reorder_opts *o,
+                             uint32_t seed, gcn_reorder *r)
+{
+    int32_t n_parts = o->n_parts;
+    parts s = {.ctx = ctx, .g = g, .n_parts = n_parts, .balance_nnz = o->balance_nnz,
+               .node_weight = o->node_weight > 0 ? o->node_weight : 1};
     int32_t *ptr = NULL;
     gcn_status st = GCN_OK;
     GCN_CHECK(gcn_ds_calloc(ctx, (void **)&s.part, (size_t)g->n_nodes, sizeof *s.part));
     GCN_CHECK(gcn_ds_calloc(ctx, (void **)&s.load, (size_t)n_parts, sizeof *s.load));
     GCN_CHECK(gcn_ds_malloc(ctx, (void **)&ptr, (size_t)n_parts + 1, sizeof *ptr));
-    if (n_parts > 1)
+    if (n_parts > 1 && o->contiguous && g->n_nodes > 0)
+        GCN_CHECK(cut_contiguous(&s));
+    else if (n_parts > 1)
         GCN_CHECK(assign(&s, seed));
     GCN_CHECK(number(&s, r->order, ptr));
     r->n_levels = 1;

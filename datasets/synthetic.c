@@ -120,9 +120,14 @@ static gcn_status sbm_fill(gcn_ctx *ctx, gcn_dataset *ds, const gcn_sbm_opts *o)
     ds->n_classes = o->n_classes;
     GCN_CHECK(gcn_ds_malloc(ctx, (void **)&cls, (size_t)o->n_nodes, sizeof *cls));
     GCN_CHECK(gcn_ds_malloc(ctx, (void **)&ds->labels, (size_t)o->n_nodes, sizeof(int32_t)));
-    GCN_CHECK(gcn_rng_below(ctx, GCN_RNG_DATA, (uint32_t)o->n_classes, cls, o->n_nodes));
-    for (int32_t i = 0; i < o->n_nodes; i++)
-        ds->labels[i] = i < o->n_classes ? i : (int32_t)cls[i]; /* no class is empty */
+    if (o->ordered) {
+        for (int32_t i = 0; i < o->n_nodes; i++)
+            ds->labels[i] = (int32_t)((int64_t)i * o->n_classes / o->n_nodes);
+    } else {
+        GCN_CHECK(gcn_rng_below(ctx, GCN_RNG_DATA, (uint32_t)o->n_classes, cls, o->n_nodes));
+        for (int32_t i = 0; i < o->n_nodes; i++)
+            ds->labels[i] = i < o->n_classes ? i : (int32_t)cls[i]; /* no class is empty */
+    }
     GCN_CHECK(group_by_class(ctx, ds, &b));
     int64_t pairs = llround(o->n_nodes * o->avg_degree / 2.0);
     int64_t intra = llround((double)pairs * o->homophily);
@@ -233,6 +238,7 @@ static gcn_status gen_sbm(gcn_ctx *ctx, const char *spec, const char *args, gcn_
                  {"train_per_class", o.train_per_class, 0, INT32_MAX, true},
                  {"valid", o.n_valid, 0, INT32_MAX, true},
                  {"test", o.n_test, 0, INT32_MAX, true},
+                 {"ordered", 0, 0, 1, true},
                  {NULL, 0, 0, 0, false}};
     GCN_TRY(parse_params(ctx, spec, args, p));
     o.n_nodes = (int32_t)p[0].value;
@@ -244,6 +250,7 @@ static gcn_status gen_sbm(gcn_ctx *ctx, const char *spec, const char *args, gcn_
     o.train_per_class = (int32_t)p[6].value;
     o.n_valid = (int32_t)p[7].value;
     o.n_test = (int32_t)p[8].value;
+    o.ordered = p[9].value != 0;
     return sbm_fill(ctx, ds, &o);
 }
 

@@ -353,7 +353,7 @@ static gcn_status parse_reorder(parser *p, const cJSON *v, char *out, size_t siz
         if (strcmp(out, "auto") != 0 && gcn_reorder_parse(NULL, out, &o) != GCN_OK)
             return fail(p, "reorder", "expected \"auto\", \"none\", \"degree\", \"metis\", "
                         "\"metis:S[,S...]\" with sizes ascending in [2, 16777216] or "
-                        "\"parts:N[:nnz]\" with N in [1, 4096]");
+                        "\"parts:N[:nnz[+K]][:range]\" with N in [1, 4096]");
         return GCN_OK;
     }
     if (!cJSON_IsObject(v))

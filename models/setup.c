@@ -101,20 +101,21 @@ gcn_status gcn_model_config_ctx_opts(const gcn_model_config *cfg, gcn_ctx_opts *
 }
 
 /* The reordering a run on several ranks needs: its partition, parts:N
- * ("auto" picks it; parts:N:nnz balances non-zeros instead of nodes). */
+ * ("auto" picks it; parts:N:nnz, :nnz+K and :range are parts too). */
 static gcn_status ranks_reorder(gcn_ctx *ctx, const gcn_model_config *cfg, char *spec,
                                 size_t size)
 {
-    snprintf(spec, size, "parts:%d", cfg->ranks);
-    size_t n = strlen(spec);
     if (cfg->readout.enabled)
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "a graph-level model trains on one rank "
                          "(%d asked for): its batches are whole graphs", cfg->ranks);
+    gcn_reorder_opts o;
     if (strcmp(cfg->reorder, "auto") &&
-        (strncmp(cfg->reorder, spec, n) || (cfg->reorder[n] && strcmp(cfg->reorder + n, ":nnz"))))
+        (gcn_reorder_parse(NULL, cfg->reorder, &o) != GCN_OK ||
+         o.method != GCN_REORDER_PARTS || o.n_parts != cfg->ranks))
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG,
                          "reorder %s: a run on %d ranks orders the nodes by its partition, "
-                         "%s or %s:nnz", cfg->reorder, cfg->ranks, spec, spec);
+                         "parts:%d[:nnz[+K]][:range]", cfg->reorder, cfg->ranks, cfg->ranks);
+    snprintf(spec, size, "parts:%d", cfg->ranks);
     if (strcmp(cfg->reorder, "auto"))
         snprintf(spec, size, "%s", cfg->reorder);
     return GCN_OK;

@@ -124,6 +124,32 @@ Test(dataset_synth, sbm_spec_parameters)
     gcn_ctx_free(&ctx);
 }
 
+/* ordered=1: class c is the run of ids [c n / C, (c + 1) n / C), and a
+ * cut of the id order into two runs at a class boundary cuts only the
+ * edges between classes that cross it. */
+Test(dataset_synth, sbm_ordered_classes_are_runs_of_ids)
+{
+    gcn_ctx *ctx = test_cpu_ctx(4);
+    gcn_dataset *ds = gen(ctx, "sbm:nodes=1000,classes=4,degree=10,homophily=0.9,ordered=1");
+    for (int32_t i = 0; i < 1000; i++)
+        cr_assert_eq(ds->labels[i], i / 250, "node %d", i);
+    int64_t intra = 0, crossing = 0;
+    for (int32_t i = 0; i < ds->n_nodes; i++)
+        for (int32_t k = ds->graph->row_ptr[i]; k < ds->graph->row_ptr[i + 1]; k++) {
+            int32_t j = ds->graph->col_idx[k];
+            intra += ds->labels[i] == ds->labels[j];
+            crossing += (i < 500) != (j < 500);
+        }
+    double h = (double)intra / ds->graph->nnz;
+    cr_assert(fabs(h - 0.9) < 0.03, "edge homophily %g", h);
+    /* of the 10% between classes, 4 of the 6 class pairs straddle the cut */
+    double cut = (double)crossing / ds->graph->nnz;
+    cr_assert(cut > 0.1 * 4 / 6 - 0.02 && cut < 0.1 * 4 / 6 + 0.02, "cut %g", cut);
+    cr_assert_eq(ds->n_train, 20 * 4);
+    gcn_dataset_free(&ds);
+    gcn_ctx_free(&ctx);
+}
+
 Test(dataset_synth, spec_errors)
 {
     static const char *const bad[][2] = {

@@ -64,15 +64,20 @@ static int64_t brute_cut(const gcn_graph *g, const gcn_reorder *r)
 
 Test(partition, parse_describe_and_every_error)
 {
-    static const char *const specs[][2] = {{"parts:1", NULL},     {"parts:4", NULL},
-                                           {"parts:4096", NULL},  {"parts:3:nnz", NULL},
-                                           {"parts:007", "parts:7"}};
+    static const char *const specs[][2] = {
+        {"parts:1", NULL},          {"parts:4", NULL},           {"parts:4096", NULL},
+        {"parts:3:nnz", NULL},      {"parts:007", "parts:7"},    {"parts:2:nnz+20", NULL},
+        {"parts:2:nnz+1", "parts:2:nnz"},                        {"parts:2:range", NULL},
+        {"parts:8:nnz:range", NULL}, {"parts:2:nnz+1048576:range", NULL}};
     for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
         gcn_reorder_opts o;
-        char buf[32];
+        char buf[40];
         cr_assert_eq(gcn_reorder_parse(NULL, specs[k][0], &o), GCN_OK, "%s", specs[k][0]);
         cr_assert_eq(o.method, GCN_REORDER_PARTS);
         cr_assert_eq(o.balance_nnz, strstr(specs[k][0], "nnz") != NULL);
+        cr_assert_eq(o.contiguous, strstr(specs[k][0], "range") != NULL);
+        const char *plus = strchr(specs[k][0], '+');
+        cr_assert_eq(o.node_weight, plus ? atoi(plus + 1) : 0, "%s", specs[k][0]);
         const char *want = specs[k][1] ? specs[k][1] : specs[k][0];
         cr_assert_eq(gcn_reorder_describe(&o, buf, sizeof buf), (int)strlen(want));
         cr_assert_str_eq(buf, want);
@@ -84,7 +89,10 @@ Test(partition, parse_describe_and_every_error)
         {"parts:99999999999999999999", "out of range"},               {"parts:2x", "junk"},
         {"parts:2:", "junk"},          {"parts:2:edges", "junk"},     {"parts:2:nnz:", "junk"},
         {"parts:2,4", "junk"},         {"parts:2:NNZ", "junk"},       {"partsx", "unknown method"},
-        {"PARTS:2", "unknown method"}};
+        {"PARTS:2", "unknown method"}, {"parts:2:nnz+", "node weight"},
+        {"parts:2:nnz+0", "node weight"}, {"parts:2:nnz+x", "node weight"},
+        {"parts:2:nnz+1048577", "node weight"}, {"parts:2:nnz+-3", "node weight"},
+        {"parts:2:range:nnz", "junk"}, {"parts:2:nnz+3x", "junk"}, {"parts:2:ranges", "junk"}};
     gcn_ctx *ctx = test_cpu_ctx(1);
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         gcn_reorder_opts o;
@@ -93,7 +101,7 @@ Test(partition, parse_describe_and_every_error)
         snprintf(quoted, sizeof quoted, "reorder spec '%s': ", bad[k][0]);
         const char *msg = gcn_last_error(ctx);
         cr_assert(strstr(msg, quoted) && strstr(msg, bad[k][1]), "%s", msg);
-        cr_assert(strstr(msg, "parts:N[:nnz]") && !strchr(msg, '\n'), "%s", msg);
+        cr_assert(strstr(msg, "parts:N[:nnz[+K]][:range]") && !strchr(msg, '\n'), "%s", msg);
     }
     gcn_ctx_free(&ctx);
 }
@@ -176,15 +184,15 @@ static gcn_graph *power_law(gcn_ctx *ctx, int32_t n, int64_t m, bool symmetric)
     return s;
 }
 
-/* Nodes and entries + nodes of each part, their maxima over parts. */
-static void part_loads(const gcn_graph *g, const gcn_reorder *r, int64_t *max_nodes,
-                       int64_t *max_weight)
+/* Nodes and entries + k nodes of each part, their maxima over parts. */
+static void part_loads_k(const gcn_graph *g, const gcn_reorder *r, int64_t k, int64_t *max_nodes,
+                         int64_t *max_weight)
 {
     *max_nodes = *max_weight = 0;
     for (int32_t q = 0; q < r->n_parts[0]; q++) {
         int64_t nodes = 0, weight = 0;
         for (int32_t i = r->part_ptr[0][q]; i < r->part_ptr[0][q + 1]; i++, nodes++)
-            weight += g->row_ptr[r->order[i] + 1] - g->row_ptr[r->order[i]] + 1;
+            weight += g->row_ptr[r->order[i] + 1] - g->row_ptr[r->order[i]] + k;
         *max_nodes = nodes > *max_nodes ? nodes : *max_nodes;
         *max_weight = weight > *max_weight ? weight : *max_weight;
     }
@@ -216,7 +224,7 @@ Test(partition, power_law_parts_are_balanced_and_their_cut_counted)
             int32_t N = counts[k];
             check_parts(r, n, N);
             int64_t max_nodes, max_weight;
-            part_loads(g, r, &max_nodes, &max_weight);
+            part_loads_k(g, r, 1, &max_nodes, &max_weight);
             double nodes_share = (double)n / N, weight_share = (double)(g->nnz + n) / N;
             if (!nnz)
                 cr_assert_leq(max_nodes, 1.05 * nodes_share + 4, "%s: %lld nodes in a part", spec,
@@ -238,6 +246,50 @@ Test(partition, power_law_parts_are_balanced_and_their_cut_counted)
     gcn_graph_free(&g);
     gcn_ctx_free(&a);
     gcn_ctx_free(&b);
+    gcn_ctx_free(&ctx);
+}
+
+/* ":range" keeps the id order and cuts it into runs of about equal weight
+ * (nodes, or entries + K), METIS not called; ":nnz+K" weighs each node K
+ * more than ":nnz", so a larger K moves the parts toward equal nodes. */
+Test(partition, contiguous_runs_and_node_weights)
+{
+    gcn_ctx *ctx = test_cpu_ctx(10);
+    const int32_t n = 6001;
+    gcn_graph *g = power_law(ctx, n, 30000, true);
+    const char *specs[] = {"parts:3:range", "parts:3:nnz:range", "parts:3:nnz+40:range"};
+    const int32_t weights[] = {0, 1, 40};
+    for (int s = 0; s < 3; s++) {
+        gcn_reorder *r = ds_compute_reorder(ctx, g, specs[s]);
+        check_parts(r, n, 3);
+        for (int32_t i = 0; i < n; i++)
+            cr_assert_eq(r->order[i], i, "%s keeps the order", specs[s]);
+        /* each boundary is where the running weight passes q / 3 of the total */
+        int64_t total = 0, before = 0;
+        for (int32_t i = 0; i < n; i++)
+            total += weights[s] ? g->row_ptr[i + 1] - g->row_ptr[i] + weights[s] : 1;
+        for (int32_t i = 0, q = 0; i < n; i++) {
+            while (q < 3 && r->part_ptr[0][q + 1] <= i)
+                q++;
+            cr_assert_eq(q, (int32_t)(before * 3 / total), "%s: node %d", specs[s], i);
+            before += weights[s] ? g->row_ptr[i + 1] - g->row_ptr[i] + weights[s] : 1;
+        }
+        cr_assert_eq(r->edge_cut, brute_cut(g, r), "%s", specs[s]);
+        gcn_reorder_free(&r);
+    }
+    /* METIS balances entries + K as it does entries + 1 (the tolerance of
+     * power_law_parts_are_balanced_and_their_cut_counted) */
+    int64_t heaviest = 0, max_nodes, max_weight;
+    for (int32_t i = 0; i < n; i++)
+        if (g->row_ptr[i + 1] - g->row_ptr[i] > heaviest)
+            heaviest = g->row_ptr[i + 1] - g->row_ptr[i];
+    gcn_reorder *r = ds_compute_reorder(ctx, g, "parts:4:nnz+25");
+    check_parts(r, n, 4);
+    part_loads_k(g, r, 25, &max_nodes, &max_weight);
+    cr_assert_leq(max_weight, 1.06 * (g->nnz + 25.0 * n) / 4 + heaviest + 25,
+                  "weight %lld in a part", (long long)max_weight);
+    gcn_reorder_free(&r);
+    gcn_graph_free(&g);
     gcn_ctx_free(&ctx);
 }
 
