@@ -67,6 +67,7 @@ gcn_status gcn_tape_record(gcn_ctx *ctx, const char *op, gcn_backward_fn backwar
     nd->n_in = n_in;
     nd->op = op;
     nd->backward = backward;
+    nd->layer = ctx->layer;
     nd->out = gcn_tensor_retain(out);
     out->requires_grad = true;
     out->is_leaf = false;
@@ -184,11 +185,13 @@ gcn_status gcn_backward(gcn_ctx *ctx, gcn_tensor *loss)
         return GCN_ERROR(ctx, GCN_ERR_STATE,
                          "backward: the loss was not produced by a recorded op");
     gcn_status st = GCN_OK;
+    int layer = ctx->layer;
     gcn_tensor_free(&loss->grad);
     GCN_CHECK(gcn_tensor_create(ctx, &loss->grad, 1, 1));
     GCN_CHECK(gcn_tensor_fill(ctx, loss->grad, 1.0f));
     for (int i = ctx->tape_len - 1; i >= 0; i--) {
         gcn_node *nd = &ctx->tape[i];
+        ctx->layer = nd->layer;
         if (nd->out->grad) /* else the loss does not depend on this op */
             GCN_CHECK(nd->backward(ctx, nd));
         /* Every consumer of nd->out came later on the tape and is done, so
@@ -201,6 +204,7 @@ gcn_status gcn_backward(gcn_ctx *ctx, gcn_tensor *loss)
         ctx->tape_len = i;
     }
 cleanup:
+    ctx->layer = layer;
     gcn_tape_clear(ctx);
     return st;
 }

@@ -291,13 +291,53 @@ gcn_comm_kind gcn_ctx_comm_kind(const gcn_ctx *ctx)
     return ctx && ctx->comm ? ctx->comm->kind : (gcn_comm_kind)0;
 }
 
+/* The slot of layer label `layer` in layer_stats. */
+static int layer_slot(int layer)
+{
+    return layer > 0 && layer < GCN_COMM_MAX_LAYERS ? layer : 0;
+}
+
+void gcn_comm_add_time(gcn_comm *c, bool exchange, int layer, double ms)
+{
+    gcn_comm_stats *l = &c->layer_stats[layer_slot(layer)];
+    if (exchange) {
+        c->stats.exchange_ms += ms;
+        l->exchange_ms += ms;
+    } else {
+        c->stats.allreduce_ms += ms;
+        l->allreduce_ms += ms;
+    }
+}
+
+/* The rank's stats, with the times its transport measures later added. */
+static const gcn_comm *settled(const gcn_ctx *ctx)
+{
+    if (!ctx || !ctx->comm)
+        return NULL;
+    gcn_comm *c = ctx->comm;
+    if (c->tp->settle)
+        c->tp->settle(c->state, c);
+    return c;
+}
+
 void gcn_comm_get_stats(const gcn_ctx *ctx, gcn_comm_stats *stats)
 {
     if (!stats)
         return;
     memset(stats, 0, sizeof *stats);
-    if (ctx && ctx->comm)
-        *stats = ctx->comm->stats;
+    const gcn_comm *c = settled(ctx);
+    if (c)
+        *stats = c->stats;
+}
+
+void gcn_comm_get_layer_stats(const gcn_ctx *ctx, int layer, gcn_comm_stats *stats)
+{
+    if (!stats)
+        return;
+    memset(stats, 0, sizeof *stats);
+    const gcn_comm *c = layer >= 0 && layer < GCN_COMM_MAX_LAYERS ? settled(ctx) : NULL;
+    if (c)
+        *stats = c->layer_stats[layer];
 }
 
 /* ---- collectives --------------------------------------------------------------- */
@@ -313,9 +353,13 @@ static gcn_status allreduce(gcn_ctx *ctx, void *buf, int64_t n, size_t elem, con
     else
         st = ctx->comm->tp->allreduce(ctx, buf, n, elem, &ms);
     GCN_TRY(leave(ctx, st));
-    ctx->comm->stats.allreduce_calls++;
-    ctx->comm->stats.allreduce_bytes += n * (int64_t)elem;
-    ctx->comm->stats.allreduce_ms += ms;
+    gcn_comm *c = ctx->comm;
+    gcn_comm_stats *l = &c->layer_stats[layer_slot(ctx->layer)];
+    c->stats.allreduce_calls++;
+    l->allreduce_calls++;
+    c->stats.allreduce_bytes += n * (int64_t)elem;
+    l->allreduce_bytes += n * (int64_t)elem;
+    gcn_comm_add_time(c, false, ctx->layer, ms);
     return GCN_OK;
 }
 
@@ -375,10 +419,14 @@ gcn_status gcn_comm_alltoallv(gcn_ctx *ctx, const float *send, const int64_t *se
     else
         st = c->tp->alltoallv(ctx, send, send_off, recv, recv_off, &ms);
     GCN_TRY(leave(ctx, st));
+    gcn_comm_stats *l = &c->layer_stats[layer_slot(ctx->layer)];
+    int64_t bytes = (send_off[c->ranks] - (send_off[c->rank + 1] - send_off[c->rank])) *
+                    (int64_t)sizeof *send;
     c->stats.exchange_calls++;
-    c->stats.exchange_bytes += (send_off[c->ranks] - (send_off[c->rank + 1] - send_off[c->rank])) *
-                               (int64_t)sizeof *send;
-    c->stats.exchange_ms += ms;
+    l->exchange_calls++;
+    c->stats.exchange_bytes += bytes;
+    l->exchange_bytes += bytes;
+    gcn_comm_add_time(c, true, ctx->layer, ms);
     return GCN_OK;
 }
 

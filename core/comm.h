@@ -90,17 +90,26 @@ GCN_API void gcn_comm_abort(gcn_ctx *ctx);
  * that succeeded: all-reduce counts the buffer's bytes once per call;
  * the exchange (alltoallv) the bytes of the blocks sent to other ranks,
  * not the block a rank sends itself.
- * The _ms fields are the host wall time (monotonic clock, milliseconds) of
- * the transfers themselves, measured by the LOCAL transport only: from the
- * moment every rank has published its buffers (the rank's own earlier work
- * on its stream finished, the wait for its peers over) until the rank's
- * copies and adds are finished (its stream synchronised).  All-reduce: the
- * sum of the ranks' buffers into new memory and its copy back into buf,
- * without the wait between the two for the others to finish reading buf;
- * exchange: the copies of the blocks the rank receives, its own included.
- * On one device this is a lower bound of the exchange's cost over a
- * network: a device-local copy.  NCCL queues its collectives on the stream
- * without waiting, and leaves both at 0.
+ * The _ms fields are the time of the transfers, in milliseconds:
+ *  - LOCAL: host wall time (monotonic clock) from the moment every rank
+ *    has published its buffers (the rank's own earlier work on its stream
+ *    finished, the wait for its peers over) until the rank's copies and
+ *    adds are finished (its stream synchronised).  All-reduce: the sum of
+ *    the ranks' buffers into new memory and its copy back into buf,
+ *    without the wait between the two for the others to finish reading
+ *    buf; exchange: the copies of the blocks the rank receives, its own
+ *    included.  On one device this is a lower bound of the exchange's
+ *    cost over a link: a device-local copy.
+ *  - NCCL: device time between CUDA events recorded on the rank's stream
+ *    around each collective (the copy of the rank's own block included):
+ *    from when the stream reaches it, the rank's earlier work done, until
+ *    it completes, so it includes the wait for a peer that reaches the
+ *    same collective later.  The rank that arrives last waits least: the
+ *    smallest time over the ranks is the closest to the transfer alone.
+ *    The times are read when the stats are asked for, which waits for the
+ *    collectives queued so far: ask from the rank's thread, or while it
+ *    queues nothing (between epochs).  Collectives queued while the stream
+ *    is being captured into a CUDA graph are not timed.
  * All zero without a communicator. */
 typedef struct gcn_comm_stats {
     int64_t allreduce_calls, allreduce_bytes;
@@ -109,6 +118,17 @@ typedef struct gcn_comm_stats {
 } gcn_comm_stats;
 
 GCN_API void gcn_comm_get_stats(const gcn_ctx *ctx, gcn_comm_stats *stats);
+
+/* The layers gcn_comm_get_layer_stats tells apart. */
+#define GCN_COMM_MAX_LAYERS 32
+
+/* The part of gcn_comm_get_stats's traffic queued while the context's
+ * layer label (gcn_ctx_set_layer) was `layer`: layer 0 holds what was
+ * queued outside any layer (the gradient all-reduce, the evaluation
+ * counts) and in layers GCN_COMM_MAX_LAYERS and up, so the stats of layers
+ * 0 to GCN_COMM_MAX_LAYERS - 1 sum to gcn_comm_get_stats's.  All zero for
+ * a layer out of that range or without a communicator. */
+GCN_API void gcn_comm_get_layer_stats(const gcn_ctx *ctx, int layer, gcn_comm_stats *stats);
 
 #ifdef __cplusplus
 }

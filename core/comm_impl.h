@@ -22,8 +22,8 @@ typedef struct gcn_comm_group gcn_comm_group;
  * rank sees alike (sizes that do not match) is returned plainly.
  * All-reduce and exchange set *ms to the milliseconds their transfer took
  * as gcn_comm_stats defines them, or leave the 0 comm.c puts there when
- * the transport does not measure it; comm.c adds it to the rank's stats
- * when the call succeeds. */
+ * the transport measures it later (settle); comm.c adds it to the rank's
+ * stats when the call succeeds. */
 typedef struct gcn_comm_transport {
     /* In-place sum of buf [n], elements of elem bytes (4: float, 8: double). */
     gcn_status (*allreduce)(gcn_ctx *ctx, void *buf, int64_t n, size_t elem, double *ms);
@@ -36,6 +36,10 @@ typedef struct gcn_comm_transport {
     void (*abort_rank)(void *state, int rank);
     /* Frees the shared state once no rank uses it. */
     void (*close)(void *state, int ranks);
+    /* Adds the times of rank c->rank's collectives measured since the last
+     * call to its stats (gcn_comm_add_time), waiting for them; NULL when
+     * the transport times its collectives as they run. */
+    void (*settle)(void *state, struct gcn_comm *c);
 } gcn_comm_transport;
 
 /* One rank's view, owned by its context (ctx->comm). */
@@ -46,7 +50,12 @@ typedef struct gcn_comm {
     const gcn_comm_transport *tp;
     void *state; /* the transport's, shared by the ranks */
     gcn_comm_stats stats;
+    gcn_comm_stats layer_stats[GCN_COMM_MAX_LAYERS]; /* by gcn_ctx_set_layer's label */
 } gcn_comm;
+
+/* Adds ms to the exchange (or all-reduce) time of the rank's stats and of
+ * those of the layer the collective was queued in. */
+void gcn_comm_add_time(gcn_comm *c, bool exchange, int layer, double ms);
 
 /* Opens a transport over the contexts (rank i is ctxs[i], n >= 1, none in
  * a communicator yet): checks what the kind needs of their devices and

@@ -207,6 +207,7 @@ static const gcn_comm_transport local_transport = {
     .barrier = local_barrier,
     .abort_rank = NULL,
     .close = local_close,
+    .settle = NULL,
 };
 
 gcn_status gcn_comm_local_open(gcn_ctx *const *ctxs, int n, const gcn_comm_transport **tp,

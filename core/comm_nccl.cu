@@ -22,9 +22,26 @@ typedef struct nccl_lib {
     decltype(&::ncclGroupEnd) GroupEnd;
 } nccl_lib;
 
+/* One timed collective: events on the rank's stream before and after it. */
+typedef struct nccl_timing {
+    cudaEvent_t start, end;
+    int layer;     /* the context's layer label when it was queued */
+    bool exchange; /* else an all-reduce */
+} nccl_timing;
+
+/* A rank's collectives timed and not yet added to its stats (settle). */
+typedef struct nccl_pending {
+    nccl_timing *t;
+    int n, cap;
+} nccl_pending;
+
+/* Timed collectives a rank keeps before it waits for the oldest. */
+enum { MAX_PENDING = 256 };
+
 typedef struct nccl_state {
     nccl_lib lib;
-    ncclComm_t *comms; /* [ranks]; NULL once aborted */
+    ncclComm_t *comms;     /* [ranks]; NULL once aborted */
+    nccl_pending *pending; /* [ranks] */
 } nccl_state;
 
 /* GCN_OK, or "nccl<name> failed: NCCL's message (file:line)". */
@@ -87,19 +104,102 @@ static gcn_status load(gcn_ctx *ctx, nccl_lib *lib)
     return st;
 }
 
+/* ---- timing --------------------------------------------------------------------- */
+
+/* Adds the times of the rank's timed collectives to its stats, waiting for
+ * each to finish, and frees their events. */
+static void settle_rank(nccl_pending *p, gcn_comm *c)
+{
+    for (int i = 0; i < p->n; i++) {
+        nccl_timing *t = &p->t[i];
+        float ms = 0.0f;
+        if (cudaEventSynchronize(t->end) == cudaSuccess &&
+            cudaEventElapsedTime(&ms, t->start, t->end) == cudaSuccess)
+            gcn_comm_add_time(c, t->exchange, t->layer, ms);
+        cudaEventDestroy(t->start);
+        cudaEventDestroy(t->end);
+    }
+    p->n = 0;
+}
+
+static void nccl_settle(void *state, gcn_comm *c)
+{
+    nccl_state *s = (nccl_state *)state;
+    settle_rank(&s->pending[c->rank], c);
+}
+
+/* Records the event before a collective on the stream into a new slot
+ * *out, or sets *out NULL when the stream is being captured (no timing
+ * then).  Past MAX_PENDING slots the older ones are settled first. */
+static gcn_status time_begin(gcn_ctx *ctx, nccl_state *s, cudaStream_t stream, bool exchange,
+                             nccl_timing **out)
+{
+    *out = NULL;
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    GCN_CUDA(cudaStreamIsCapturing(stream, &capture));
+    if (capture != cudaStreamCaptureStatusNone)
+        return GCN_OK;
+    nccl_pending *p = &s->pending[ctx->comm->rank];
+    if (p->n == MAX_PENDING)
+        settle_rank(p, ctx->comm);
+    if (p->n == p->cap) {
+        int cap = p->cap ? 2 * p->cap : 16;
+        nccl_timing *t = (nccl_timing *)realloc(p->t, (size_t)cap * sizeof *t);
+        if (!t)
+            return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory timing NCCL calls");
+        p->t = t;
+        p->cap = cap;
+    }
+    nccl_timing *t = &p->t[p->n];
+    *t = (nccl_timing){NULL, NULL, ctx->layer, exchange};
+    gcn_status st = GCN_CUDA_ST(cudaEventCreate(&t->start));
+    if (st == GCN_OK && (st = GCN_CUDA_ST(cudaEventCreate(&t->end))) != GCN_OK)
+        cudaEventDestroy(t->start);
+    if (st == GCN_OK && (st = GCN_CUDA_ST(cudaEventRecord(t->start, stream))) != GCN_OK) {
+        cudaEventDestroy(t->start);
+        cudaEventDestroy(t->end);
+    }
+    if (st == GCN_OK)
+        *out = t;
+    return st;
+}
+
+/* Records the event after the collective and keeps the slot; a collective
+ * that failed (st) frees it instead. */
+static gcn_status time_end(gcn_ctx *ctx, nccl_state *s, cudaStream_t stream, nccl_timing *t,
+                           gcn_status st)
+{
+    if (!t)
+        return st;
+    if (st == GCN_OK)
+        st = GCN_CUDA_ST(cudaEventRecord(t->end, stream));
+    if (st == GCN_OK) {
+        s->pending[ctx->comm->rank].n++;
+    } else {
+        cudaEventDestroy(t->start);
+        cudaEventDestroy(t->end);
+    }
+    return st;
+}
+
 /* ---- the transport --------------------------------------------------------------- */
 
 /* The collectives are queued on the stream, not waited for: they leave
- * *ms at 0 (gcn_comm_stats). */
+ * *ms at 0 and their events tell the time at settle (gcn_comm_stats). */
 static gcn_status nccl_allreduce(gcn_ctx *ctx, void *buf, int64_t n, size_t elem, double *)
 {
     nccl_state *s = (nccl_state *)ctx->comm->state;
     gcn_cuda_state *cs;
+    nccl_timing *t = NULL;
     gcn_status st = gcn_cuda_begin(ctx, &cs);
     if (st == GCN_OK && n > 0)
-        st = NCCL_ST(&s->lib, AllReduce,
-                     (buf, buf, (size_t)n, elem == sizeof(float) ? ncclFloat32 : ncclFloat64,
-                      ncclSum, s->comms[ctx->comm->rank], cs->stream));
+        st = time_begin(ctx, s, cs->stream, false, &t);
+    if (st == GCN_OK && n > 0)
+        st = time_end(ctx, s, cs->stream, t,
+                      NCCL_ST(&s->lib, AllReduce,
+                              (buf, buf, (size_t)n,
+                               elem == sizeof(float) ? ncclFloat32 : ncclFloat64, ncclSum,
+                               s->comms[ctx->comm->rank], cs->stream)));
     return st == GCN_OK ? GCN_OK : gcn_comm_fail(ctx, st);
 }
 
@@ -131,16 +231,23 @@ static gcn_status nccl_alltoallv(gcn_ctx *ctx, const float *send, const int64_t 
     int me = ctx->comm->rank;
     int64_t own = send_off[me + 1] - send_off[me];
     gcn_cuda_state *cs;
+    nccl_timing *t = NULL;
     gcn_status st = gcn_cuda_begin(ctx, &cs);
     if (st == GCN_OK && own != recv_off[me + 1] - recv_off[me])
         st = GCN_ERROR(ctx, GCN_ERR_SHAPE, "exchange sizes differ: rank %d sends %lld floats to "
                        "itself and expects %lld", me, (long long)own,
                        (long long)(recv_off[me + 1] - recv_off[me]));
-    if (st == GCN_OK && own > 0)
-        st = ctx->be->copy(ctx, recv + recv_off[me], send + send_off[me],
-                           (size_t)own * sizeof *send);
-    if (st == GCN_OK && ctx->comm->ranks > 1)
-        st = exchange(ctx, s, cs->stream, send, send_off, recv, recv_off);
+    if (st == GCN_OK)
+        st = time_begin(ctx, s, cs->stream, true, &t);
+    if (st == GCN_OK) {
+        gcn_status moved = GCN_OK;
+        if (own > 0)
+            moved = ctx->be->copy(ctx, recv + recv_off[me], send + send_off[me],
+                                  (size_t)own * sizeof *send);
+        if (moved == GCN_OK && ctx->comm->ranks > 1)
+            moved = exchange(ctx, s, cs->stream, send, send_off, recv, recv_off);
+        st = time_end(ctx, s, cs->stream, t, moved);
+    }
     return st == GCN_OK ? GCN_OK : gcn_comm_fail(ctx, st);
 }
 
@@ -160,16 +267,23 @@ static void nccl_abort_rank(void *state, int rank)
 static void nccl_close(void *state, int ranks)
 {
     nccl_state *s = (nccl_state *)state;
-    for (int i = 0; i < ranks; i++)
+    for (int i = 0; i < ranks; i++) {
         if (s->comms[i])
             s->lib.CommDestroy(s->comms[i]);
+        for (int k = 0; k < s->pending[i].n; k++) {
+            cudaEventDestroy(s->pending[i].t[k].start);
+            cudaEventDestroy(s->pending[i].t[k].end);
+        }
+        free(s->pending[i].t);
+    }
     dlclose(s->lib.handle);
     free(s->comms);
+    free(s->pending);
     free(s);
 }
 
 static const gcn_comm_transport nccl_transport = {
-    nccl_allreduce, nccl_alltoallv, nccl_barrier, nccl_abort_rank, nccl_close,
+    nccl_allreduce, nccl_alltoallv, nccl_barrier, nccl_abort_rank, nccl_close, nccl_settle,
 };
 
 /* ncclCommInitAll over the contexts' devices, restoring the current one. */
@@ -178,7 +292,8 @@ static gcn_status init_all(gcn_ctx *const *ctxs, int n, nccl_state *s)
     gcn_ctx *ctx = ctxs[0];
     int *devices = (int *)malloc((size_t)n * sizeof *devices);
     s->comms = (ncclComm_t *)calloc((size_t)n, sizeof *s->comms);
-    if (!devices || !s->comms) {
+    s->pending = (nccl_pending *)calloc((size_t)n, sizeof *s->pending);
+    if (!devices || !s->comms || !s->pending) {
         free(devices);
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory for %d NCCL ranks", n);
     }
@@ -209,6 +324,7 @@ gcn_status gcn_comm_nccl_open(gcn_ctx *const *ctxs, int n, const gcn_comm_transp
         if (s->lib.handle)
             dlclose(s->lib.handle);
         free(s->comms);
+        free(s->pending);
         free(s);
         return st;
     }

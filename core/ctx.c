@@ -146,6 +146,15 @@ void *gcn_ctx_stream(const gcn_ctx *ctx)
     return ctx && ctx->device == GCN_DEVICE_CUDA ? gcn_cuda_stream(ctx) : NULL;
 }
 
+int gcn_ctx_set_layer(gcn_ctx *ctx, int layer)
+{
+    if (!ctx)
+        return 0;
+    int prev = ctx->layer;
+    ctx->layer = layer > 0 ? layer : 0;
+    return prev;
+}
+
 int gcn_ctx_threads(const gcn_ctx *ctx)
 {
     return ctx ? ctx->threads : 1;

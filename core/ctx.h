@@ -102,6 +102,14 @@ GCN_API void gcn_ctx_reset_peak(gcn_ctx *ctx);
  * rounding, and for a given count are the same from run to run. */
 GCN_API int gcn_ctx_threads(const gcn_ctx *ctx);
 
+/* Labels the work queued from now on as model layer `layer` (1, 2, ...;
+ * 0, the default, for none; a negative value is taken as 0) and returns the
+ * label it replaces.  An op recorded for backward keeps the label it was
+ * recorded under, and gcn_backward computes its gradients under it.  The
+ * communicator counts its traffic by it (gcn_comm_get_layer_stats);
+ * gcn_model_forward labels its blocks 1 to n.  Accepts NULL (returns 0). */
+GCN_API int gcn_ctx_set_layer(gcn_ctx *ctx, int layer);
+
 /* Which node of a graph of n_total nodes each row of the context's node
  * tensors is: a tensor of n_local rows is then taken as the rows ids[0],
  * ids[1], ... of the graph's [n_total, f] tensor, and dropout on it draws

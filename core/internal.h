@@ -226,6 +226,7 @@ struct gcn_node {
     double param[4];        /* scalars backward needs */
     gcn_draw_offset offset; /* where the op's dropout mask starts */
     struct gcn_custom_node *custom; /* a program's op (gcn_custom): owned */
+    int layer;              /* the context's layer when it was recorded (gcn_ctx_set_layer) */
 };
 
 /* Records an op if recording is on and any input requires grad; then marks
@@ -306,6 +307,7 @@ struct gcn_ctx {
     struct gcn_prof *prof;  /* the profiler's state, from the first begin on */
     char spmm_kernel[64];   /* kernels/spmm.c: "auto", "auto-deterministic" or a strategy */
     int threads;            /* the CPU backend's threads (core/parallel.h), >= 1 */
+    int layer;              /* gcn_ctx_set_layer's label of the work being queued */
     int32_t *node_ids;      /* gcn_ctx_set_node_ids's, in backend memory; NULL when unset */
     int64_t node_rows, node_total;
     void *scratch;          /* the CPU backend's scratch memory (gcn_cpu_scratch) */

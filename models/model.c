@@ -288,6 +288,7 @@ static gcn_status forward(gcn_ctx *ctx, gcn_model *m, const gcn_csr *adj_gcn,
                          (long long)m->in_feat, (long long)x->cols);
     carry c = {0};
     gcn_status st = GCN_OK;
+    int layer = gcn_ctx_set_layer(ctx, 0);
     float first = m->blocks[0].cfg.dropout;
     if (r && pools(m, -1))
         read_later(m, -1, x, r);
@@ -303,8 +304,10 @@ static gcn_status forward(gcn_ctx *ctx, gcn_model *m, const gcn_csr *adj_gcn,
     for (int i = 0; i < m->n_blocks; i++) {
         block *next = i + 1 < m->n_blocks ? &m->blocks[i + 1] : NULL;
         bool whole = r && pools(m, i), later = pooled_prev;
+        gcn_ctx_set_layer(ctx, i + 1);
         GCN_CHECK(block_forward(ctx, &m->blocks[i], adj_gcn, adj_raw, &c, next, training,
                                 i == 0, whole, &later));
+        gcn_ctx_set_layer(ctx, 0);
         if (pooled_prev && !later)
             r->drop[r->n - 1] = true;
         if (whole)
@@ -318,6 +321,7 @@ static gcn_status forward(gcn_ctx *ctx, gcn_model *m, const gcn_csr *adj_gcn,
         c.h = NULL;
     }
 cleanup:
+    gcn_ctx_set_layer(ctx, layer);
     gcn_tensor_free(&c.h);
     gcn_tensor_free(&c.z);
     if (r)

@@ -90,16 +90,19 @@ typedef struct spmm_case {
     const float *x, *y, *dx;  /* the whole run's: input, output, gradient */
     const int32_t *labels;
     double err[MAX_R][2];
+    gcn_comm_stats layer[MAX_R][2]; /* each rank's traffic of layers 0 and 3 */
 } spmm_case;
 
-/* y = A x (+ 1.5 x), loss = the rank's share of the cross-entropy of y
- * over every row. */
+/* y = A x (+ 1.5 x), labelled layer 3, loss = the rank's share of the
+ * cross-entropy of y over every row. */
 static gcn_status spmm_loss(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, gcn_index *labels,
                             gcn_index *rows, float share, bool self_term, gcn_tensor **y,
                             gcn_tensor **loss)
 {
     gcn_tensor *ce = NULL;
+    int layer = gcn_ctx_set_layer(ctx, 3);
     gcn_status st = self_term ? gcn_spmm_self(ctx, a, x, 1.5f, y) : gcn_spmm(ctx, a, x, y);
+    gcn_ctx_set_layer(ctx, layer);
     if (st == GCN_OK)
         st = gcn_cross_entropy(ctx, *y, labels, rows, &ce);
     if (st == GCN_OK)
@@ -134,6 +137,8 @@ static gcn_status spmm_rank(gcn_ctx *ctx, int rank, void *user)
     TRY(gcn_index_from_host(ctx, &rows, ids, n));
     TRY(spmm_loss(ctx, a, x, labels, rows, (float)n / (float)c->g->n_nodes,
                            c->self_term, &y, &loss));
+    gcn_comm_get_layer_stats(ctx, 0, &c->layer[rank][0]);
+    gcn_comm_get_layer_stats(ctx, 3, &c->layer[rank][1]);
     float *hy = test_read(ctx, y), *hdx = test_read(ctx, gcn_tensor_grad(x));
     c->err[rank][0] = rel_err(hy, c->y + (int64_t)r0 * c->feat, (int64_t)n * c->feat);
     c->err[rank][1] = rel_err(hdx, c->dx + (int64_t)r0 * c->feat, (int64_t)n * c->feat);
@@ -183,6 +188,14 @@ void ranks_check_spmm(gcn_device device, int n_ranks, int feat, bool self_term)
     gcn_ranks *rg = make_ranks(main, device, n_ranks, 3);
     cr_assert_eq(gcn_ranks_run(main, rg, spmm_rank, &c), GCN_OK, "%s", gcn_last_error(main));
     assert_ranks(c.err, n_ranks, 1e-5);
+    /* the gather and, in backward (run under layer 0), the return trip count
+     * for the product's layer */
+    for (int r = 0; r < n_ranks; r++) {
+        cr_expect(c.layer[r][0].exchange_calls == 0 && c.layer[r][0].exchange_bytes == 0,
+                  "rank %d: %lld exchanges outside layer 3", r,
+                  (long long)c.layer[r][0].exchange_calls);
+        cr_expect_eq(c.layer[r][1].exchange_calls, 2, "rank %d", r);
+    }
     gcn_ranks_free(&rg);
     gcn_tape_clear(one);
     gcn_tensor_free(&loss);

@@ -4,6 +4,7 @@
  * abort waking a rank whose stream waits for a peer; the device errors of
  * joining.  Skipped without a GPU, the NCCL ones without libnccl. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -56,7 +57,9 @@ static void dev_rank(gcn_ctx *ctx, int r, void *user)
     dev_job *j = user;
     j->st[r][0] = gcn_comm_allreduce(ctx, j->buf[r], j->n);
     j->st[r][1] = gcn_comm_allreduce_f64(ctx, j->buf64[r], j->n);
+    int layer = gcn_ctx_set_layer(ctx, 2); /* the exchange counts for layer 2 */
     j->st[r][2] = gcn_comm_alltoallv(ctx, j->send[r], j->send_off[r], j->recv[r], j->recv_off[r]);
+    gcn_ctx_set_layer(ctx, layer);
     j->st[r][3] = gcn_comm_barrier(ctx);
     snprintf(j->msg[r], sizeof j->msg[r], "%s", gcn_last_error(ctx));
 }
@@ -138,6 +141,8 @@ static void dev_check(dev_job *j, gcn_ctx **ctxs, bool exact)
     free(first64);
 }
 
+/* Each transport times its collectives (NCCL with events, read here), and
+ * the exchanges count for layer 2, the all-reduces for layer 0. */
 static void run_collectives(gcn_ctx **ctxs, int ranks, bool exact)
 {
     static const int64_t sizes[] = {0, 1, 1000, 100000};
@@ -147,11 +152,23 @@ static void run_collectives(gcn_ctx **ctxs, int ranks, bool exact)
         comm_run(ctxs, ranks, dev_rank, &j);
         dev_check(&j, ctxs, exact);
     }
-    gcn_comm_stats s;
-    gcn_comm_get_stats(ctxs[0], &s);
-    cr_expect_eq(s.allreduce_calls, 8);
-    cr_expect_eq(s.allreduce_bytes, (0 + 1 + 1000 + 100000) * (4 + 8));
-    cr_expect_eq(s.exchange_calls, 4);
+    for (int r = 0; r < ranks; r++) {
+        gcn_comm_stats s, l0, l2;
+        gcn_comm_get_stats(ctxs[r], &s);
+        gcn_comm_get_layer_stats(ctxs[r], 0, &l0);
+        gcn_comm_get_layer_stats(ctxs[r], 2, &l2);
+        cr_expect_eq(s.allreduce_calls, 8);
+        cr_expect_eq(s.allreduce_bytes, (0 + 1 + 1000 + 100000) * (4 + 8));
+        cr_expect_eq(s.exchange_calls, 4);
+        cr_expect(s.allreduce_ms > 0.0 && s.exchange_ms > 0.0 && isfinite(s.allreduce_ms) &&
+                  isfinite(s.exchange_ms), "rank %d: %g ms all-reduce, %g ms exchange", r,
+                  s.allreduce_ms, s.exchange_ms);
+        cr_expect(l0.allreduce_calls == 8 && l0.allreduce_ms == s.allreduce_ms &&
+                  l0.exchange_calls == 0 && l0.exchange_ms == 0.0, "rank %d: layer 0", r);
+        cr_expect(l2.exchange_calls == 4 && l2.exchange_bytes == s.exchange_bytes &&
+                  l2.exchange_ms == s.exchange_ms && l2.allreduce_calls == 0,
+                  "rank %d: layer 2", r);
+    }
 }
 
 Test(gpu_comm, local_ranks_on_one_gpu_sum_bit_for_bit, .timeout = 120)

@@ -32,56 +32,89 @@ static void print_partition(session *s, gcn_ranks *g, gcn_trainer **trainers)
     fflush(stdout);
 }
 
-/* One kind of collective per epoch: rank 0's calls, MiB and host ms, and
- * the ms of the slowest rank (the most in all); ms NaN: not measured. */
+/* One kind of collective per epoch: rank 0's calls, MiB and ms, and the
+ * least and most ms of any rank. */
 static void print_per_epoch(const char *what, int64_t calls, int64_t bytes, double ms,
-                            double max_ms, int epochs)
+                            double min_ms, double max_ms, int epochs)
 {
-    printf("           %-10s %6.4g calls %9.3f MiB", what, (double)calls / epochs,
-           (double)bytes / (1 << 20) / epochs);
-    if (!isnan(ms))
-        printf(" %9.3f ms (slowest rank %.3f ms)\n", ms / epochs, max_ms / epochs);
-    else
-        printf("  (time not measured over NCCL)\n");
+    printf("           %-10s %6.4g calls %9.3f MiB %9.3f ms (ranks %.3f to %.3f ms)\n", what,
+           (double)calls / epochs, (double)bytes / (1 << 20) / epochs, ms / epochs,
+           min_ms / epochs, max_ms / epochs);
+}
+
+/* Rank 0's exchanges of each layer that had any, per epoch. */
+static void print_layers(int epochs, const gcn_comm_stats *layers)
+{
+    for (int l = 1; l < GCN_COMM_MAX_LAYERS; l++)
+        if (layers[l].exchange_calls > 0)
+            printf("             layer %-2d %6.4g calls %9.3f MiB %9.3f ms\n", l,
+                   (double)layers[l].exchange_calls / epochs,
+                   (double)layers[l].exchange_bytes / (1 << 20) / epochs,
+                   layers[l].exchange_ms / epochs);
+}
+
+/* Rank 0's traffic of each layer that had any, as a JSON array. */
+static void layers_json(const gcn_comm_stats *layers, char *buf, size_t size)
+{
+    size_t used = (size_t)snprintf(buf, size, "[");
+    for (int l = 0; l < GCN_COMM_MAX_LAYERS && used < size; l++) {
+        const gcn_comm_stats *x = &layers[l];
+        if (x->exchange_calls == 0 && x->allreduce_calls == 0)
+            continue;
+        used += (size_t)snprintf(buf + used, size - used,
+                                 "%s{\"layer\":%d,\"exchange_calls\":%lld,\"exchange_bytes\":%lld,"
+                                 "\"exchange_ms\":%.4f,\"allreduce_calls\":%lld,"
+                                 "\"allreduce_bytes\":%lld,\"allreduce_ms\":%.4f}",
+                                 used > 1 ? "," : "", l, (long long)x->exchange_calls,
+                                 (long long)x->exchange_bytes, x->exchange_ms,
+                                 (long long)x->allreduce_calls, (long long)x->allreduce_bytes,
+                                 x->allreduce_ms);
+    }
+    if (used < size)
+        snprintf(buf + used, size - used, "]");
 }
 
 /* What rank 0 moved, halo rows and all-reduced buffers, in all and per
- * epoch (epochs: those trained over every run), with the host time of the
- * local transport's copies (gcn_comm_stats; null in the log over NCCL). */
+ * epoch (epochs: those trained over every run), with the transfer times
+ * (gcn_comm_stats: host time of the local transport's copies, device time
+ * of NCCL's collectives with the waits for peers), by layer for the
+ * exchanges. */
 static void print_traffic(session *s, gcn_ranks *g, int epochs)
 {
-    gcn_comm_stats cs, rank;
-    double max_exchange = 0.0, max_allreduce = 0.0;
+    gcn_comm_stats cs, rank, layers[GCN_COMM_MAX_LAYERS];
+    double ex[2] = {INFINITY, 0.0}, ar[2] = {INFINITY, 0.0}; /* least, most */
     for (int k = 0; k < gcn_ranks_count(g); k++) {
         gcn_comm_get_stats(gcn_ranks_ctx(g, k), &rank);
-        max_exchange = fmax(max_exchange, rank.exchange_ms);
-        max_allreduce = fmax(max_allreduce, rank.allreduce_ms);
+        ex[0] = fmin(ex[0], rank.exchange_ms);
+        ex[1] = fmax(ex[1], rank.exchange_ms);
+        ar[0] = fmin(ar[0], rank.allreduce_ms);
+        ar[1] = fmax(ar[1], rank.allreduce_ms);
     }
     gcn_comm_get_stats(gcn_ranks_ctx(g, 0), &cs);
-    if (s->cfg.nccl) /* not measured */
-        cs.exchange_ms = cs.allreduce_ms = max_exchange = max_allreduce = NAN;
+    for (int l = 0; l < GCN_COMM_MAX_LAYERS; l++)
+        gcn_comm_get_layer_stats(gcn_ranks_ctx(g, 0), l, &layers[l]);
     printf("traffic    rank 0 sent %.1f MiB of halo rows in %lld exchanges and all-reduced "
            "%.1f MiB in %lld calls over %d epoch%s\n", (double)cs.exchange_bytes / (1 << 20),
            (long long)cs.exchange_calls, (double)cs.allreduce_bytes / (1 << 20),
            (long long)cs.allreduce_calls, epochs,
            epochs == 1 ? "; per epoch:" : epochs > 1 ? "s; per epoch:" : "s");
     if (epochs > 0) {
-        print_per_epoch("exchange", cs.exchange_calls, cs.exchange_bytes, cs.exchange_ms,
-                        max_exchange, epochs);
+        print_per_epoch("exchange", cs.exchange_calls, cs.exchange_bytes, cs.exchange_ms, ex[0],
+                        ex[1], epochs);
+        print_layers(epochs, layers);
         print_per_epoch("all-reduce", cs.allreduce_calls, cs.allreduce_bytes, cs.allreduce_ms,
-                        max_allreduce, epochs);
+                        ar[0], ar[1], epochs);
     }
-    char ems[32], ems_max[32], ams[32], ams_max[32];
+    char per_layer[GCN_COMM_MAX_LAYERS * 200];
+    layers_json(layers, per_layer, sizeof per_layer);
     log_line(&s->log, "{\"ranks\":%d,\"epochs\":%d,\"exchange_bytes\":%lld,"
-             "\"exchange_calls\":%lld,\"exchange_ms\":%s,\"exchange_ms_max\":%s,"
-             "\"allreduce_bytes\":%lld,\"allreduce_calls\":%lld,\"allreduce_ms\":%s,"
-             "\"allreduce_ms_max\":%s}", gcn_ranks_count(g), epochs,
-             (long long)cs.exchange_bytes, (long long)cs.exchange_calls,
-             json_number(ems, sizeof ems, "%.4f", cs.exchange_ms),
-             json_number(ems_max, sizeof ems_max, "%.4f", max_exchange),
-             (long long)cs.allreduce_bytes, (long long)cs.allreduce_calls,
-             json_number(ams, sizeof ams, "%.4f", cs.allreduce_ms),
-             json_number(ams_max, sizeof ams_max, "%.4f", max_allreduce));
+             "\"exchange_calls\":%lld,\"exchange_ms\":%.4f,\"exchange_ms_min\":%.4f,"
+             "\"exchange_ms_max\":%.4f,\"allreduce_bytes\":%lld,\"allreduce_calls\":%lld,"
+             "\"allreduce_ms\":%.4f,\"allreduce_ms_min\":%.4f,\"allreduce_ms_max\":%.4f,"
+             "\"layers\":%s}", gcn_ranks_count(g), epochs, (long long)cs.exchange_bytes,
+             (long long)cs.exchange_calls, cs.exchange_ms, ex[0], ex[1],
+             (long long)cs.allreduce_bytes, (long long)cs.allreduce_calls, cs.allreduce_ms, ar[0],
+             ar[1], per_layer);
 }
 
 /* Each rank's peak memory on its device. */
