@@ -88,6 +88,21 @@ static void check_line(const cJSON *j, const char *dataset, int n_nodes)
     cr_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "gpu_span_ms")));
     double acc = number(j, "test_acc");
     cr_assert(acc >= 0 && acc <= 1, "test_acc %g", acc);
+    if (number(j, "ranks") == 1)
+        cr_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "comm")), "one context");
+}
+
+/* The n numbers of array key of obj into v. */
+static void numbers(const cJSON *obj, const char *key, double *v, int n)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(obj, key);
+    cr_assert(cJSON_IsArray(a) && cJSON_GetArraySize(a) == n, "\"%s\" is not %d numbers", key,
+              n);
+    for (int i = 0; i < n; i++) {
+        const cJSON *x = cJSON_GetArrayItem(a, i);
+        cr_assert(cJSON_IsNumber(x), "\"%s\"[%d]", key, i);
+        v[i] = x->valuedouble;
+    }
 }
 
 Test(bench_train, cpu_run_writes_one_json_line_per_dataset, .timeout = 120)
@@ -123,6 +138,58 @@ Test(bench_train, cpu_run_writes_one_json_line_per_dataset, .timeout = 120)
     rmdir(dir);
 }
 
+/* --ranks 2: each rank's peak and traffic per timed epoch, by layer (the
+ * model's two layers exchange halo rows, and they sum to the total). */
+Test(bench_train, ranks_report_traffic_by_rank_and_layer, .timeout = 120)
+{
+    bench_train((const char *[]){"models/gcn-cora.json", "--dataset", "synthetic", "--device",
+                                 "cpu", "--epochs", "3", "--warmup", "1", "--threads", "2",
+                                 "--ranks", "2", NULL});
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    cJSON *j = cJSON_Parse(r.out);
+    cr_assert(j, "not JSON: %s", r.out);
+    check_line(j, "synthetic", 3000);
+    cr_assert_eq(number(j, "ranks"), 2);
+    cr_assert_str_eq(string(j, "transport"), "local");
+    double peaks[2], ex_mib[2], ex_ms[2], ar_mib[2], ar_ms[2], compute[2];
+    numbers(j, "rank_peak_mib", peaks, 2);
+    cr_assert(peaks[0] > 0 && peaks[1] > 0 && peaks[0] == number(j, "peak_mib"));
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(j, "comm");
+    cr_assert(cJSON_IsObject(c));
+    cr_assert_eq(number(c, "epochs"), 3);
+    numbers(c, "exchange_mib", ex_mib, 2);
+    numbers(c, "exchange_ms", ex_ms, 2);
+    numbers(c, "allreduce_mib", ar_mib, 2);
+    numbers(c, "allreduce_ms", ar_ms, 2);
+    numbers(c, "compute_ms", compute, 2);
+    double epoch = number(j, "epoch_ms");
+    for (int k = 0; k < 2; k++) {
+        cr_assert(ex_mib[k] > 0 && ex_ms[k] > 0 && ar_mib[k] > 0 && ar_ms[k] > 0, "rank %d", k);
+        cr_assert(fabs(compute[k] + ex_ms[k] + ar_ms[k] - epoch) <= 1e-4 * epoch + 1e-5,
+                  "rank %d: %g + %g + %g against %g", k, compute[k], ex_ms[k], ar_ms[k], epoch);
+    }
+    const cJSON *layers = cJSON_GetObjectItemCaseSensitive(c, "layers");
+    cr_assert(cJSON_IsArray(layers) && cJSON_GetArraySize(layers) == 2, "two layers exchange");
+    double sum_mib[2] = {0, 0}, sum_ms[2] = {0, 0};
+    for (int l = 0; l < 2; l++) {
+        const cJSON *x = cJSON_GetArrayItem(layers, l);
+        cr_assert_eq(number(x, "layer"), l + 1);
+        cr_assert_gt(number(x, "calls"), 0);
+        double mib[2], ms[2];
+        numbers(x, "halo_mib", mib, 2);
+        numbers(x, "exchange_ms", ms, 2);
+        for (int k = 0; k < 2; k++) {
+            sum_mib[k] += mib[k];
+            sum_ms[k] += ms[k];
+        }
+    }
+    for (int k = 0; k < 2; k++) {
+        cr_assert(fabs(sum_mib[k] - ex_mib[k]) <= 1e-5 * ex_mib[k], "rank %d: MiB", k);
+        cr_assert(fabs(sum_ms[k] - ex_ms[k]) <= 1e-4 * ex_ms[k] + 1e-6, "rank %d: ms", k);
+    }
+    cJSON_Delete(j);
+}
+
 /* Each bad input: exit 2, one line on stderr naming it, no --out file. */
 Test(bench_train, bad_input_is_one_line_and_leaves_no_out_file, .timeout = 60)
 {
@@ -143,6 +210,12 @@ Test(bench_train, bad_input_is_one_line_and_leaves_no_out_file, .timeout = 60)
          "/tmp/no-such-dataset"},
         {{"models/gcn-cora.json", "--dataset", "synthetic", "--device", "cpu", "--spmm", "nope"},
          "nope"},
+        {{"models/gcn-cora.json", "--dataset", "synthetic", "--ranks", "2", "--gpus", "2"},
+         "--gpus"},
+        {{"models/gcn-cora.json", "--dataset", "synthetic", "--device", "cpu", "--ranks", "0"},
+         "ranks"},
+        {{"models/gcn-cora.json", "--dataset", "synthetic", "--device", "cpu", "--ranks", "2",
+          "--reorder", "metis"}, "parts:2"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const char *args[16];
@@ -169,7 +242,8 @@ Test(bench_train, help_lists_the_options_and_definitions)
     bench_train((const char *[]){"--help", NULL});
     cr_assert_eq(r.code, 0);
     const char *want[] = {"usage: gcnbench train CONFIG", "--no-breakdown", "--precision",
-                          "gpu_ms", "elementwise", "workspace", "activations"};
+                          "gpu_ms", "elementwise", "workspace", "activations", "--gpus",
+                          "compute_ms", "halo_mib"};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++)
         cr_assert(strstr(r.out, want[i]), "no '%s' in %s", want[i], r.out);
 }

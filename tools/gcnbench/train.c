@@ -8,7 +8,7 @@
 
 #include "bench.h"
 
-enum { EXIT_RUNTIME = 1, EXIT_INPUT = 2, MAX_EPOCHS = 1000000, N_SETS = 9 };
+enum { EXIT_RUNTIME = 1, EXIT_INPUT = 2, MAX_EPOCHS = 1000000, N_SETS = 11 };
 
 /* Warm-up epochs beyond --warmup while the selector is still profiling. */
 enum { MAX_EXTRA_WARMUP = 1000 };
@@ -26,7 +26,7 @@ static const char help[] =
     "                      [--features SPEC] [--epochs N] [--warmup N] [--precision fp32|tf32]\n"
     "                      [--seed S] [--spmm NAME] [--reorder SPEC] [--device cuda|cpu]\n"
     "                      [--cuda-graph on|off] [--sparse-input on|off] [--threads N]\n"
-    "                      [--out FILE.jsonl] [--no-breakdown]\n"
+    "                      [--ranks N | --gpus N] [--out FILE.jsonl] [--no-breakdown]\n"
     "  Trains the model of CONFIG (models/*.json) on each dataset as gcntrain does: W\n"
     "  warm-up epochs (--warmup, default 10; more while the SpMM selector is still\n"
     "  profiling, up to 1000, and up to 3 more until one replays as a CUDA graph:\n"
@@ -34,8 +34,8 @@ static const char help[] =
     "  (--epochs, default 200), and writes one JSON line per dataset on stdout,\n"
     "  appended to --out FILE once every dataset has run.  --root, --features,\n"
     "  --precision, --spmm, --reorder, --device, --cuda-graph, --sparse-input,\n"
-    "  --threads (CPU threads, \"threads\" in the line) and --seed override the\n"
-    "  configuration.  sparse_input: the non-zeros of the input features when the\n"
+    "  --threads (CPU threads, \"threads\" in the line), --ranks, --gpus and --seed\n"
+    "  override the configuration.  sparse_input: the non-zeros of the input features when the\n"
     "  first layer takes them as a sparse matrix (mostly zeros), else null.\n"
     "  Times are medians over the timed epochs: epoch_ms = train_ms + eval_ms, each\n"
     "  device-synchronised; epoch_ms_min their minimum.  cuda_graph: whether every\n"
@@ -57,6 +57,19 @@ static const char help[] =
     "  and activations (the peak of the epochs after the selector locked, the\n"
     "  captured one included, minus steady: what a step allocates and frees).\n"
     "  test_acc is the test accuracy at the best-validation epoch.\n"
+    "  Several ranks (--ranks N on the one device, --gpus N one GPU each over NCCL;\n"
+    "  the dataset partitioned by parts:N unless --reorder names another parts:N\n"
+    "  spec): epoch_ms is the slowest rank's, peak_mib, steady_mib and memory_mib\n"
+    "  are rank 0's, rank_peak_mib each rank's peak, gpu_ms null; \"comm\" gives,\n"
+    "  per timed epoch and per rank: exchange_mib and exchange_ms (halo rows sent\n"
+    "  and the time of the exchanges), allreduce_mib and allreduce_ms (gradients,\n"
+    "  statistics, counts), compute_ms (epoch_ms less both), and \"layers\", for\n"
+    "  each model layer with exchanges, its calls, halo_mib and exchange_ms.  Times\n"
+    "  are the communicator's (gcn_comm_stats): host time of the copies on the local\n"
+    "  transport, a lower bound of a link's; device time between CUDA events over\n"
+    "  NCCL, the wait for a later peer included (the rank that waits least is the\n"
+    "  closest to the transfer alone).  Single-context lines have \"ranks\":1 and\n"
+    "  \"comm\":null.\n"
     "  Exit status: 2 for bad options, configuration or dataset, 1 for failures while\n"
     "  training.\n";
 
@@ -70,6 +83,12 @@ typedef struct train_opts {
     bool breakdown;
 } train_opts;
 
+/* One rank's figures over the timed epochs (a run on several ranks). */
+typedef struct rank_measured {
+    size_t peak;
+    gcn_comm_stats comm, layer[GCN_COMM_MAX_LAYERS]; /* the timed epochs' traffic */
+} rank_measured;
+
 /* One dataset's measurements: per timed epoch, its times; per profiled
  * epoch, device time by category; then the memory figures. */
 typedef struct measured {
@@ -82,6 +101,8 @@ typedef struct measured {
     int64_t sparse_nnz; /* of the sparse input, -1 when the features are dense */
     int warmup; /* warm-up epochs run */
     char dataset[64];
+    int n_ranks; /* 1 for one context */
+    rank_measured rank[GCN_MAX_RANKS];
 } measured;
 
 typedef struct train_bench {
@@ -124,10 +145,10 @@ static bool parse_count(const char *s, long lo, long *out)
 /* The options that set a configuration key of the same name. */
 static const char *const set_keys[N_SETS] = {"root", "features", "precision", "spmm", "reorder",
                                              "device", "cuda_graph", "sparse_input",
-                                             "threads"};
+                                             "threads", "ranks", "devices"};
 static const char *const set_options[N_SETS] = {"root", "features", "precision", "spmm",
                                                 "reorder", "device", "cuda-graph", "sparse-input",
-                                                "threads"};
+                                                "threads", "ranks", "gpus"};
 
 /* The value v of option --name; 0 or an exit status. */
 static int take_value(train_opts *o, const char *name, const char *v)
@@ -162,7 +183,7 @@ static bool takes_value(const char *a)
 {
     static const char *const names[] = {"--root", "--features", "--precision", "--spmm",
                                         "--reorder", "--device", "--cuda-graph", "--sparse-input",
-                                        "--dataset",
+                                        "--dataset", "--ranks", "--gpus",
                                         "--out", "--seed", "--epochs", "--warmup", "--threads"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(a, names[i]))
@@ -200,6 +221,8 @@ static int parse_args(int argc, char **argv, train_opts *o)
         return bad("missing CONFIG");
     if (o->n_datasets == 0)
         return bad("missing --dataset SPEC");
+    if (o->set[9] && o->set[10])
+        return bad("--ranks runs every rank on one device, --gpus one rank per GPU; give one");
     return 0;
 }
 
@@ -364,6 +387,125 @@ done:
     return rc;
 }
 
+/* The ranks' traffic so far, each rank's and each layer's. */
+static void comm_snapshot(gcn_ranks *g, rank_measured *out)
+{
+    for (int k = 0; k < gcn_ranks_count(g); k++) {
+        gcn_comm_get_stats(gcn_ranks_ctx(g, k), &out[k].comm);
+        for (int l = 0; l < GCN_COMM_MAX_LAYERS; l++)
+            gcn_comm_get_layer_stats(gcn_ranks_ctx(g, k), l, &out[k].layer[l]);
+    }
+}
+
+/* a -= b, field by field. */
+static void comm_sub(gcn_comm_stats *a, const gcn_comm_stats *b)
+{
+    a->allreduce_calls -= b->allreduce_calls;
+    a->allreduce_bytes -= b->allreduce_bytes;
+    a->exchange_calls -= b->exchange_calls;
+    a->exchange_bytes -= b->exchange_bytes;
+    a->allreduce_ms -= b->allreduce_ms;
+    a->exchange_ms -= b->exchange_ms;
+}
+
+static bool all_locked(gcn_trainer **trainers, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (!gcn_trainer_spmm_locked(trainers[k]))
+            return false;
+    return true;
+}
+
+/* The epochs on every rank (warm-up, then timed, with the traffic of the
+ * timed ones); trainers made by the caller. */
+static gcn_status rank_epochs(train_bench *b, gcn_ranks *g, gcn_trainer **trainers, measured *m)
+{
+    int n = gcn_ranks_count(g);
+    gcn_epoch_stats es;
+    gcn_status st = GCN_OK;
+    for (m->warmup = 0; st == GCN_OK && (m->warmup < b->o.warmup ||
+                                         (!all_locked(trainers, n) &&
+                                          m->warmup < b->o.warmup + MAX_EXTRA_WARMUP));
+         m->warmup++)
+        st = gcn_trainer_epoch_ranks(b->ctx, g, trainers, &es);
+    rank_measured before[GCN_MAX_RANKS];
+    comm_snapshot(g, before);
+    for (int e = 0; e < b->o.epochs && st == GCN_OK; e++) {
+        st = gcn_trainer_epoch_ranks(b->ctx, g, trainers, &es);
+        m->train_ms[e] = (float)es.train_ms;
+        m->eval_ms[e] = (float)es.eval_ms;
+        m->epoch_ms[e] = (float)(es.train_ms + es.eval_ms);
+    }
+    if (st != GCN_OK)
+        return st;
+    comm_snapshot(g, m->rank);
+    for (int k = 0; k < n; k++) {
+        gcn_memory_stats ms;
+        gcn_ctx_memory_stats(gcn_ranks_ctx(g, k), &ms);
+        m->rank[k].peak = ms.peak;
+        if (k == 0) {
+            m->peak = m->peak_timed = ms.peak;
+            m->steady = ms.in_use;
+        }
+        comm_sub(&m->rank[k].comm, &before[k].comm);
+        for (int l = 0; l < GCN_COMM_MAX_LAYERS; l++)
+            comm_sub(&m->rank[k].layer[l], &before[k].layer[l]);
+    }
+    gcn_trainer_memory(trainers[0], &m->mem);
+    gcn_trainer_best(trainers[0], &m->best);
+    return GCN_OK;
+}
+
+/* run_dataset on the configuration's ranks: the dataset reordered by its
+ * partition, one trainer per rank. */
+static int run_dataset_ranks(train_bench *b, const char *spec, measured *m)
+{
+    gcn_dataset *ds = NULL;
+    gcn_ranks *g = NULL;
+    gcn_trainer *trainers[GCN_MAX_RANKS] = {NULL};
+    int rc = 0, n = b->cfg.ranks;
+    gcn_ctx_opts o = gcn_ctx_default_opts();
+    gcn_model_config_ctx_opts(&b->cfg, &o);
+    o.device = gcn_ctx_device(b->ctx);
+    o.log_fn = gcnbench_log;
+    gcn_status st = gcn_model_config_load_dataset(b->ctx, &b->cfg, spec, &ds);
+    if (st != GCN_OK) {
+        fprintf(stderr, "gcnbench train: %s: %s\n", spec, gcn_last_error(b->ctx));
+        return st == GCN_ERR_NOMEM ? EXIT_RUNTIME : EXIT_INPUT;
+    }
+    snprintf(m->dataset, sizeof m->dataset, "%s", ds->name);
+    m->n_ranks = n;
+    m->n_nodes = ds->n_nodes;
+    st = gcn_ranks_create(b->ctx, &g, n, b->cfg.nccl ? GCN_COMM_NCCL : GCN_COMM_LOCAL, &o);
+    for (int k = 0; k < n && st == GCN_OK; k++) {
+        st = gcn_spmm_set_kernel(gcn_ranks_ctx(g, k), b->cfg.spmm);
+        gcn_rng_seed(gcn_ranks_ctx(g, k), b->cfg.seed);
+    }
+    if (st == GCN_OK)
+        st = gcn_trainer_create_ranks(b->ctx, g, &b->cfg, ds, trainers);
+    if (st != GCN_OK) {
+        fprintf(stderr, "gcnbench train: %s: %s\n", spec, gcn_last_error(b->ctx));
+        rc = st == GCN_ERR_NOMEM || st == GCN_ERR_CUDA ? EXIT_RUNTIME : EXIT_INPUT;
+        goto done;
+    }
+    for (int k = 0; k < n; k++) {
+        const gcn_csr *adj = gcn_trainer_adjacency(trainers[k], GCN_ADJ_GCN);
+        adj = adj ? adj : gcn_trainer_adjacency(trainers[k], GCN_ADJ_RAW);
+        m->nnz += adj ? gcn_csr_nnz(adj) : 0;
+    }
+    m->sparse_nnz = -1;
+    if ((st = rank_epochs(b, g, trainers, m)) != GCN_OK) {
+        fprintf(stderr, "gcnbench train: %s: %s\n", spec, gcn_last_error(b->ctx));
+        rc = EXIT_RUNTIME;
+    }
+done:
+    for (int k = 0; k < n; k++)
+        gcn_trainer_free(&trainers[k]);
+    gcn_ranks_free(&g);
+    gcn_dataset_free(&ds);
+    return rc;
+}
+
 static double mib(double bytes)
 {
     return bytes / (1024.0 * 1024.0);
@@ -374,6 +516,83 @@ static double median_of(float *v, int n)
     double med, min;
     gcnbench_stats(v, n, &med, &min);
     return med;
+}
+
+/* ",\"name\":[v_0,...]" for each rank's value of per-epoch figure fn. */
+static void rank_array(FILE *f, const char *name, const measured *m, int epochs,
+                       double (*fn)(const measured *m, int k, int epochs))
+{
+    fprintf(f, ",\"%s\":[", name);
+    for (int k = 0; k < m->n_ranks; k++)
+        fprintf(f, "%s%.6g", k ? "," : "", fn(m, k, epochs));
+    fputc(']', f);
+}
+
+static double exchange_mib(const measured *m, int k, int epochs)
+{
+    return mib((double)m->rank[k].comm.exchange_bytes) / epochs;
+}
+
+static double exchange_ms(const measured *m, int k, int epochs)
+{
+    return m->rank[k].comm.exchange_ms / epochs;
+}
+
+static double allreduce_mib(const measured *m, int k, int epochs)
+{
+    return mib((double)m->rank[k].comm.allreduce_bytes) / epochs;
+}
+
+static double allreduce_ms(const measured *m, int k, int epochs)
+{
+    return m->rank[k].comm.allreduce_ms / epochs;
+}
+
+/* The median epoch less the rank's time in collectives. */
+static double compute_ms(const measured *m, int k, int epochs)
+{
+    double med, min;
+    gcnbench_stats(m->epoch_ms, epochs, &med, &min);
+    return med - exchange_ms(m, k, epochs) - allreduce_ms(m, k, epochs);
+}
+
+/* The ranks, their peaks and traffic per timed epoch (null parts for one
+ * context). */
+static void write_comm(const train_bench *b, const measured *m, FILE *f)
+{
+    int epochs = (int)b->o.epochs;
+    fprintf(f, ",\"ranks\":%d", m->n_ranks);
+    if (m->n_ranks == 1) {
+        fputs(",\"transport\":null,\"rank_peak_mib\":null,\"comm\":null", f);
+        return;
+    }
+    fprintf(f, ",\"transport\":\"%s\",\"rank_peak_mib\":[", b->cfg.nccl ? "nccl" : "local");
+    for (int k = 0; k < m->n_ranks; k++)
+        fprintf(f, "%s%.6g", k ? "," : "", mib((double)m->rank[k].peak));
+    fputs("],\"comm\":{", f);
+    fprintf(f, "\"epochs\":%d", epochs);
+    rank_array(f, "exchange_mib", m, epochs, exchange_mib);
+    rank_array(f, "exchange_ms", m, epochs, exchange_ms);
+    rank_array(f, "allreduce_mib", m, epochs, allreduce_mib);
+    rank_array(f, "allreduce_ms", m, epochs, allreduce_ms);
+    rank_array(f, "compute_ms", m, epochs, compute_ms);
+    fputs(",\"layers\":[", f);
+    bool first = true;
+    for (int l = 1; l < GCN_COMM_MAX_LAYERS; l++) {
+        if (m->rank[0].layer[l].exchange_calls == 0)
+            continue;
+        fprintf(f, "%s{\"layer\":%d,\"calls\":%.6g,\"halo_mib\":[", first ? "" : ",", l,
+                (double)m->rank[0].layer[l].exchange_calls / epochs);
+        for (int k = 0; k < m->n_ranks; k++)
+            fprintf(f, "%s%.6g", k ? "," : "",
+                    mib((double)m->rank[k].layer[l].exchange_bytes) / epochs);
+        fputs("],\"exchange_ms\":[", f);
+        for (int k = 0; k < m->n_ranks; k++)
+            fprintf(f, "%s%.6g", k ? "," : "", m->rank[k].layer[l].exchange_ms / epochs);
+        fputs("]}", f);
+        first = false;
+    }
+    fputs("]}", f);
 }
 
 static void write_line(const train_bench *b, measured *m, FILE *f)
@@ -423,6 +642,7 @@ static void write_line(const train_bench *b, measured *m, FILE *f)
         fputs(",\"gpu_ms\":null,\"gpu_span_ms\":null", f);
     }
     gcnbench_json_num(f, "test_acc", m->best.test_acc);
+    write_comm(b, m, f);
     fputs("}\n", f);
 }
 
@@ -431,10 +651,12 @@ static void write_line(const train_bench *b, measured *m, FILE *f)
 static int run(train_bench *b)
 {
     for (int i = 0; i < b->o.n_datasets; i++) {
-        measured m = {0};
+        measured m = {.n_ranks = 1};
         int rc = alloc_measured(&m, (int)b->o.epochs) ? 0 : EXIT_RUNTIME;
         if (rc)
             fprintf(stderr, "gcnbench train: out of host memory for %ld epochs\n", b->o.epochs);
+        else if (b->cfg.ranks > 1 || b->cfg.nccl)
+            rc = run_dataset_ranks(b, b->o.datasets[i], &m);
         else
             rc = run_dataset(b, b->o.datasets[i], &m);
         size_t start = b->lines_len;
