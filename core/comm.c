@@ -163,6 +163,9 @@ static gcn_status enter(gcn_ctx *ctx, const char *what)
                                              "(gcn_comm_init)", what);
     gcn_comm *c = ctx->comm;
     gcn_comm_group *g = c->group;
+    if (c->exchanging)
+        return GCN_ERROR(ctx, GCN_ERR_STATE, "%s: the exchange gcn_comm_alltoallv_begin "
+                         "started is not ended (gcn_comm_alltoallv_end)", what);
     pthread_mutex_lock(&g->mu);
     bool stopped = g->stopped;
     g->busy[c->rank] = !stopped;
@@ -407,17 +410,17 @@ static gcn_status check_exchange(gcn_ctx *ctx, const float *send, const int64_t 
     return GCN_OK;
 }
 
-gcn_status gcn_comm_alltoallv(gcn_ctx *ctx, const float *send, const int64_t *send_off,
-                              float *recv, const int64_t *recv_off)
+static gcn_status alltoallv(gcn_ctx *ctx, const float *send, const int64_t *send_off,
+                            float *recv, const int64_t *recv_off, bool async, const char *what)
 {
-    GCN_TRY(enter(ctx, "gcn_comm_alltoallv"));
+    GCN_TRY(enter(ctx, what));
     gcn_comm *c = ctx->comm;
     gcn_status st = check_exchange(ctx, send, send_off, recv, recv_off);
     double ms = 0.0;
     if (st != GCN_OK)
         st = gcn_comm_fail(ctx, st);
     else
-        st = c->tp->alltoallv(ctx, send, send_off, recv, recv_off, &ms);
+        st = c->tp->alltoallv(ctx, send, send_off, recv, recv_off, async, &ms);
     GCN_TRY(leave(ctx, st));
     gcn_comm_stats *l = &c->layer_stats[layer_slot(ctx->layer)];
     int64_t bytes = (send_off[c->ranks] - (send_off[c->rank + 1] - send_off[c->rank])) *
@@ -427,7 +430,33 @@ gcn_status gcn_comm_alltoallv(gcn_ctx *ctx, const float *send, const int64_t *se
     c->stats.exchange_bytes += bytes;
     l->exchange_bytes += bytes;
     gcn_comm_add_time(c, true, ctx->layer, ms);
+    c->exchanging = async;
     return GCN_OK;
+}
+
+gcn_status gcn_comm_alltoallv(gcn_ctx *ctx, const float *send, const int64_t *send_off,
+                              float *recv, const int64_t *recv_off)
+{
+    return alltoallv(ctx, send, send_off, recv, recv_off, false, "gcn_comm_alltoallv");
+}
+
+gcn_status gcn_comm_alltoallv_begin(gcn_ctx *ctx, const float *send, const int64_t *send_off,
+                                    float *recv, const int64_t *recv_off)
+{
+    return alltoallv(ctx, send, send_off, recv, recv_off, true, "gcn_comm_alltoallv_begin");
+}
+
+gcn_status gcn_comm_alltoallv_end(gcn_ctx *ctx)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    if (!ctx->comm || !ctx->comm->exchanging)
+        return GCN_ERROR(ctx, GCN_ERR_STATE,
+                         "gcn_comm_alltoallv_end: no exchange begun (gcn_comm_alltoallv_begin)");
+    gcn_comm *c = ctx->comm;
+    c->exchanging = false;
+    gcn_status st = c->tp->wait_exchange ? c->tp->wait_exchange(ctx) : GCN_OK;
+    return st == GCN_OK ? GCN_OK : gcn_comm_fail(ctx, st);
 }
 
 gcn_status gcn_comm_barrier(gcn_ctx *ctx)

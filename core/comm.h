@@ -72,6 +72,21 @@ GCN_API gcn_status gcn_comm_allreduce_f64(gcn_ctx *ctx, double *buf, int64_t n);
 GCN_API gcn_status gcn_comm_alltoallv(gcn_ctx *ctx, const float *send, const int64_t *send_off,
                                       float *recv, const int64_t *recv_off);
 
+/* gcn_comm_alltoallv in two halves, so that a rank can queue work that
+ * does not read the received rows while they travel.  _begin checks and
+ * queues the exchange as gcn_comm_alltoallv does; NCCL queues it on a
+ * stream of the communicator's own, after the work queued on the
+ * context's stream so far, so the work the rank queues next runs beside
+ * it.  _end makes the context's stream wait for it: work queued after
+ * _end may read recv and reuse send.  Between the two the rank calls no
+ * other collective (GCN_ERR_STATE), and leaves send and recv alone.  The
+ * LOCAL transport completes the exchange in _begin.  _end without a
+ * _begin is GCN_ERR_STATE. */
+GCN_API gcn_status gcn_comm_alltoallv_begin(gcn_ctx *ctx, const float *send,
+                                            const int64_t *send_off, float *recv,
+                                            const int64_t *recv_off);
+GCN_API gcn_status gcn_comm_alltoallv_end(gcn_ctx *ctx);
+
 /* Returns once every rank has entered it: a host barrier of the rank
  * threads, which does not wait for the work queued on their streams. */
 GCN_API gcn_status gcn_comm_barrier(gcn_ctx *ctx);

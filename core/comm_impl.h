@@ -27,8 +27,13 @@ typedef struct gcn_comm_group gcn_comm_group;
 typedef struct gcn_comm_transport {
     /* In-place sum of buf [n], elements of elem bytes (4: float, 8: double). */
     gcn_status (*allreduce)(gcn_ctx *ctx, void *buf, int64_t n, size_t elem, double *ms);
+    /* With async the transport may return with the exchange still to run
+     * after the work queued so far on the context's stream (NCCL: on a
+     * stream of its own); wait_exchange then orders the context's stream
+     * after it. */
     gcn_status (*alltoallv)(gcn_ctx *ctx, const float *send, const int64_t *send_off,
-                            float *recv, const int64_t *recv_off, double *ms);
+                            float *recv, const int64_t *recv_off, bool async, double *ms);
+    gcn_status (*wait_exchange)(gcn_ctx *ctx); /* NULL: exchanges complete at once */
     gcn_status (*barrier)(gcn_ctx *ctx);
     /* Aborts the rank's endpoint when the communicator is stopped; NULL
      * when the barrier's stopped flag is enough.  Runs once per rank, never
@@ -51,6 +56,7 @@ typedef struct gcn_comm {
     void *state; /* the transport's, shared by the ranks */
     gcn_comm_stats stats;
     gcn_comm_stats layer_stats[GCN_COMM_MAX_LAYERS]; /* by gcn_ctx_set_layer's label */
+    bool exchanging; /* between gcn_comm_alltoallv_begin and _end */
 } gcn_comm;
 
 /* Adds ms to the exchange (or all-reduce) time of the rank's stats and of

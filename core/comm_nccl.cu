@@ -38,10 +38,19 @@ typedef struct nccl_pending {
 /* Timed collectives a rank keeps before it waits for the oldest. */
 enum { MAX_PENDING = 256 };
 
+/* A rank's own stream for the exchanges begun with gcn_comm_alltoallv_begin,
+ * made on its first one: it waits for `ready` (recorded on the context's
+ * stream), exchanges, and records `done` for the context's stream. */
+typedef struct nccl_side {
+    cudaStream_t stream;
+    cudaEvent_t ready, done;
+} nccl_side;
+
 typedef struct nccl_state {
     nccl_lib lib;
     ncclComm_t *comms;     /* [ranks]; NULL once aborted */
     nccl_pending *pending; /* [ranks] */
+    nccl_side *side;       /* [ranks] */
 } nccl_state;
 
 /* GCN_OK, or "nccl<name> failed: NCCL's message (file:line)". */
@@ -224,31 +233,83 @@ static gcn_status exchange(gcn_ctx *ctx, nccl_state *s, cudaStream_t stream, con
     return st != GCN_OK ? st : end;
 }
 
+/* The rank's side stream and events, made on first use (on its device,
+ * current here). */
+static gcn_status side_of(gcn_ctx *ctx, nccl_state *s, nccl_side **out)
+{
+    nccl_side *d = &s->side[ctx->comm->rank];
+    if (!d->stream) {
+        GCN_CUDA(cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking));
+        gcn_status st = GCN_CUDA_ST(cudaEventCreateWithFlags(&d->ready, cudaEventDisableTiming));
+        if (st == GCN_OK)
+            st = GCN_CUDA_ST(cudaEventCreateWithFlags(&d->done, cudaEventDisableTiming));
+        if (st != GCN_OK) {
+            if (d->ready)
+                cudaEventDestroy(d->ready);
+            cudaStreamDestroy(d->stream);
+            *d = (nccl_side){};
+            return st;
+        }
+    }
+    *out = d;
+    return GCN_OK;
+}
+
+/* The exchange on `stream`, the rank's own block copied there too, timed. */
+static gcn_status timed_exchange(gcn_ctx *ctx, nccl_state *s, cudaStream_t stream,
+                                 const float *send, const int64_t *send_off, float *recv,
+                                 const int64_t *recv_off)
+{
+    int me = ctx->comm->rank;
+    int64_t own = send_off[me + 1] - send_off[me];
+    nccl_timing *t = NULL;
+    GCN_TRY(time_begin(ctx, s, stream, true, &t));
+    gcn_status moved = GCN_OK;
+    if (own > 0)
+        moved = GCN_CUDA_ST(cudaMemcpyAsync(recv + recv_off[me], send + send_off[me],
+                                            (size_t)own * sizeof *send,
+                                            cudaMemcpyDeviceToDevice, stream));
+    if (moved == GCN_OK && ctx->comm->ranks > 1)
+        moved = exchange(ctx, s, stream, send, send_off, recv, recv_off);
+    return time_end(ctx, s, stream, t, moved);
+}
+
+/* On the context's stream, or (async) on the side stream after the work
+ * queued so far; nccl_wait_exchange orders the context's stream after it. */
 static gcn_status nccl_alltoallv(gcn_ctx *ctx, const float *send, const int64_t *send_off,
-                                 float *recv, const int64_t *recv_off, double *)
+                                 float *recv, const int64_t *recv_off, bool async, double *)
 {
     nccl_state *s = (nccl_state *)ctx->comm->state;
     int me = ctx->comm->rank;
     int64_t own = send_off[me + 1] - send_off[me];
     gcn_cuda_state *cs;
-    nccl_timing *t = NULL;
+    nccl_side *d = NULL;
     gcn_status st = gcn_cuda_begin(ctx, &cs);
     if (st == GCN_OK && own != recv_off[me + 1] - recv_off[me])
         st = GCN_ERROR(ctx, GCN_ERR_SHAPE, "exchange sizes differ: rank %d sends %lld floats to "
                        "itself and expects %lld", me, (long long)own,
                        (long long)(recv_off[me + 1] - recv_off[me]));
-    if (st == GCN_OK)
-        st = time_begin(ctx, s, cs->stream, true, &t);
-    if (st == GCN_OK) {
-        gcn_status moved = GCN_OK;
-        if (own > 0)
-            moved = ctx->be->copy(ctx, recv + recv_off[me], send + send_off[me],
-                                  (size_t)own * sizeof *send);
-        if (moved == GCN_OK && ctx->comm->ranks > 1)
-            moved = exchange(ctx, s, cs->stream, send, send_off, recv, recv_off);
-        st = time_end(ctx, s, cs->stream, t, moved);
+    if (st == GCN_OK && async)
+        st = side_of(ctx, s, &d);
+    if (st == GCN_OK && d) {
+        st = GCN_CUDA_ST(cudaEventRecord(d->ready, cs->stream));
+        if (st == GCN_OK)
+            st = GCN_CUDA_ST(cudaStreamWaitEvent(d->stream, d->ready, 0));
     }
+    if (st == GCN_OK)
+        st = timed_exchange(ctx, s, d ? d->stream : cs->stream, send, send_off, recv, recv_off);
+    if (st == GCN_OK && d)
+        st = GCN_CUDA_ST(cudaEventRecord(d->done, d->stream));
     return st == GCN_OK ? GCN_OK : gcn_comm_fail(ctx, st);
+}
+
+static gcn_status nccl_wait_exchange(gcn_ctx *ctx)
+{
+    nccl_state *s = (nccl_state *)ctx->comm->state;
+    nccl_side *d = &s->side[ctx->comm->rank];
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    return d->stream ? GCN_CUDA_ST(cudaStreamWaitEvent(cs->stream, d->done, 0)) : GCN_OK;
 }
 
 /* The ranks are threads of this process: their host barrier is enough. */
@@ -275,15 +336,22 @@ static void nccl_close(void *state, int ranks)
             cudaEventDestroy(s->pending[i].t[k].end);
         }
         free(s->pending[i].t);
+        if (s->side[i].stream) {
+            cudaEventDestroy(s->side[i].ready);
+            cudaEventDestroy(s->side[i].done);
+            cudaStreamDestroy(s->side[i].stream);
+        }
     }
     dlclose(s->lib.handle);
     free(s->comms);
     free(s->pending);
+    free(s->side);
     free(s);
 }
 
 static const gcn_comm_transport nccl_transport = {
-    nccl_allreduce, nccl_alltoallv, nccl_barrier, nccl_abort_rank, nccl_close, nccl_settle,
+    nccl_allreduce, nccl_alltoallv,   nccl_wait_exchange, nccl_barrier,
+    nccl_abort_rank, nccl_close,      nccl_settle,
 };
 
 /* ncclCommInitAll over the contexts' devices, restoring the current one. */
@@ -293,7 +361,8 @@ static gcn_status init_all(gcn_ctx *const *ctxs, int n, nccl_state *s)
     int *devices = (int *)malloc((size_t)n * sizeof *devices);
     s->comms = (ncclComm_t *)calloc((size_t)n, sizeof *s->comms);
     s->pending = (nccl_pending *)calloc((size_t)n, sizeof *s->pending);
-    if (!devices || !s->comms || !s->pending) {
+    s->side = (nccl_side *)calloc((size_t)n, sizeof *s->side);
+    if (!devices || !s->comms || !s->pending || !s->side) {
         free(devices);
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory for %d NCCL ranks", n);
     }
@@ -325,6 +394,7 @@ gcn_status gcn_comm_nccl_open(gcn_ctx *const *ctxs, int n, const gcn_comm_transp
             dlclose(s->lib.handle);
         free(s->comms);
         free(s->pending);
+        free(s->side);
         free(s);
         return st;
     }

@@ -218,8 +218,8 @@ gcn_status gcn_spmm_run(gcn_ctx *ctx, const gcn_spmm_impl *impl, const gcn_csr *
 
 /* Runs the context's choice: a forced kernel, or a call site (whose
  * selector, plans and profiling runs count as SpMM time when profiling). */
-static gcn_status spmm_apply(gcn_ctx *ctx, const gcn_csr *a, const float *x, float *y, int feat,
-                             bool accumulate)
+gcn_status gcn_spmm_apply(gcn_ctx *ctx, const gcn_csr *a, const float *x, float *y, int feat,
+                          bool accumulate)
 {
     gcn_prof_category prev = gcn_prof_enter(ctx, GCN_PROF_SPMM);
     const gcn_spmm_impl *fixed = NULL; /* NULL: the call site of the mode */
@@ -233,33 +233,32 @@ static gcn_status spmm_apply(gcn_ctx *ctx, const gcn_csr *a, const float *x, flo
     return st;
 }
 
-/* dX (+)= A^T dY (+ alpha dY when self_term): through a temporary of the
- * block's columns and the halo's return trip for a matrix with a halo. */
+/* dX (+)= A^T dY (+ alpha dY when self_term); a matrix with a halo goes
+ * through its two parts and the halo's return trip. */
 static gcn_status spmm_grad(gcn_ctx *ctx, gcn_node *nd, bool self_term)
 {
-    gcn_tensor *x = nd->in[0], *dy = nd->out->grad, *dext = NULL;
+    gcn_tensor *x = nd->in[0], *dy = nd->out->grad;
     const gcn_csr *a = nd->matrix, *at = gcn_csr_transpose(a);
     float *buf;
     bool acc;
     gcn_status st;
     GCN_TRY(gcn_grad_slot(ctx, x, &buf, &acc));
+    if (a->priv->halo) {
+        gcn_prof_category prev = gcn_prof_enter(ctx, GCN_PROF_SPMM);
+        st = gcn_halo_spmm_grad(ctx, a, dy, self_term ? (float)nd->param[0] : 0.0f, buf, acc);
+        gcn_prof_leave(ctx, prev);
+        return st;
+    }
     if (self_term) {
         GCN_CHECK(ctx->be->axpby(ctx, x->rows * x->cols, (float)nd->param[0], dy->data,
                                  acc ? 1.0f : 0.0f, buf));
         acc = true;
     }
-    if (a->priv->halo) {
-        GCN_CHECK(gcn_tensor_create(ctx, &dext, at->n_rows, x->cols));
-        if (x->cols > 0)
-            GCN_CHECK(spmm_apply(ctx, at, dy->data, dext->data, (int)x->cols, false));
-        GCN_CHECK(gcn_halo_scatter(ctx, a, dext, buf, acc));
-    } else if (at->n_rows > 0 && x->cols > 0) {
-        GCN_CHECK(spmm_apply(ctx, at, dy->data, buf, (int)x->cols, acc));
-    } else if (!acc) {
+    if (at->n_rows > 0 && x->cols > 0)
+        GCN_CHECK(gcn_spmm_apply(ctx, at, dy->data, buf, (int)x->cols, acc));
+    else if (!acc)
         GCN_CHECK(ctx->be->fill(ctx, buf, x->rows * x->cols, 0.0f));
-    }
 cleanup:
-    gcn_tensor_free(&dext);
     return st;
 }
 
@@ -285,21 +284,25 @@ static gcn_status check_spmm(gcn_ctx *ctx, const gcn_csr *a, const gcn_tensor *x
 }
 
 /* y = A x, plus alpha x when self_term; records backward on the tape.  A
- * matrix with a halo multiplies x extended by the halo rows. */
+ * matrix with a halo multiplies its two parts, fetching the halo rows. */
 static gcn_status spmm_op(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, bool self_term,
                           float alpha, gcn_backward_fn backward, gcn_tensor **out)
 {
-    gcn_tensor *y = NULL, *ext = NULL;
+    gcn_tensor *y = NULL;
     gcn_node *nd;
     gcn_status st;
     GCN_CHECK(gcn_tensor_create(ctx, &y, a->n_rows, x->cols));
-    if (self_term)
-        GCN_CHECK(ctx->be->axpby(ctx, x->rows * x->cols, alpha, x->data, 0.0f, y->data));
-    if (a->priv->halo)
-        GCN_CHECK(gcn_halo_gather(ctx, a, x, &ext));
-    if (x->cols > 0)
-        GCN_CHECK(spmm_apply(ctx, a, ext ? ext->data : x->data, y->data, (int)x->cols,
-                             self_term));
+    if (a->priv->halo) {
+        gcn_prof_category prev = gcn_prof_enter(ctx, GCN_PROF_SPMM);
+        st = gcn_halo_spmm(ctx, a, x, self_term ? alpha : 0.0f, y->data);
+        gcn_prof_leave(ctx, prev);
+        GCN_CHECK(st);
+    } else {
+        if (self_term)
+            GCN_CHECK(ctx->be->axpby(ctx, x->rows * x->cols, alpha, x->data, 0.0f, y->data));
+        if (x->cols > 0)
+            GCN_CHECK(gcn_spmm_apply(ctx, a, x->data, y->data, (int)x->cols, self_term));
+    }
     GCN_CHECK(gcn_tape_record(ctx, self_term ? "spmm_self" : "spmm", backward, &x, 1, y, &nd));
     if (nd) {
         nd->matrix = a;
@@ -308,7 +311,6 @@ static gcn_status spmm_op(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, bool se
     *out = y;
     y = NULL;
 cleanup:
-    gcn_tensor_free(&ext);
     gcn_tensor_free(&y);
     return st;
 }

@@ -102,12 +102,15 @@ typedef struct gcn_spmm_site_info {
     double cusparse_ms;     /* the "cusparse" candidate's median, NAN if not timed */
     double setup_ms;        /* host time of its splits and candidates' plans until the lock */
     float self_alpha;       /* a site of A + self_alpha I (gcn_spmm_self), else 0 */
+    int block_part;         /* a rank's block (gcn_csr_set_halo): 1 for its own columns'
+                             * part, 2 for its halo's; 0 for any other matrix */
 } gcn_spmm_site_info;
 
 /* The call sites of a and of its stored transpose, then those of the
  * A + alpha I that gcn_spmm_self keeps with a and of its transpose, each in
  * creation order, at most max of them into out (may be NULL to count);
- * returns their number. */
+ * returns their number.  For a rank's block, those of its own columns'
+ * part (and its A + alpha I), then those of its halo's part. */
 GCN_API int gcn_spmm_sites(const gcn_csr *a, gcn_spmm_site_info *out, int max);
 
 /* Plan files: the locked choices of the call sites of n matrices (tagged
@@ -151,7 +154,12 @@ GCN_API gcn_status gcn_spmm(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, gcn_t
  *     [send_off[p], send_off[p + 1]) in the order p lists them in its halo;
  *   recv_off [ranks + 1]: the halo columns owned by rank p are n_local +
  *     [recv_off[p], recv_off[p + 1]); recv_off[ranks] = n_halo.
- * Host arrays, copied.  Blocks for the rank itself must be empty. */
+ * Host arrays, copied.  Blocks for the rank itself must be empty.
+ * The products run on two parts built here from a's arrays (copies, a's
+ * own stay as they are): A_own, the own columns, and A_halo, the halo's,
+ * so that the halo rows travel while A_own x runs (and in backward the
+ * halo rows' gradients while A_own^T dy does).  a's stored transpose is
+ * dropped (gcn_csr_transpose(a) is then NULL): backward uses the parts'. */
 GCN_API gcn_status gcn_csr_set_halo(gcn_ctx *ctx, gcn_csr *a, const int32_t *send_rows,
                                     const int64_t *send_off, const int64_t *recv_off);
 

@@ -13,6 +13,7 @@
 #include "adaptgear/plan.h"
 #include "select.h"
 #include "spmm_auto.h"
+#include "spmm_halo.h"
 
 #define MAX_CANDIDATES 64
 /* A product of fewer multiply-adds (non-zeros x F) than SMALL_WORK takes a
@@ -528,17 +529,31 @@ static void site_info(const gcn_spmm_site *t, bool transposed, float self_alpha,
     snprintf(o->runner_up, sizeof o->runner_up, "%s", r >= 0 ? t->cand[r].name : "");
 }
 
-int gcn_spmm_sites(const gcn_csr *a, gcn_spmm_site_info *out, int max)
+/* The sites of a, its transpose, its A + alpha I and that one's transpose,
+ * from out[n] on (as far as max), marked as block part `part`; returns n
+ * past them. */
+static int matrix_sites(const gcn_csr *a, int part, gcn_spmm_site_info *out, int max, int n)
 {
-    int n = 0;
-    const gcn_csr *s = a && a->priv ? a->priv->self_loops : NULL;
-    const gcn_csr *mats[4] = {a, a && a->priv ? a->priv->transpose : NULL, s,
-                              s ? s->priv->transpose : NULL};
+    const gcn_csr *s = a->priv->self_loops;
+    const gcn_csr *mats[4] = {a, a->priv->transpose, s, s ? s->priv->transpose : NULL};
     for (int m = 0; m < 4; m++)
         for (gcn_spmm_site *t = mats[m] && mats[m]->priv->spmm ? mats[m]->priv->spmm->sites
                                                                 : NULL;
              t; t = t->next, n++)
-            if (out && n < max)
+            if (out && n < max) {
                 site_info(t, m % 2 == 1, m >= 2 ? a->priv->self_alpha : 0.0f, &out[n]);
+                out[n].block_part = part;
+            }
     return n;
+}
+
+int gcn_spmm_sites(const gcn_csr *a, gcn_spmm_site_info *out, int max)
+{
+    if (!a || !a->priv)
+        return 0;
+    if (!a->priv->halo)
+        return matrix_sites(a, 0, out, max, 0);
+    const gcn_csr *own, *halo;
+    gcn_halo_parts(a, &own, &halo);
+    return matrix_sites(halo, 2, out, max, matrix_sites(own, 1, out, max, 0));
 }

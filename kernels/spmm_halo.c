@@ -1,8 +1,10 @@
-/* Halo exchange around the products of a rank's block of a partitioned
- * matrix: before Y = A X the rows of X that other ranks own are fetched
- * from them (one all-to-all), and after dX = A^T dY the gradients of those
- * rows go back to their owners, which add them in (the same all-to-all
- * reversed, then one deterministic sparse product). */
+/* The products of a rank's block of a partitioned matrix, A = [A_own |
+ * A_halo] (its own columns, then its halo's), with the halo exchange under
+ * them: Y = A_own X + A_halo X_halo, the rows X_halo fetched from their
+ * owners (one all-to-all) while A_own X runs; backward dX = A_own^T dY +
+ * the gradients of the rows this rank sent, A_halo^T dY computed first and
+ * sent back to the owners while A_own^T dY runs, each owner adding what it
+ * receives through one deterministic sparse product. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +21,8 @@ struct gcn_halo {
     int64_t width;                /* that width, 0 before the first call */
     gcn_index *send_rows;         /* [n_send] local rows, peer by peer */
     gcn_csr *scatter;             /* [n_local, n_send]: row r has a 1 at each send slot of r */
+    gcn_csr *own;                 /* [n_local, n_local]: A_own */
+    gcn_csr *halo;                /* [n_local, n_halo]: A_halo, columns from 0 */
 };
 
 void gcn_halo_free(gcn_halo *h)
@@ -27,6 +31,8 @@ void gcn_halo_free(gcn_halo *h)
         return;
     gcn_index_free(&h->send_rows);
     gcn_csr_free(&h->scatter);
+    gcn_csr_free(&h->own);
+    gcn_csr_free(&h->halo);
     free(h->send_off);
     free(h->recv_off);
     free(h->send_f);
@@ -129,6 +135,51 @@ cleanup:
     return st;
 }
 
+/* A_own and A_halo from a's arrays: each row's entries of columns below
+ * n_local, then the others with n_local taken off their columns. */
+static gcn_status split_block(gcn_ctx *ctx, const gcn_csr *a, gcn_halo *h)
+{
+    int32_t n = a->n_rows, nnz = a->nnz, n_own = 0, n_out = 0;
+    size_t m = (size_t)(nnz ? nnz : 1);
+    int32_t *rp = malloc(((size_t)n + 1) * sizeof *rp), *ci = malloc(m * sizeof *ci);
+    float *v = malloc(m * sizeof *v);
+    int32_t *orp = calloc((size_t)n + 1, sizeof *orp), *hrp = calloc((size_t)n + 1, sizeof *hrp);
+    int32_t *oci = malloc(m * sizeof *oci), *hci = malloc(m * sizeof *hci);
+    float *ov = malloc(m * sizeof *ov), *hv = malloc(m * sizeof *hv);
+    gcn_status st = GCN_OK;
+    if (!rp || !ci || !v || !orp || !hrp || !oci || !hci || !ov || !hv) {
+        st = GCN_ERROR(ctx, GCN_ERR_NOMEM, "set_halo: out of host memory splitting the block");
+        goto cleanup;
+    }
+    GCN_CHECK(gcn_csr_to_host(ctx, a, rp, ci, v));
+    for (int32_t i = 0; i < n; i++) {
+        for (int32_t e = rp[i]; e < rp[i + 1]; e++) {
+            if (ci[e] < n) {
+                oci[n_own] = ci[e];
+                ov[n_own++] = v[e];
+            } else {
+                hci[n_out] = ci[e] - n;
+                hv[n_out++] = v[e];
+            }
+        }
+        orp[i + 1] = n_own;
+        hrp[i + 1] = n_out;
+    }
+    GCN_CHECK(gcn_csr_create(ctx, &h->own, n, n, n_own, orp, oci, ov));
+    GCN_CHECK(gcn_csr_create(ctx, &h->halo, n, h->n_halo, n_out, hrp, hci, hv));
+cleanup:
+    free(rp);
+    free(ci);
+    free(v);
+    free(orp);
+    free(hrp);
+    free(oci);
+    free(hci);
+    free(ov);
+    free(hv);
+    return st;
+}
+
 gcn_status gcn_csr_set_halo(gcn_ctx *ctx, gcn_csr *a, const int32_t *send_rows,
                             const int64_t *send_off, const int64_t *recv_off)
 {
@@ -148,9 +199,21 @@ gcn_status gcn_csr_set_halo(gcn_ctx *ctx, gcn_csr *a, const int32_t *send_rows,
                          "halo");
     gcn_halo *h = NULL;
     GCN_TRY(halo_new(ctx, a, send_rows, send_off, recv_off, &h));
+    gcn_status st = split_block(ctx, a, h);
+    if (st != GCN_OK) {
+        gcn_halo_free(h);
+        return st;
+    }
     a->priv->halo = h;
     a->priv->halo_free = halo_free_hook;
+    gcn_csr_free(&a->priv->transpose); /* backward goes through the parts' */
     return GCN_OK;
+}
+
+void gcn_halo_parts(const gcn_csr *a, const gcn_csr **own, const gcn_csr **halo)
+{
+    *own = a->priv->halo->own;
+    *halo = a->priv->halo->halo;
 }
 
 /* Offsets in floats at width f, kept for the next call at the same width. */
@@ -165,47 +228,66 @@ static void scale_offsets(gcn_halo *h, int64_t f)
     h->width = f;
 }
 
-gcn_status gcn_halo_gather(gcn_ctx *ctx, const gcn_csr *a, const gcn_tensor *x, gcn_tensor **ext)
+/* A_own, or A_own + alpha I (kept with A_own, as gcn_spmm_self keeps it). */
+static gcn_status own_part(gcn_ctx *ctx, const gcn_halo *h, float alpha, const gcn_csr **out)
+{
+    *out = h->own;
+    return alpha != 0.0f ? gcn_csr_self_loops(ctx, h->own, alpha, out) : GCN_OK;
+}
+
+gcn_status gcn_halo_spmm(gcn_ctx *ctx, const gcn_csr *a, const gcn_tensor *x, float alpha,
+                         float *y)
 {
     gcn_halo *h = a->priv->halo;
     int64_t f = x->cols;
-    gcn_tensor *y = NULL, *send = NULL;
+    const gcn_csr *own;
+    gcn_tensor *send = NULL, *halo = NULL;
     gcn_status st;
     scale_offsets(h, f);
-    GCN_CHECK(gcn_tensor_create(ctx, &y, (int64_t)h->n_local + h->n_halo, f));
+    GCN_CHECK(own_part(ctx, h, alpha, &own));
     GCN_CHECK(gcn_tensor_create(ctx, &send, h->n_send, f));
+    GCN_CHECK(gcn_tensor_create(ctx, &halo, h->n_halo, f));
     if (h->n_send > 0 && f > 0)
         GCN_CHECK(ctx->be->copy_cols(ctx, h->n_send, f, x->data, f, h->send_rows->data,
                                      send->data, f, false));
-    GCN_CHECK(gcn_comm_alltoallv(ctx, send->data, h->send_f, y->data + (int64_t)h->n_local * f,
-                                 h->recv_f));
-    GCN_CHECK(ctx->be->copy(ctx, y->data, x->data, (size_t)(h->n_local * f) * sizeof(float)));
-    *ext = y;
-    y = NULL;
+    GCN_CHECK(gcn_comm_alltoallv_begin(ctx, send->data, h->send_f, halo->data, h->recv_f));
+    if (f > 0)
+        st = gcn_spmm_apply(ctx, own, x->data, y, (int)f, false);
+    gcn_status end = gcn_comm_alltoallv_end(ctx);
+    GCN_CHECK(st != GCN_OK ? st : end);
+    if (h->n_halo > 0 && f > 0)
+        GCN_CHECK(gcn_spmm_apply(ctx, h->halo, halo->data, y, (int)f, true));
 cleanup:
     gcn_tensor_free(&send);
-    gcn_tensor_free(&y);
+    gcn_tensor_free(&halo);
     return st;
 }
 
-gcn_status gcn_halo_scatter(gcn_ctx *ctx, const gcn_csr *a, const gcn_tensor *dext, float *dx,
-                            bool acc)
+gcn_status gcn_halo_spmm_grad(gcn_ctx *ctx, const gcn_csr *a, const gcn_tensor *dy,
+                              float alpha, float *dx, bool acc)
 {
     gcn_halo *h = a->priv->halo;
-    int64_t f = dext->cols, local = (int64_t)h->n_local * f;
-    gcn_tensor *back = NULL;
+    int64_t f = dy->cols;
+    const gcn_csr *own;
+    gcn_tensor *dhalo = NULL, *back = NULL;
     gcn_status st;
     scale_offsets(h, f);
+    GCN_CHECK(own_part(ctx, h, alpha, &own));
+    GCN_CHECK(gcn_tensor_create(ctx, &dhalo, h->n_halo, f));
     GCN_CHECK(gcn_tensor_create(ctx, &back, h->n_send, f));
-    GCN_CHECK(gcn_comm_alltoallv(ctx, dext->data + local, h->recv_f, back->data, h->send_f));
-    if (acc)
-        GCN_CHECK(ctx->be->axpby(ctx, local, 1.0f, dext->data, 1.0f, dx));
-    else
-        GCN_CHECK(ctx->be->copy(ctx, dx, dext->data, (size_t)local * sizeof(float)));
+    if (h->n_halo > 0 && f > 0)
+        GCN_CHECK(gcn_spmm_apply(ctx, gcn_csr_transpose(h->halo), dy->data, dhalo->data, (int)f,
+                                 false));
+    GCN_CHECK(gcn_comm_alltoallv_begin(ctx, dhalo->data, h->recv_f, back->data, h->send_f));
+    if (f > 0 && h->n_local > 0)
+        st = gcn_spmm_apply(ctx, gcn_csr_transpose(own), dy->data, dx, (int)f, acc);
+    gcn_status end = gcn_comm_alltoallv_end(ctx);
+    GCN_CHECK(st != GCN_OK ? st : end);
     if (h->n_send > 0 && f > 0)
         GCN_CHECK(gcn_spmm_run(ctx, gcn_spmm_one_step_kernel(ctx), h->scatter, back->data, dx,
                                (int)f, true));
 cleanup:
+    gcn_tensor_free(&dhalo);
     gcn_tensor_free(&back);
     return st;
 }

@@ -1,6 +1,6 @@
 /* The halo of one rank's block of a partitioned matrix (gcn_csr_set_halo):
- * what spmm.c's op calls to fetch the halo rows before a product and to
- * return their gradients after the transposed one. */
+ * the products spmm.c's ops run on such a block, with the halo exchange
+ * under them. */
 #ifndef GCN_SPMM_HALO_H
 #define GCN_SPMM_HALO_H
 
@@ -8,16 +8,26 @@
 
 typedef struct gcn_halo gcn_halo;
 
-/* x [n_local, f] -> a new [n_local + n_halo, f] tensor: x's rows, then the
- * halo rows received from their owners. */
-gcn_status gcn_halo_gather(gcn_ctx *ctx, const gcn_csr *a, const gcn_tensor *x,
-                           gcn_tensor **ext);
+/* y = (A_own + alpha I) x + A_halo x_halo, x [n_local, f], y [n_local, f]
+ * (overwritten): the halo rows x_halo are fetched from their owners while
+ * the first product runs. */
+gcn_status gcn_halo_spmm(gcn_ctx *ctx, const gcn_csr *a, const gcn_tensor *x, float alpha,
+                         float *y);
 
-/* The reverse: dext [n_local + n_halo, f] holds A^T dY; its first n_local
- * rows go into dx, and each halo row is sent to its owner, which adds it to
- * the row it sent.  acc adds into dx instead of overwriting it. */
-gcn_status gcn_halo_scatter(gcn_ctx *ctx, const gcn_csr *a, const gcn_tensor *dext, float *dx,
-                            bool acc);
+/* The reverse: dx (+)= (A_own + alpha I)^T dy, plus, for each row this
+ * rank sent, the gradients the ranks that received it computed for it
+ * (A_halo^T dy, sent back to their owners while the first product runs).
+ * acc adds into dx instead of overwriting it. */
+gcn_status gcn_halo_spmm_grad(gcn_ctx *ctx, const gcn_csr *a, const gcn_tensor *dy,
+                              float alpha, float *dx, bool acc);
+
+/* The block's two parts (gcn_spmm_sites lists their call sites). */
+void gcn_halo_parts(const gcn_csr *a, const gcn_csr **own, const gcn_csr **halo);
+
+/* spmm.c's product through the context's choice: a forced kernel or the
+ * matrix's call site (counted as SpMM time when profiling). */
+gcn_status gcn_spmm_apply(gcn_ctx *ctx, const gcn_csr *a, const float *x, float *y, int feat,
+                          bool accumulate);
 
 void gcn_halo_free(gcn_halo *h);
 

@@ -91,6 +91,10 @@ typedef struct spmm_case {
     const int32_t *labels;
     double err[MAX_R][2];
     gcn_comm_stats layer[MAX_R][2]; /* each rank's traffic of layers 0 and 3 */
+    int sites[MAX_R][3];            /* each rank's call sites of the whole block, its own
+                                     * part and its halo part */
+    bool halo_nodes[MAX_R];         /* whether the rank's block has halo columns */
+    bool transpose_kept[MAX_R];     /* whether gcn_csr_transpose(block) is not NULL */
 } spmm_case;
 
 /* y = A x (+ 1.5 x), labelled layer 3, loss = the rank's share of the
@@ -139,6 +143,12 @@ static gcn_status spmm_rank(gcn_ctx *ctx, int rank, void *user)
                            c->self_term, &y, &loss));
     gcn_comm_get_layer_stats(ctx, 0, &c->layer[rank][0]);
     gcn_comm_get_layer_stats(ctx, 3, &c->layer[rank][1]);
+    gcn_spmm_site_info info[8];
+    int n_sites = gcn_spmm_sites(a, info, 8);
+    for (int k = 0; k < n_sites && k < 8; k++)
+        c->sites[rank][info[k].block_part]++;
+    c->halo_nodes[rank] = pr->n_halo > 0;
+    c->transpose_kept[rank] = gcn_csr_transpose(a) != NULL;
     float *hy = test_read(ctx, y), *hdx = test_read(ctx, gcn_tensor_grad(x));
     c->err[rank][0] = rel_err(hy, c->y + (int64_t)r0 * c->feat, (int64_t)n * c->feat);
     c->err[rank][1] = rel_err(hdx, c->dx + (int64_t)r0 * c->feat, (int64_t)n * c->feat);
@@ -195,6 +205,13 @@ void ranks_check_spmm(gcn_device device, int n_ranks, int feat, bool self_term)
                   "rank %d: %lld exchanges outside layer 3", r,
                   (long long)c.layer[r][0].exchange_calls);
         cr_expect_eq(c.layer[r][1].exchange_calls, 2, "rank %d", r);
+        /* the products ran on the block's two parts: the own part forward
+         * and transposed (one site when symmetric), the halo part too */
+        cr_expect(c.sites[r][0] == 0 && c.sites[r][1] >= 1, "rank %d: sites %d, %d, %d", r,
+                  c.sites[r][0], c.sites[r][1], c.sites[r][2]);
+        cr_expect(!c.halo_nodes[r] || c.sites[r][2] == 2, "rank %d: %d halo-part sites", r,
+                  c.sites[r][2]);
+        cr_expect_not(c.transpose_kept[r], "rank %d: the block keeps its transpose", r);
     }
     gcn_ranks_free(&rg);
     gcn_tape_clear(one);

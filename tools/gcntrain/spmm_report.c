@@ -30,13 +30,15 @@ static void log_site(session *s, int run, const char *tag, const gcn_spmm_site_i
              "{\"run\":%d,\"spmm_site\":\"%s\",\"feat\":%d,\"transposed\":%s,"
              "\"mode\":\"%s\",\"chosen\":\"%s\",\"runner_up\":\"%s\","
              "\"candidates\":%d,\"profiled_calls\":%lld,\"chosen_ms\":%s,"
-             "\"runner_up_ms\":%s,\"cusparse_ms\":%s,\"setup_ms\":%s,\"self_alpha\":%g}",
+             "\"runner_up_ms\":%s,\"cusparse_ms\":%s,\"setup_ms\":%s,\"self_alpha\":%g,"
+             "\"block_part\":%d}",
              run + 1, tag, t->feat, t->transposed ? "true" : "false", t->mode, t->chosen,
              t->runner_up, t->n_candidates, (long long)t->profiled_calls,
              json_number(ms[0], sizeof ms[0], "%.6g", t->chosen_ms),
              json_number(ms[1], sizeof ms[1], "%.6g", t->runner_up_ms),
              json_number(ms[2], sizeof ms[2], "%.6g", t->cusparse_ms),
-             json_number(ms[3], sizeof ms[3], "%.6g", t->setup_ms), (double)t->self_alpha);
+             json_number(ms[3], sizeof ms[3], "%.6g", t->setup_ms), (double)t->self_alpha,
+             t->block_part);
 }
 
 bool report_spmm(session *s, int run, const gcn_trainer *tr)
@@ -61,10 +63,11 @@ bool report_spmm(session *s, int run, const gcn_trainer *tr)
         for (int i = 0; i < n[m] && i < MAX_SITES; i++) {
             const gcn_spmm_site_info *t = &info[m][i];
             char site[48], self[24] = "";
+            static const char *const parts[] = {"", ":own", ":halo"};
             if (t->self_alpha != 0.0f)
                 snprintf(self, sizeof self, "+%gI", (double)t->self_alpha);
-            snprintf(site, sizeof site, "%s%s%s x %d", tags[m], self, t->transposed ? "^T" : "",
-                     t->feat);
+            snprintf(site, sizeof site, "%s%s%s%s x %d", tags[m], parts[t->block_part], self,
+                     t->transposed ? "^T" : "", t->feat);
             printf("           %-14s %-30s %9.4f  %-30s %9.4f %11.4f%s\n", site, t->chosen,
                    t->chosen_ms, t->runner_up[0] ? t->runner_up : "-", t->runner_up_ms,
                    t->cusparse_ms,
