@@ -1,6 +1,7 @@
 /* gcn_dataset_load: resolves a name, path, "tu:" name or generator spec,
  * reads the binary cache or parses the sources (and writes the cache), then
  * applies the graph, feature and split options and the reordering. */
+#include <ctype.h>
 #include <stdarg.h>
 #include <limits.h>
 #include <stdio.h>
@@ -237,6 +238,29 @@ static bool writable_dir(const char *path)
            access(path, W_OK) == 0;
 }
 
+/* A generated graph has no cache of its own, but with cache_dir its
+ * reorderings are kept there: "<cache_dir>/generated-<spec>" is the prefix
+ * of their files (characters other than letters, digits and "=,.:_-" as
+ * "_"; each file also holds the graph's checksum, so a file of another
+ * graph is recomputed). */
+static gcn_status generated_cache(gcn_ctx *ctx, const char *spec, const char *cache_dir,
+                                  char **path, bool *can_write)
+{
+    char name[160], buf[PATH_MAX];
+    size_t n = 0;
+    for (const char *c = spec; *c && n + 1 < sizeof name; c++)
+        name[n++] = isalnum((unsigned char)*c) || strchr("=,.:_-", *c) ? *c : '_';
+    name[n] = '\0';
+    if (!format_path(buf, sizeof buf, "%s/generated-%s", cache_dir, name))
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "%s: cache path too long", cache_dir);
+    if (!gcn_path_is_dir(cache_dir))
+        mkdir(cache_dir, 0777);
+    *can_write = gcn_path_is_dir(cache_dir) && writable_dir(cache_dir);
+    if (!(*path = strdup(buf)))
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory");
+    return GCN_OK;
+}
+
 /* Where the cache lives (the permutation file goes beside it); *can_write
  * says whether it may be (re)written there, creating the folder if needed. */
 static gcn_status cache_location(gcn_ctx *ctx, const source *s, const gcn_dataset_opts *o,
@@ -391,6 +415,8 @@ gcn_status gcn_dataset_load(gcn_ctx *ctx, gcn_dataset **out, const char *spec,
     if (!ds)
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory");
     GCN_CHECK(gcn_ds_generate(ctx, spec, ds, &generated));
+    if (generated && o.cache && o.cache_dir)
+        GCN_CHECK(generated_cache(ctx, spec, o.cache_dir, &cache, &can_write));
     if (!generated) {
         GCN_CHECK(resolve(ctx, spec, &o, &s));
         if (o.cache)

@@ -315,6 +315,8 @@ static gcn_status parse_dataset(parser *p, const cJSON *obj, gcn_model_config *c
         snprintf(path, sizeof path, "dataset.%s", v->string);
         if (!strcmp(v->string, "root"))
             GCN_TRY(get_string(p, v, path, cfg->root, sizeof cfg->root));
+        else if (!strcmp(v->string, "cache_dir"))
+            GCN_TRY(get_string(p, v, path, cfg->cache_dir, sizeof cfg->cache_dir));
         else if (!strcmp(v->string, "features"))
             GCN_TRY(get_features(p, v, path, cfg->features, sizeof cfg->features));
         else if (!strcmp(v->string, "normalize_features"))

@@ -79,6 +79,9 @@ typedef struct gcn_model_config {
     int batch_size;        /* graphs a training batch (graph-level models; default 32) */
     /* dataset defaults, overridable on the command line */
     char root[256];
+    char cache_dir[256];   /* "" : dataset caches in each dataset's processed/ folder;
+                            * else this folder, which also keeps the reorderings
+                            * (METIS, parts) of generated graphs */
     char features[32];     /* "file", "random:D" or "degree" */
     bool normalize_features;
     uint64_t data_seed;    /* seeds generated datasets, substitute features and

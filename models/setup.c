@@ -62,6 +62,7 @@ gcn_status gcn_model_config_set(gcn_model_config *cfg, const char *key, const ch
             {"spmm", cfg->spmm, sizeof cfg->spmm},
             {"reorder", cfg->reorder, sizeof cfg->reorder},
             {"root", cfg->root, sizeof cfg->root},
+            {"cache_dir", cfg->cache_dir, sizeof cfg->cache_dir},
             {"features", cfg->features, sizeof cfg->features},
         };
         size_t i = 0, n = sizeof strings / sizeof *strings;
@@ -70,7 +71,7 @@ gcn_status gcn_model_config_set(gcn_model_config *cfg, const char *key, const ch
         if (i == n)
             snprintf(expected, sizeof expected, "a key: device, precision, threads, ranks, "
                                                 "devices, cuda_graph, sparse_input, spmm, "
-                                                "reorder, root or features");
+                                                "reorder, root, cache_dir or features");
         else if (!copy_value(strings[i].field, strings[i].size, value))
             snprintf(expected, sizeof expected, "a value of 1 to %zu characters",
                      strings[i].size - 1);
@@ -129,6 +130,7 @@ gcn_status gcn_model_config_load_dataset(gcn_ctx *ctx, const gcn_model_config *c
     gcn_dataset_opts o = gcn_dataset_default_opts();
     char parts[64];
     o.root = cfg->root;
+    o.cache_dir = cfg->cache_dir[0] ? cfg->cache_dir : NULL;
     o.features = cfg->features;
     o.normalize_features = cfg->normalize_features;
     if (cfg->ranks > 1 || cfg->nccl) {

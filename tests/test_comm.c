@@ -206,7 +206,9 @@ Test(comm, allreduce_on_threaded_contexts, .timeout = 60)
 typedef struct exchange_job {
     int ranks;
     int skew;        /* rank that expects one float more from the last rank (-1: none) */
+    bool split;      /* through gcn_comm_alltoallv_begin and _end, a barrier tried between */
     float *recv[COMM_MAX_RANKS];
+    gcn_status between[COMM_MAX_RANKS], end[COMM_MAX_RANKS], stray[COMM_MAX_RANKS];
     int64_t recv_off[COMM_MAX_RANKS][COMM_MAX_RANKS + 1];
     gcn_status st[COMM_MAX_RANKS], after[COMM_MAX_RANKS];
     char msg[COMM_MAX_RANKS][512];
@@ -226,23 +228,42 @@ static void exchange_rank(gcn_ctx *ctx, int r, void *user)
             send[send_off[q] + i] = comm_block_value(r, q, i);
     for (int64_t i = 0; i < recv_off[j->ranks]; i++)
         recv[i] = -1.0f;
-    j->st[r] = gcn_comm_alltoallv(ctx, send, send_off, recv, recv_off);
-    snprintf(j->msg[r], sizeof j->msg[r], "%s", gcn_last_error(ctx));
+    if (j->split) {
+        j->st[r] = gcn_comm_alltoallv_begin(ctx, send, send_off, recv, recv_off);
+        j->between[r] = gcn_comm_barrier(ctx);
+        snprintf(j->msg[r], sizeof j->msg[r], "%s", gcn_last_error(ctx));
+        j->end[r] = gcn_comm_alltoallv_end(ctx);
+        j->stray[r] = gcn_comm_alltoallv_end(ctx);
+    } else {
+        j->st[r] = gcn_comm_alltoallv(ctx, send, send_off, recv, recv_off);
+        snprintf(j->msg[r], sizeof j->msg[r], "%s", gcn_last_error(ctx));
+    }
     j->after[r] = gcn_comm_barrier(ctx);
     j->recv[r] = recv;
     free(send);
 }
 
+/* Blocking, and in two halves: between them another collective is a state
+ * error (the exchange itself unharmed), and so is an end without a begin. */
 Test(comm, alltoallv_moves_irregular_blocks, .timeout = 60)
 {
-    for (int ranks = 1; ranks <= COMM_MAX_RANKS; ranks++) {
+    for (int k = 0; k < 2 * COMM_MAX_RANKS; k++) {
+        int ranks = k / 2 + 1;
         gcn_ctx *ctxs[COMM_MAX_RANKS];
         comm_cpu_ranks(ctxs, ranks, 1);
-        exchange_job j = {.ranks = ranks, .skew = -1};
+        exchange_job j = {.ranks = ranks, .skew = -1, .split = k % 2};
         comm_run(ctxs, ranks, exchange_rank, &j);
         for (int r = 0; r < ranks; r++) {
             cr_expect_eq(j.st[r], GCN_OK, "rank %d: %s", r, j.msg[r]);
             cr_expect_eq(j.after[r], GCN_OK);
+            if (j.split) {
+                cr_expect_eq(j.between[r], GCN_ERR_STATE, "rank %d", r);
+                cr_expect(strstr(j.msg[r], "gcn_comm_barrier: the exchange "
+                                           "gcn_comm_alltoallv_begin started is not ended"),
+                          "%s", j.msg[r]);
+                cr_expect_eq(j.end[r], GCN_OK, "rank %d", r);
+                cr_expect_eq(j.stray[r], GCN_ERR_STATE, "rank %d: a second end", r);
+            }
             for (int p = 0; p < ranks; p++)
                 for (int64_t i = 0; i < comm_block(p, r); i++)
                     cr_expect_eq(j.recv[r][j.recv_off[r][p] + i], comm_block_value(p, r, i),

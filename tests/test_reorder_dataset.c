@@ -149,6 +149,46 @@ Test(reorder, load_keeps_the_permutation_beside_the_cache)
     free(dir);
 }
 
+/* A generated graph keeps its reorderings in cache_dir, under its spec;
+ * without cache_dir, or with the cache off, nowhere. */
+Test(reorder, generated_graphs_keep_their_permutation_in_cache_dir)
+{
+    char *dir = ds_tmpdir(), folder[4096], path[4096];
+    snprintf(folder, sizeof folder, "%s/cache", dir);
+    gcn_ctx *ctx = test_cpu_ctx(5);
+    gcn_dataset_opts o = gcn_dataset_default_opts();
+    o.cache_dir = folder;
+    o.reorder = "parts:2";
+    gcn_dataset *first = NULL, *second = NULL;
+    cr_assert_eq(gcn_dataset_load(ctx, &first, "sbm:nodes=600,classes=3", &o), GCN_OK, "%s",
+                 gcn_last_error(ctx));
+    cr_assert_not(first->reorder->from_cache);
+    cr_assert_eq(perm_files(folder, path), 1);
+    cr_assert(strstr(path, "/generated-sbm:nodes=600,classes=3.parts-2-s"), "%s", path);
+    gcn_rng_seed(ctx, 5); /* the same graph again */
+    cr_assert_eq(gcn_dataset_load(ctx, &second, "sbm:nodes=600,classes=3", &o), GCN_OK);
+    cr_assert(second->reorder->from_cache);
+    cr_assert_arr_eq(second->reorder->order, first->reorder->order,
+                     (size_t)first->n_nodes * sizeof(int32_t));
+    cr_assert(ds_same(first, second));
+    gcn_dataset_free(&second);
+    /* another generated graph under another name; the same name with the
+     * cache off reads nothing */
+    cr_assert_eq(gcn_dataset_load(ctx, &second, "sbm:nodes=700,classes=3", &o), GCN_OK);
+    cr_assert_not(second->reorder->from_cache);
+    cr_assert_eq(perm_files(folder, path), 2);
+    gcn_dataset_free(&second);
+    o.cache = false;
+    gcn_rng_seed(ctx, 5);
+    cr_assert_eq(gcn_dataset_load(ctx, &second, "sbm:nodes=600,classes=3", &o), GCN_OK);
+    cr_assert_not(second->reorder->from_cache);
+    gcn_dataset_free(&second);
+    gcn_dataset_free(&first);
+    gcn_ctx_free(&ctx);
+    ds_rmtree(dir);
+    free(dir);
+}
+
 Test(reorder, load_options_seeds_and_read_only_folders)
 {
     char *dir = ds_tmpdir();

@@ -14,6 +14,8 @@ static const char usage[] =
     "usage: gcntrain CONFIG [options]\n"
     "  --dataset NAME|PATH   dataset name, folder, graph file or generator (default: synthetic)\n"
     "  --root DIR            where dataset names resolve (default: the config's, else data)\n"
+    "  --cache-dir DIR       keep dataset caches and the reorderings of generated graphs\n"
+    "                        (METIS, parts) in DIR (default: each dataset's processed/)\n"
     "  --epochs N --runs R --seed S\n"
     "                        override the configuration (run r uses seed S + r)\n"
     "  --device cpu|cuda|cuda:N|auto\n"
@@ -122,12 +124,13 @@ static bool parse_value(const char *o, const char *v, args *a)
                                         "--reorder", "--spmm-plan", "--cuda-graph",
                                         "--sparse-input", "--features", "--log", "--save", "--resume",
                                         "--export-data", "--predict", "--folds-file",
-                                        "--protocol", "--threads", "--ranks", "--gpus"};
+                                        "--protocol", "--threads", "--ranks", "--gpus",
+                                        "--cache-dir"};
     const char **fields[] = {&a->dataset, &a->root, &a->device, &a->spmm,
                              &a->reorder, &a->spmm_plan, &a->cuda_graph,
                              &a->sparse_input, &a->features, &a->log, &a->save, &a->resume,
                              &a->export_dir, &a->predict, &a->folds_file,
-                             &a->protocol, &a->threads, &a->ranks, &a->gpus};
+                             &a->protocol, &a->threads, &a->ranks, &a->gpus, &a->cache_dir};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(o, names[i])) {
             *fields[i] = v;
@@ -205,10 +208,10 @@ static int apply_args(const args *a, gcn_model_config *cfg)
     if (a->runs > 0) cfg->runs = (int)a->runs;
     if (a->seed >= 0) cfg->seed = (uint64_t)a->seed;
     const char *keys[] = {"device", "spmm", "features", "reorder", "root", "cuda_graph",
-                          "sparse_input", "threads", "ranks", "devices"};
+                          "sparse_input", "threads", "ranks", "devices", "cache_dir"};
     const char *values[] = {a->device,  a->spmm, a->features, a->reorder,
                             a->root, a->cuda_graph, a->sparse_input, a->threads, a->ranks,
-                            a->gpus};
+                            a->gpus, a->cache_dir};
     char err[512];
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
         if (values[i] && gcn_model_config_set(cfg, keys[i], values[i], err, sizeof err) != GCN_OK) {

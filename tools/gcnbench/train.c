@@ -8,7 +8,7 @@
 
 #include "bench.h"
 
-enum { EXIT_RUNTIME = 1, EXIT_INPUT = 2, MAX_EPOCHS = 1000000, N_SETS = 11 };
+enum { EXIT_RUNTIME = 1, EXIT_INPUT = 2, MAX_EPOCHS = 1000000, N_SETS = 12 };
 
 /* Warm-up epochs beyond --warmup while the selector is still profiling. */
 enum { MAX_EXTRA_WARMUP = 1000 };
@@ -26,7 +26,8 @@ static const char help[] =
     "                      [--features SPEC] [--epochs N] [--warmup N] [--precision fp32|tf32]\n"
     "                      [--seed S] [--spmm NAME] [--reorder SPEC] [--device cuda|cpu]\n"
     "                      [--cuda-graph on|off] [--sparse-input on|off] [--threads N]\n"
-    "                      [--ranks N | --gpus N] [--out FILE.jsonl] [--no-breakdown]\n"
+    "                      [--ranks N | --gpus N] [--cache-dir DIR] [--out FILE.jsonl]\n"
+    "                      [--no-breakdown]\n"
     "  Trains the model of CONFIG (models/*.json) on each dataset as gcntrain does: W\n"
     "  warm-up epochs (--warmup, default 10; more while the SpMM selector is still\n"
     "  profiling, up to 1000, and up to 3 more until one replays as a CUDA graph:\n"
@@ -34,8 +35,9 @@ static const char help[] =
     "  (--epochs, default 200), and writes one JSON line per dataset on stdout,\n"
     "  appended to --out FILE once every dataset has run.  --root, --features,\n"
     "  --precision, --spmm, --reorder, --device, --cuda-graph, --sparse-input,\n"
-    "  --threads (CPU threads, \"threads\" in the line), --ranks, --gpus and --seed\n"
-    "  override the configuration.  sparse_input: the non-zeros of the input features when the\n"
+    "  --threads (CPU threads, \"threads\" in the line), --ranks, --gpus, --cache-dir\n"
+    "  (dataset caches and generated graphs' reorderings) and --seed override the\n"
+    "  configuration.  sparse_input: the non-zeros of the input features when the\n"
     "  first layer takes them as a sparse matrix (mostly zeros), else null.\n"
     "  Times are medians over the timed epochs: epoch_ms = train_ms + eval_ms, each\n"
     "  device-synchronised; epoch_ms_min their minimum.  cuda_graph: whether every\n"
@@ -145,10 +147,10 @@ static bool parse_count(const char *s, long lo, long *out)
 /* The options that set a configuration key of the same name. */
 static const char *const set_keys[N_SETS] = {"root", "features", "precision", "spmm", "reorder",
                                              "device", "cuda_graph", "sparse_input",
-                                             "threads", "ranks", "devices"};
+                                             "threads", "ranks", "devices", "cache_dir"};
 static const char *const set_options[N_SETS] = {"root", "features", "precision", "spmm",
                                                 "reorder", "device", "cuda-graph", "sparse-input",
-                                                "threads", "ranks", "gpus"};
+                                                "threads", "ranks", "gpus", "cache-dir"};
 
 /* The value v of option --name; 0 or an exit status. */
 static int take_value(train_opts *o, const char *name, const char *v)
@@ -183,7 +185,7 @@ static bool takes_value(const char *a)
 {
     static const char *const names[] = {"--root", "--features", "--precision", "--spmm",
                                         "--reorder", "--device", "--cuda-graph", "--sparse-input",
-                                        "--dataset", "--ranks", "--gpus",
+                                        "--dataset", "--ranks", "--gpus", "--cache-dir",
                                         "--out", "--seed", "--epochs", "--warmup", "--threads"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(a, names[i]))

@@ -27,7 +27,7 @@ typedef struct args {
     const char *config, *dataset, *root, *device, *spmm, *features, *reorder, *cuda_graph,
                 *sparse_input;
     const char *log, *save, *resume, *export_dir, *spmm_plan, *predict;
-    const char *folds_file, *protocol, *threads, *ranks, *gpus;
+    const char *folds_file, *protocol, *threads, *ranks, *gpus, *cache_dir;
     long epochs, runs, save_every, folds, fold; /* folds, fold: -1 when not given */
     long long seed;
     bool quiet, force, append, eval_only;
