@@ -14,8 +14,8 @@ static void print_partition(session *s, gcn_ranks *g, gcn_trainer **trainers)
 {
     int n = gcn_ranks_count(g);
     const gcn_reorder *r = s->ds->reorder;
-    printf("partition  %d ranks (%s), %s: %lld of %d stored entries cut (%.2f %%), METIS "
-           "%.3f s%s\n", n, s->cfg.nccl ? "NCCL, one GPU each" : "local transport, one device",
+    printf("partition  %d ranks (%s), %s: %lld of %d stored entries cut (%.2f %%), computed "
+           "in %.3f s%s\n", n, s->cfg.nccl ? "NCCL, one GPU each" : "local transport, one device",
            s->cfg.reorder[0] && strcmp(s->cfg.reorder, "auto") ? s->cfg.reorder : "by nodes",
            (long long)r->edge_cut, s->ds->graph->nnz,
            s->ds->graph->nnz ? 100.0 * (double)r->edge_cut / s->ds->graph->nnz : 0.0,
