@@ -199,12 +199,38 @@ gcn_status gcn_csr_borrow(gcn_ctx *ctx, int32_t n, int32_t nnz, int32_t *row_ptr
     return GCN_OK;
 }
 
+gcn_status gcn_csr_shell(gcn_ctx *ctx, int32_t n_rows, int32_t n_cols, int32_t nnz,
+                         const int32_t *row_ptr, const int32_t *col_idx, gcn_csr **out)
+{
+    GCN_TRY(validate(ctx, n_rows, n_cols, nnz, row_ptr, col_idx));
+    GCN_TRY(header_new(ctx, out));
+    gcn_csr *a = *out;
+    host_csr h = {n_rows, n_cols, nnz, (int32_t *)row_ptr, (int32_t *)col_idx, NULL};
+    a->n_rows = n_rows;
+    a->n_cols = n_cols;
+    a->nnz = nnz;
+    a->device = ctx->device;
+    a->priv->sorted = host_sorted(&h);
+    a->priv->borrowed = true; /* nothing to release */
+    a->priv->parts_only = true;
+    return GCN_OK;
+}
+
+gcn_status gcn_csr_check_arrays(gcn_ctx *ctx, const gcn_csr *a, const char *what)
+{
+    if (!a->priv->parts_only)
+        return GCN_OK;
+    return GCN_ERROR(ctx, GCN_ERR_STATE, "%s: the block was made by gcn_csr_create_block and "
+                     "keeps only the parts its products use, no arrays of its own", what);
+}
+
 gcn_status gcn_csr_to_host(gcn_ctx *ctx, const gcn_csr *a, int32_t *row_ptr, int32_t *col_idx,
                            float *values)
 {
     if (!ctx)
         return GCN_ERR_INVALID_ARG;
     GCN_ARG(ctx, a && a->priv && a->priv->ctx == ctx);
+    GCN_TRY(gcn_csr_check_arrays(ctx, a, "gcn_csr_to_host"));
     if (row_ptr)
         GCN_TRY(ctx->be->download(ctx, row_ptr, a->row_ptr, ((size_t)a->n_rows + 1) * sizeof(int32_t)));
     if (col_idx && a->nnz > 0)
@@ -217,6 +243,7 @@ gcn_status gcn_csr_to_host(gcn_ctx *ctx, const gcn_csr *a, int32_t *row_ptr, int
 gcn_status gcn_csr_host_row_ptr(gcn_ctx *ctx, const gcn_csr *a, const int32_t **out)
 {
     gcn_csr_priv *p = a->priv;
+    GCN_TRY(gcn_csr_check_arrays(ctx, a, "csr"));
     if (a->device == GCN_DEVICE_CPU) {
         *out = a->row_ptr;
         return GCN_OK;

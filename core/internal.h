@@ -173,6 +173,8 @@ struct gcn_csr_priv {
     int32_t *host_row_ptr; /* a device matrix's row_ptr on the host, once a plan asked */
     gcn_csr *self_loops;   /* A + self_alpha I, once gcn_spmm_self asked (spmm_self.c) */
     float self_alpha;
+    bool parts_only;       /* no arrays of its own: a block of gcn_csr_create_block, whose
+                            * products run on its halo's parts */
 };
 
 /* gcn_csr_create for a matrix the caller knows to equal its transpose
@@ -196,6 +198,16 @@ gcn_status gcn_csr_borrow(gcn_ctx *ctx, int32_t n, int32_t nnz, int32_t *row_ptr
  * batch's arrays, whose ranges the host knows). */
 gcn_status gcn_index_view(gcn_ctx *ctx, gcn_index *base, int64_t offset, int64_t n, int32_t min,
                           int32_t max, bool ascending, gcn_index **out);
+
+/* A header of the given shape holding no arrays (row_ptr, col_idx and
+ * values NULL, parts_only set), for gcn_csr_create_block; the host arrays
+ * are validated as gcn_csr_create does and their sortedness recorded. */
+gcn_status gcn_csr_shell(gcn_ctx *ctx, int32_t n_rows, int32_t n_cols, int32_t nnz,
+                         const int32_t *row_ptr, const int32_t *col_idx, gcn_csr **out);
+
+/* GCN_OK, or GCN_ERR_STATE naming `what` for a matrix that holds no arrays
+ * of its own (parts_only). */
+gcn_status gcn_csr_check_arrays(gcn_ctx *ctx, const gcn_csr *a, const char *what);
 
 /* row_ptr on the host: the array itself on the CPU; for a device matrix a
  * copy downloaded on the first call and kept with the matrix, so the

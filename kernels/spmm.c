@@ -205,6 +205,7 @@ gcn_status gcn_spmm_run(gcn_ctx *ctx, const gcn_spmm_impl *impl, const gcn_csr *
     if (a->priv->ctx != ctx || impl->device != ctx->device)
         return GCN_ERROR(ctx, GCN_ERR_DEVICE, "spmm: kernel '%s' or matrix is not on this context",
                          impl->name);
+    GCN_TRY(gcn_csr_check_arrays(ctx, a, "gcn_spmm_run"));
     if (!impl->supports(a, feat))
         return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED,
                          "spmm kernel '%s' does not support this matrix at width %d", impl->name,

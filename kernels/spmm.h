@@ -163,6 +163,20 @@ GCN_API gcn_status gcn_spmm(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, gcn_t
 GCN_API gcn_status gcn_csr_set_halo(gcn_ctx *ctx, gcn_csr *a, const int32_t *send_rows,
                                     const int64_t *send_off, const int64_t *recv_off);
 
+/* gcn_csr_create and gcn_csr_set_halo in one, from host arrays (the
+ * block's n_local rows of n_cols columns, as gcn_csr_create takes them),
+ * for a block that only gcn_spmm and gcn_spmm_self multiply: the two parts
+ * are built straight from the host arrays and the block keeps no device
+ * arrays of its own, one copy of its entries less.  gcn_csr_row_ptr,
+ * _col_idx and _values then return NULL, and gcn_spmm_run and
+ * gcn_csr_to_host refuse it (GCN_ERR_STATE); shape, nnz and call sites
+ * (gcn_spmm_sites) are there as for any block. */
+GCN_API gcn_status gcn_csr_create_block(gcn_ctx *ctx, gcn_csr **out, int32_t n_local,
+                                        int32_t n_cols, int32_t nnz, const int32_t *row_ptr,
+                                        const int32_t *col_idx, const float *values,
+                                        const int32_t *send_rows, const int64_t *send_off,
+                                        const int64_t *recv_off);
+
 /* GIN's aggregation with its self term in one op: a square [n, n], x [n, f]
  * -> out = A x + alpha x.  One output tensor where A x, alpha x and their
  * sum would be three (all kept for backward); dX = A^T dY + alpha dY.  The

@@ -135,31 +135,32 @@ cleanup:
     return st;
 }
 
-/* A_own and A_halo from a's arrays: each row's entries of columns below
- * n_local, then the others with n_local taken off their columns. */
-static gcn_status split_block(gcn_ctx *ctx, const gcn_csr *a, gcn_halo *h)
+/* A_own and A_halo of the n-row block (rp, ci, v on the host; v NULL:
+ * all ones): each row's entries of columns below n, then the others with n
+ * taken off their columns. */
+static gcn_status split_block(gcn_ctx *ctx, gcn_halo *h, int32_t n, const int32_t *rp,
+                              const int32_t *ci, const float *v)
 {
-    int32_t n = a->n_rows, nnz = a->nnz, n_own = 0, n_out = 0;
+    int32_t nnz = rp[n], n_own = 0, n_out = 0;
     size_t m = (size_t)(nnz ? nnz : 1);
-    int32_t *rp = malloc(((size_t)n + 1) * sizeof *rp), *ci = malloc(m * sizeof *ci);
-    float *v = malloc(m * sizeof *v);
     int32_t *orp = calloc((size_t)n + 1, sizeof *orp), *hrp = calloc((size_t)n + 1, sizeof *hrp);
     int32_t *oci = malloc(m * sizeof *oci), *hci = malloc(m * sizeof *hci);
-    float *ov = malloc(m * sizeof *ov), *hv = malloc(m * sizeof *hv);
+    float *ov = v ? malloc(m * sizeof *ov) : NULL, *hv = v ? malloc(m * sizeof *hv) : NULL;
     gcn_status st = GCN_OK;
-    if (!rp || !ci || !v || !orp || !hrp || !oci || !hci || !ov || !hv) {
+    if (!orp || !hrp || !oci || !hci || (v && (!ov || !hv))) {
         st = GCN_ERROR(ctx, GCN_ERR_NOMEM, "set_halo: out of host memory splitting the block");
         goto cleanup;
     }
-    GCN_CHECK(gcn_csr_to_host(ctx, a, rp, ci, v));
     for (int32_t i = 0; i < n; i++) {
         for (int32_t e = rp[i]; e < rp[i + 1]; e++) {
             if (ci[e] < n) {
-                oci[n_own] = ci[e];
-                ov[n_own++] = v[e];
+                if (v)
+                    ov[n_own] = v[e];
+                oci[n_own++] = ci[e];
             } else {
-                hci[n_out] = ci[e] - n;
-                hv[n_out++] = v[e];
+                if (v)
+                    hv[n_out] = v[e];
+                hci[n_out++] = ci[e] - n;
             }
         }
         orp[i + 1] = n_own;
@@ -168,9 +169,6 @@ static gcn_status split_block(gcn_ctx *ctx, const gcn_csr *a, gcn_halo *h)
     GCN_CHECK(gcn_csr_create(ctx, &h->own, n, n, n_own, orp, oci, ov));
     GCN_CHECK(gcn_csr_create(ctx, &h->halo, n, h->n_halo, n_out, hrp, hci, hv));
 cleanup:
-    free(rp);
-    free(ci);
-    free(v);
     free(orp);
     free(hrp);
     free(oci);
@@ -180,26 +178,14 @@ cleanup:
     return st;
 }
 
-gcn_status gcn_csr_set_halo(gcn_ctx *ctx, gcn_csr *a, const int32_t *send_rows,
-                            const int64_t *send_off, const int64_t *recv_off)
+/* The halo of a and its parts from a's arrays on the host, attached to a. */
+static gcn_status attach_halo(gcn_ctx *ctx, gcn_csr *a, const int32_t *rp, const int32_t *ci,
+                              const float *v, const int32_t *send_rows,
+                              const int64_t *send_off, const int64_t *recv_off)
 {
-    if (!ctx)
-        return GCN_ERR_INVALID_ARG;
-    GCN_ARG(ctx, a && a->priv && send_off && recv_off && (send_rows || send_off[0] == 0));
-    if (a->priv->ctx != ctx)
-        return GCN_ERROR(ctx, GCN_ERR_DEVICE, "set_halo: the matrix belongs to another context");
-    if (gcn_ctx_comm_kind(ctx) == 0)
-        return GCN_ERROR(ctx, GCN_ERR_STATE,
-                         "set_halo: the context is in no communicator (gcn_comm_init)");
-    if (a->priv->halo)
-        return GCN_ERROR(ctx, GCN_ERR_STATE, "set_halo: the matrix has a halo already");
-    if (a->priv->n_levels > 0 || a->priv->kernel)
-        return GCN_ERROR(ctx, GCN_ERR_STATE,
-                         "set_halo: a matrix with community levels or a fixed kernel takes no "
-                         "halo");
     gcn_halo *h = NULL;
     GCN_TRY(halo_new(ctx, a, send_rows, send_off, recv_off, &h));
-    gcn_status st = split_block(ctx, a, h);
+    gcn_status st = split_block(ctx, h, a->n_rows, rp, ci, v);
     if (st != GCN_OK) {
         gcn_halo_free(h);
         return st;
@@ -208,6 +194,66 @@ gcn_status gcn_csr_set_halo(gcn_ctx *ctx, gcn_csr *a, const int32_t *send_rows,
     a->priv->halo_free = halo_free_hook;
     gcn_csr_free(&a->priv->transpose); /* backward goes through the parts' */
     return GCN_OK;
+}
+
+/* The checks set_halo makes of its context and offsets. */
+static gcn_status check_halo_args(gcn_ctx *ctx, const int32_t *send_rows,
+                                  const int64_t *send_off, const int64_t *recv_off)
+{
+    GCN_ARG(ctx, send_off && recv_off && (send_rows || send_off[0] == 0));
+    if (gcn_ctx_comm_kind(ctx) == 0)
+        return GCN_ERROR(ctx, GCN_ERR_STATE,
+                         "set_halo: the context is in no communicator (gcn_comm_init)");
+    return GCN_OK;
+}
+
+gcn_status gcn_csr_set_halo(gcn_ctx *ctx, gcn_csr *a, const int32_t *send_rows,
+                            const int64_t *send_off, const int64_t *recv_off)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, a && a->priv);
+    if (a->priv->ctx != ctx)
+        return GCN_ERROR(ctx, GCN_ERR_DEVICE, "set_halo: the matrix belongs to another context");
+    GCN_TRY(check_halo_args(ctx, send_rows, send_off, recv_off));
+    if (a->priv->halo)
+        return GCN_ERROR(ctx, GCN_ERR_STATE, "set_halo: the matrix has a halo already");
+    if (a->priv->n_levels > 0 || a->priv->kernel)
+        return GCN_ERROR(ctx, GCN_ERR_STATE,
+                         "set_halo: a matrix with community levels or a fixed kernel takes no "
+                         "halo");
+    size_t m = (size_t)(a->nnz ? a->nnz : 1);
+    int32_t *rp = malloc(((size_t)a->n_rows + 1) * sizeof *rp), *ci = malloc(m * sizeof *ci);
+    float *v = malloc(m * sizeof *v);
+    gcn_status st = rp && ci && v ? GCN_OK
+                                  : GCN_ERROR(ctx, GCN_ERR_NOMEM, "set_halo: out of host memory");
+    if (st == GCN_OK)
+        st = gcn_csr_to_host(ctx, a, rp, ci, v);
+    if (st == GCN_OK)
+        st = attach_halo(ctx, a, rp, ci, v, send_rows, send_off, recv_off);
+    free(rp);
+    free(ci);
+    free(v);
+    return st;
+}
+
+gcn_status gcn_csr_create_block(gcn_ctx *ctx, gcn_csr **out, int32_t n_local, int32_t n_cols,
+                                int32_t nnz, const int32_t *row_ptr, const int32_t *col_idx,
+                                const float *values, const int32_t *send_rows,
+                                const int64_t *send_off, const int64_t *recv_off)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, out);
+    *out = NULL;
+    GCN_TRY(check_halo_args(ctx, send_rows, send_off, recv_off));
+    gcn_csr *a = NULL;
+    GCN_TRY(gcn_csr_shell(ctx, n_local, n_cols, nnz, row_ptr, col_idx, &a));
+    gcn_status st = attach_halo(ctx, a, row_ptr, col_idx, values, send_rows, send_off, recv_off);
+    if (st != GCN_OK)
+        gcn_csr_free(&a);
+    *out = a;
+    return st;
 }
 
 void gcn_halo_parts(const gcn_csr *a, const gcn_csr **own, const gcn_csr **halo)

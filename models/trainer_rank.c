@@ -69,12 +69,9 @@ cleanup:
 gcn_status gcn_rank_matrix(gcn_ctx *ctx, const gcn_part_rows *rows, gcn_csr **out)
 {
     const gcn_graph *g = rows->local;
-    GCN_TRY(gcn_csr_create(ctx, out, rows->n_local, rows->n_cols, g->nnz, g->row_ptr, g->col_idx,
-                           g->values));
-    gcn_status st = gcn_csr_set_halo(ctx, *out, rows->send_rows, rows->send_off, rows->recv_off);
-    if (st != GCN_OK)
-        gcn_csr_free(out);
-    return st;
+    return gcn_csr_create_block(ctx, out, rows->n_local, rows->n_cols, g->nnz, g->row_ptr,
+                                g->col_idx, g->values, rows->send_rows, rows->send_off,
+                                rows->recv_off);
 }
 
 gcn_status gcn_rank_loss(gcn_ctx *ctx, gcn_trainer *tr, gcn_tensor *logits, gcn_tensor **loss)

@@ -95,6 +95,8 @@ typedef struct spmm_case {
                                      * part and its halo part */
     bool halo_nodes[MAX_R];         /* whether the rank's block has halo columns */
     bool transpose_kept[MAX_R];     /* whether gcn_csr_transpose(block) is not NULL */
+    bool parts_only_refused;        /* rank 1's block (gcn_csr_create_block) has no arrays
+                                     * and refuses raw products and downloads */
 } spmm_case;
 
 /* y = A x (+ 1.5 x), labelled layer 3, loss = the rank's share of the
@@ -117,6 +119,17 @@ static gcn_status spmm_loss(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, gcn_i
     return st;
 }
 
+/* The first registry kernel for the context's device. */
+static const gcn_spmm_impl *device_kernel(const gcn_ctx *ctx)
+{
+    int n;
+    const gcn_spmm_impl *const *reg = gcn_spmm_registry(&n);
+    for (int i = 0; i < n; i++)
+        if (reg[i]->device == gcn_ctx_device(ctx))
+            return reg[i];
+    return NULL;
+}
+
 static gcn_status spmm_rank(gcn_ctx *ctx, int rank, void *user)
 {
     spmm_case *c = user;
@@ -129,9 +142,21 @@ static gcn_status spmm_rank(gcn_ctx *ctx, int rank, void *user)
     gcn_status st;
     TRY(gcn_partition_rows(ctx, c->g, c->part_ptr, n_ranks, rank, &pr));
     int32_t r0 = pr->row0, n = pr->n_local;
-    TRY(gcn_csr_create(ctx, &a, n, pr->n_cols, pr->local->nnz, pr->local->row_ptr,
-                                pr->local->col_idx, pr->local->values));
-    TRY(gcn_csr_set_halo(ctx, a, pr->send_rows, pr->send_off, pr->recv_off));
+    /* rank 1 makes its block in one call, keeping only the parts */
+    if (rank == 1) {
+        TRY(gcn_csr_create_block(ctx, &a, n, pr->n_cols, pr->local->nnz, pr->local->row_ptr,
+                                 pr->local->col_idx, pr->local->values, pr->send_rows,
+                                 pr->send_off, pr->recv_off));
+        float one = 0.0f;
+        c->parts_only_refused = gcn_csr_row_ptr(a) == NULL && gcn_csr_col_idx(a) == NULL &&
+                                gcn_csr_to_host(ctx, a, NULL, NULL, &one) == GCN_ERR_STATE &&
+                                gcn_spmm_run(ctx, device_kernel(ctx), a, &one, &one, 1,
+                                             false) == GCN_ERR_STATE;
+    } else {
+        TRY(gcn_csr_create(ctx, &a, n, pr->n_cols, pr->local->nnz, pr->local->row_ptr,
+                           pr->local->col_idx, pr->local->values));
+        TRY(gcn_csr_set_halo(ctx, a, pr->send_rows, pr->send_off, pr->recv_off));
+    }
     TRY(gcn_tensor_from_host(ctx, &x, c->x + (int64_t)r0 * c->feat, n, c->feat));
     TRY(gcn_tensor_set_requires_grad(x, true));
     ids = malloc((size_t)n * sizeof *ids);
@@ -213,6 +238,8 @@ void ranks_check_spmm(gcn_device device, int n_ranks, int feat, bool self_term)
                   c.sites[r][2]);
         cr_expect_not(c.transpose_kept[r], "rank %d: the block keeps its transpose", r);
     }
+    cr_expect(n_ranks < 2 || c.parts_only_refused,
+              "a block of gcn_csr_create_block exposed arrays or ran a raw product");
     gcn_ranks_free(&rg);
     gcn_tape_clear(one);
     gcn_tensor_free(&loss);

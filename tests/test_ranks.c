@@ -47,3 +47,45 @@ Test(ranks, gin_on_ranks_trains_the_single_context_model, .timeout = 120)
 {
     ranks_check_training(GCN_DEVICE_CPU, GCN_COMM_LOCAL, gin_json, 3, 20, 1e-5);
 }
+
+/* gcn_csr_create_block checks what gcn_csr_create and gcn_csr_set_halo
+ * check, and on failure leaves nothing. */
+Test(ranks, create_block_checks_its_input)
+{
+    gcn_ctx *ctx = test_cpu_ctx(1);
+    /* one rank: a 2-row block of 2 columns, no halo */
+    const int32_t rp[] = {0, 2, 3}, ci[] = {0, 1, 1}, bad_ci[] = {0, 2, 1};
+    const int64_t off[] = {0, 0};
+    gcn_csr *a = (gcn_csr *)&a;
+    cr_assert_eq(gcn_csr_create_block(ctx, &a, 2, 2, 3, rp, ci, NULL, NULL, off, off),
+                 GCN_ERR_STATE);
+    cr_assert_null(a);
+    cr_assert(strstr(gcn_last_error(ctx), "no communicator"), "%s", gcn_last_error(ctx));
+    gcn_ctx *ctxs[1] = {ctx};
+    cr_assert_eq(gcn_comm_init(ctxs, 1, GCN_COMM_LOCAL), GCN_OK);
+    cr_assert_eq(gcn_csr_create_block(ctx, &a, 2, 2, 3, rp, bad_ci, NULL, NULL, off, off),
+                 GCN_ERR_FORMAT);
+    cr_assert(strstr(gcn_last_error(ctx), "column index 2"), "%s", gcn_last_error(ctx));
+    cr_assert_null(a);
+    const int64_t halo_off[] = {0, 1};
+    cr_assert_neq(gcn_csr_create_block(ctx, &a, 2, 2, 3, rp, ci, NULL, NULL, off, halo_off),
+                  GCN_OK, "a halo block listed for the rank itself");
+    cr_assert_null(a);
+    cr_assert_eq(gcn_csr_create_block(ctx, &a, 2, 2, 3, rp, ci, NULL, NULL, off, off), GCN_OK,
+                 "%s", gcn_last_error(ctx));
+    cr_assert(gcn_csr_rows(a) == 2 && gcn_csr_cols(a) == 2 && gcn_csr_nnz(a) == 3);
+    cr_assert_null(gcn_csr_values(a));
+    cr_assert_null(gcn_csr_transpose(a));
+    /* the product runs on the parts: [1 1; 0 1] x */
+    gcn_tensor *x = NULL, *y = NULL;
+    const float xv[] = {1.0f, 2.0f};
+    cr_assert_eq(gcn_tensor_from_host(ctx, &x, xv, 2, 1), GCN_OK);
+    cr_assert_eq(gcn_spmm(ctx, a, x, &y), GCN_OK, "%s", gcn_last_error(ctx));
+    float *yv = test_read(ctx, y);
+    cr_assert(yv[0] == 3.0f && yv[1] == 2.0f, "%g %g", yv[0], yv[1]);
+    free(yv);
+    gcn_tensor_free(&x);
+    gcn_tensor_free(&y);
+    gcn_csr_free(&a);
+    gcn_ctx_free(&ctx);
+}
