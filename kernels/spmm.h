@@ -163,19 +163,36 @@ GCN_API gcn_status gcn_spmm(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, gcn_t
 GCN_API gcn_status gcn_csr_set_halo(gcn_ctx *ctx, gcn_csr *a, const int32_t *send_rows,
                                     const int64_t *send_off, const int64_t *recv_off);
 
+/* The most chunks a block's exchange runs in (gcn_csr_create_block). */
+#define GCN_HALO_MAX_CHUNKS 4
+
 /* gcn_csr_create and gcn_csr_set_halo in one, from host arrays (the
  * block's n_local rows of n_cols columns, as gcn_csr_create takes them),
- * for a block that only gcn_spmm and gcn_spmm_self multiply: the two parts
+ * for a block that only gcn_spmm and gcn_spmm_self multiply: the parts
  * are built straight from the host arrays and the block keeps no device
  * arrays of its own, one copy of its entries less.  gcn_csr_row_ptr,
  * _col_idx and _values then return NULL, and gcn_spmm_run and
  * gcn_csr_to_host refuse it (GCN_ERR_STATE); shape, nnz and call sites
- * (gcn_spmm_sites) are there as for any block. */
+ * (gcn_spmm_sites) are there as for any block.
+ * n_chunks (1 to GCN_HALO_MAX_CHUNKS; gcn_csr_set_halo's is 1): each
+ * exchange runs as that many exchanges, the k-th moving the k-th of
+ * n_chunks equal runs of every peer's block, and A_halo is kept as one
+ * matrix per chunk: only about two chunks of halo rows are held at a time,
+ * a chunk travels while the one before it is multiplied, and each chunk
+ * adds one pass over the product's output.  Every rank must pass the same
+ * n_chunks (the exchanges are collectives). */
 GCN_API gcn_status gcn_csr_create_block(gcn_ctx *ctx, gcn_csr **out, int32_t n_local,
                                         int32_t n_cols, int32_t nnz, const int32_t *row_ptr,
                                         const int32_t *col_idx, const float *values,
                                         const int32_t *send_rows, const int64_t *send_off,
-                                        const int64_t *recv_off);
+                                        const int64_t *recv_off, int n_chunks);
+
+/* The chunks a block of n_local rows that sends n_send rows and receives
+ * n_halo asks for: 1 until those outnumber half its rows, then enough that a
+ * chunk's rows stay below about half of them, at most GCN_HALO_MAX_CHUNKS.
+ * The ranks must agree: take the most any rank asks for (the trainer
+ * does). */
+GCN_API int gcn_halo_chunks_for(int64_t n_local, int64_t n_send, int64_t n_halo);
 
 /* GIN's aggregation with its self term in one op: a square [n, n], x [n, f]
  * -> out = A x + alpha x.  One output tensor where A x, alpha x and their

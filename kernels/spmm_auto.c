@@ -553,7 +553,9 @@ int gcn_spmm_sites(const gcn_csr *a, gcn_spmm_site_info *out, int max)
         return 0;
     if (!a->priv->halo)
         return matrix_sites(a, 0, out, max, 0);
-    const gcn_csr *own, *halo;
-    gcn_halo_parts(a, &own, &halo);
-    return matrix_sites(halo, 2, out, max, matrix_sites(own, 1, out, max, 0));
+    const gcn_csr *parts[GCN_HALO_MAX_CHUNKS + 1];
+    int n_parts = gcn_halo_parts(a, parts, GCN_HALO_MAX_CHUNKS + 1), n = 0;
+    for (int k = 0; k < n_parts; k++)
+        n = matrix_sites(parts[k], k == 0 ? 1 : 2, out, max, n);
+    return n;
 }

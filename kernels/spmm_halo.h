@@ -21,8 +21,10 @@ gcn_status gcn_halo_spmm(gcn_ctx *ctx, const gcn_csr *a, const gcn_tensor *x, fl
 gcn_status gcn_halo_spmm_grad(gcn_ctx *ctx, const gcn_csr *a, const gcn_tensor *dy,
                               float alpha, float *dx, bool acc);
 
-/* The block's two parts (gcn_spmm_sites lists their call sites). */
-void gcn_halo_parts(const gcn_csr *a, const gcn_csr **own, const gcn_csr **halo);
+/* The block's parts, A_own and then each chunk's part of A_halo, as far
+ * as max into parts; returns their number (gcn_spmm_sites lists their
+ * call sites). */
+int gcn_halo_parts(const gcn_csr *a, const gcn_csr **parts, int max);
 
 /* spmm.c's product through the context's choice: a forced kernel or the
  * matrix's call site (counted as SpMM time when profiling). */

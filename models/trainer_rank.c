@@ -66,12 +66,35 @@ cleanup:
     return st;
 }
 
+/* The chunks of the block's exchanges: the most any rank's block asks for
+ * (gcn_halo_chunks_for), agreed on in one all-reduce of votes. */
+static gcn_status agreed_chunks(gcn_ctx *ctx, const gcn_part_rows *rows, int *out)
+{
+    float votes[GCN_HALO_MAX_CHUNKS] = {0};
+    int64_t n_send = rows->send_off[rows->n_ranks];
+    votes[gcn_halo_chunks_for(rows->n_local, n_send, rows->n_halo) - 1] = 1.0f;
+    gcn_tensor *t = NULL;
+    gcn_status st = gcn_tensor_from_host(ctx, &t, votes, 1, GCN_HALO_MAX_CHUNKS);
+    if (st == GCN_OK)
+        st = gcn_comm_allreduce(ctx, t->data, GCN_HALO_MAX_CHUNKS);
+    if (st == GCN_OK)
+        st = gcn_tensor_to_host(ctx, t, votes);
+    gcn_tensor_free(&t);
+    *out = 1;
+    for (int k = 0; st == GCN_OK && k < GCN_HALO_MAX_CHUNKS; k++)
+        if (votes[k] > 0.0f)
+            *out = k + 1;
+    return st;
+}
+
 gcn_status gcn_rank_matrix(gcn_ctx *ctx, const gcn_part_rows *rows, gcn_csr **out)
 {
     const gcn_graph *g = rows->local;
+    int n_chunks;
+    GCN_TRY(agreed_chunks(ctx, rows, &n_chunks));
     return gcn_csr_create_block(ctx, out, rows->n_local, rows->n_cols, g->nnz, g->row_ptr,
                                 g->col_idx, g->values, rows->send_rows, rows->send_off,
-                                rows->recv_off);
+                                rows->recv_off, n_chunks);
 }
 
 gcn_status gcn_rank_loss(gcn_ctx *ctx, gcn_trainer *tr, gcn_tensor *logits, gcn_tensor **loss)

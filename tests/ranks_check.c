@@ -97,6 +97,8 @@ typedef struct spmm_case {
     bool transpose_kept[MAX_R];     /* whether gcn_csr_transpose(block) is not NULL */
     bool parts_only_refused;        /* rank 1's block (gcn_csr_create_block) has no arrays
                                      * and refuses raw products and downloads */
+    int chunks;                     /* > 0: every block from gcn_csr_create_block with
+                                     * that many chunks */
 } spmm_case;
 
 /* y = A x (+ 1.5 x), labelled layer 3, loss = the rank's share of the
@@ -142,11 +144,12 @@ static gcn_status spmm_rank(gcn_ctx *ctx, int rank, void *user)
     gcn_status st;
     TRY(gcn_partition_rows(ctx, c->g, c->part_ptr, n_ranks, rank, &pr));
     int32_t r0 = pr->row0, n = pr->n_local;
-    /* rank 1 makes its block in one call, keeping only the parts */
-    if (rank == 1) {
+    /* with chunks, every rank makes its block in one call; without, rank 1
+     * does (one chunk, as gcn_csr_set_halo's), keeping only the parts */
+    if (c->chunks > 0 || rank == 1) {
         TRY(gcn_csr_create_block(ctx, &a, n, pr->n_cols, pr->local->nnz, pr->local->row_ptr,
                                  pr->local->col_idx, pr->local->values, pr->send_rows,
-                                 pr->send_off, pr->recv_off));
+                                 pr->send_off, pr->recv_off, c->chunks > 0 ? c->chunks : 1));
         float one = 0.0f;
         c->parts_only_refused = gcn_csr_row_ptr(a) == NULL && gcn_csr_col_idx(a) == NULL &&
                                 gcn_csr_to_host(ctx, a, NULL, NULL, &one) == GCN_ERR_STATE &&
@@ -194,6 +197,12 @@ cleanup:
 
 void ranks_check_spmm(gcn_device device, int n_ranks, int feat, bool self_term)
 {
+    ranks_check_spmm_chunked(device, n_ranks, feat, self_term, 0);
+}
+
+void ranks_check_spmm_chunked(gcn_device device, int n_ranks, int feat, bool self_term,
+                              int chunks)
+{
     gcn_ctx *main = test_cpu_ctx(3), *one = device_ctx(device, 3);
     gcn_graph *g = NULL;
     const int32_t n = 203;
@@ -218,7 +227,7 @@ void ranks_check_spmm(gcn_device device, int n_ranks, int feat, bool self_term)
                  gcn_last_error(one));
     float *hy = test_read(one, y), *hdx = test_read(one, gcn_tensor_grad(tx));
     spmm_case c = {.g = g, .feat = feat, .self_term = self_term, .x = x, .y = hy, .dx = hdx,
-                   .labels = labels};
+                   .labels = labels, .chunks = chunks};
     split_rows(n, n_ranks, c.part_ptr);
     gcn_ranks *rg = make_ranks(main, device, n_ranks, 3);
     cr_assert_eq(gcn_ranks_run(main, rg, spmm_rank, &c), GCN_OK, "%s", gcn_last_error(main));
@@ -229,13 +238,14 @@ void ranks_check_spmm(gcn_device device, int n_ranks, int feat, bool self_term)
         cr_expect(c.layer[r][0].exchange_calls == 0 && c.layer[r][0].exchange_bytes == 0,
                   "rank %d: %lld exchanges outside layer 3", r,
                   (long long)c.layer[r][0].exchange_calls);
-        cr_expect_eq(c.layer[r][1].exchange_calls, 2, "rank %d", r);
+        int k = chunks > 0 ? chunks : 1;
+        cr_expect_eq(c.layer[r][1].exchange_calls, 2 * k, "rank %d: %d chunks", r, k);
         /* the products ran on the block's two parts: the own part forward
          * and transposed (one site when symmetric), the halo part too */
         cr_expect(c.sites[r][0] == 0 && c.sites[r][1] >= 1, "rank %d: sites %d, %d, %d", r,
                   c.sites[r][0], c.sites[r][1], c.sites[r][2]);
-        cr_expect(!c.halo_nodes[r] || c.sites[r][2] == 2, "rank %d: %d halo-part sites", r,
-                  c.sites[r][2]);
+        cr_expect(!c.halo_nodes[r] || (c.sites[r][2] >= 2 && c.sites[r][2] <= 2 * k),
+                  "rank %d: %d halo-part sites", r, c.sites[r][2]);
         cr_expect_not(c.transpose_kept[r], "rank %d: the block keeps its transpose", r);
     }
     cr_expect(n_ranks < 2 || c.parts_only_refused,
@@ -419,8 +429,15 @@ void ranks_check_epilogue(gcn_device device, int n_ranks)
 void ranks_check_training(gcn_device device, gcn_comm_kind kind, const char *json, int n_ranks,
                           int epochs, double rel_tol)
 {
+    ranks_check_training_on(device, kind, json, n_ranks, epochs, rel_tol, 0.8);
+}
+
+void ranks_check_training_on(gcn_device device, gcn_comm_kind kind, const char *json,
+                             int n_ranks, int epochs, double rel_tol, double homophily)
+{
     gcn_ctx *main = test_cpu_ctx(9), *one = device_ctx(device, 9);
     gcn_sbm_opts so = gcn_sbm_default_opts();
+    so.homophily = homophily;
     so.n_nodes = 900;
     so.n_features = 24;
     so.n_valid = 200;
@@ -463,6 +480,16 @@ void ranks_check_training(gcn_device device, gcn_comm_kind kind, const char *jso
                   "epoch %d: accuracies %.4f %.4f %.4f against %.4f %.4f %.4f", e + 1,
                   a.train_acc, a.valid_acc, a.test_acc, b.train_acc, b.valid_acc, b.test_acc);
     }
+    /* random edges: rank 0's halo part runs in chunks (two sites, forward
+     * and transposed, per chunk); a planted partition's in one */
+    const gcn_csr *adj = gcn_trainer_adjacency(trainers[0], GCN_ADJ_GCN);
+    adj = adj ? adj : gcn_trainer_adjacency(trainers[0], GCN_ADJ_RAW);
+    gcn_spmm_site_info info[32];
+    int n_sites = gcn_spmm_sites(adj, info, 32), halo_sites = 0;
+    for (int k = 0; k < n_sites && k < 32; k++)
+        halo_sites += info[k].block_part == 2;
+    if (n_ranks > 1 && homophily == 0.0)
+        cr_expect_gt(halo_sites, 2, "the exchanges of a random graph's blocks run in chunks");
     for (int r = 0; r < n_ranks; r++)
         gcn_trainer_free(&trainers[r]);
     gcn_ranks_free(&rg);

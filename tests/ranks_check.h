@@ -13,6 +13,11 @@
  * A), for gcn_spmm or (self_term) gcn_spmm_self. */
 void ranks_check_spmm(gcn_device device, int n_ranks, int feat, bool self_term);
 
+/* The same with every rank's block from gcn_csr_create_block, its
+ * exchanges in `chunks` chunks. */
+void ranks_check_spmm_chunked(gcn_device device, int n_ranks, int feat, bool self_term,
+                              int chunks);
+
 /* Batch norm, ReLU and dropout in one epilogue on each rank's rows equal
  * the epilogue on all rows on one context: output, the input's gradient,
  * and gamma, beta and bias gradients summed over the ranks. */
@@ -25,5 +30,11 @@ void ranks_check_epilogue(gcn_device device, int n_ranks);
  * the accuracies within 0.1. */
 void ranks_check_training(gcn_device device, gcn_comm_kind kind, const char *json, int n_ranks,
                           int epochs, double rel_tol);
+
+/* The same on an SBM of the given homophily (0.8 above; 0: random edges
+ * between classes, which METIS cannot keep together, so the halos outgrow
+ * the blocks and the exchanges run in chunks). */
+void ranks_check_training_on(gcn_device device, gcn_comm_kind kind, const char *json,
+                             int n_ranks, int epochs, double rel_tol, double homophily);
 
 #endif
