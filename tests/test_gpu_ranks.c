@@ -16,6 +16,13 @@ Test(gpu_ranks, spmm_with_halos_equals_the_whole_matrix)
     ranks_check_spmm(GCN_DEVICE_CUDA, 3, 2, true);
 }
 
+Test(gpu_ranks, spmm_in_chunks_equals_the_whole_matrix)
+{
+    GPU_REQUIRED();
+    for (int k = 2; k <= GCN_HALO_MAX_CHUNKS; k++)
+        ranks_check_spmm_chunked(GCN_DEVICE_CUDA, 3, 33, k == 3, k);
+}
+
 Test(gpu_ranks, batch_norm_and_dropout_over_ranks_equal_one_context)
 {
     GPU_REQUIRED();
@@ -54,4 +61,12 @@ Test(gpu_ranks, two_nccl_ranks_on_two_gpus_train_the_single_context_model, .time
         cr_skip_test("one CUDA device: two NCCL ranks need two");
     ranks_check_training(GCN_DEVICE_CUDA, GCN_COMM_NCCL, gcn_json, 2, 20, 1e-4);
     ranks_check_training(GCN_DEVICE_CUDA, GCN_COMM_NCCL, gin_json, 2, 20, 1e-4);
+    ranks_check_training_on(GCN_DEVICE_CUDA, GCN_COMM_NCCL, gcn_json, 2, 10, 1e-4, 0.0);
+}
+
+/* Random edges on one GPU: the exchanges run in chunks. */
+Test(gpu_ranks, ranks_with_chunked_exchanges_train_the_single_context_model, .timeout = 300)
+{
+    GPU_REQUIRED();
+    ranks_check_training_on(GCN_DEVICE_CUDA, GCN_COMM_LOCAL, gcn_json, 4, 10, 1e-4, 0.0);
 }
