@@ -421,52 +421,12 @@ static gcn_status begin(gcn_ctx *ctx, const halo_chunk *c, const gcn_tensor *sen
                                     (*recv)->data, reverse ? c->send_f : c->recv_f);
 }
 
-gcn_status gcn_halo_spmm(gcn_ctx *ctx, const gcn_csr *a, const gcn_tensor *x, float alpha,
-                         float *y)
+/* Chunk k's product of its halo rows (A_halo_k h) added into y. */
+static gcn_status use_halo(gcn_ctx *ctx, const halo_chunk *c, const gcn_tensor *halo, float *y)
 {
-    gcn_halo *h = a->priv->halo;
-    int64_t f = x->cols;
-    int K = h->n_chunks;
-    const gcn_csr *own;
-    gcn_tensor *send = NULL, *next = NULL, *halo = NULL;
-    bool started = false;
-    gcn_status st;
-    scale_offsets(h, f);
-    GCN_CHECK(own_part(ctx, h, alpha, &own));
-    GCN_CHECK(pack(ctx, &h->chunk[0], x, &send));
-    GCN_CHECK(begin(ctx, &h->chunk[0], send, false, f, &halo));
-    started = true;
-    if (f > 0)
-        GCN_CHECK(gcn_spmm_apply(ctx, own, x->data, y, (int)f, false));
-    for (int k = 0; k < K; k++) {
-        /* chunk k + 1 travels while chunk k is multiplied */
-        if (k + 1 < K)
-            GCN_CHECK(pack(ctx, &h->chunk[k + 1], x, &next));
-        started = false;
-        GCN_CHECK(gcn_comm_alltoallv_end(ctx));
-        gcn_tensor_free(&send);
-        gcn_tensor *mine = halo;
-        halo = NULL;
-        if (k + 1 < K) {
-            send = next;
-            next = NULL;
-            st = begin(ctx, &h->chunk[k + 1], send, false, f, &halo);
-            started = st == GCN_OK;
-        } else {
-            st = GCN_OK;
-        }
-        if (st == GCN_OK && h->chunk[k].n_halo > 0 && f > 0)
-            st = gcn_spmm_apply(ctx, h->chunk[k].part, mine->data, y, (int)f, true);
-        gcn_tensor_free(&mine);
-        GCN_CHECK(st);
-    }
-cleanup:
-    if (started) /* a product failed with an exchange in flight: it still ends */
-        gcn_comm_alltoallv_end(ctx);
-    gcn_tensor_free(&send);
-    gcn_tensor_free(&next);
-    gcn_tensor_free(&halo);
-    return st;
+    if (c->n_halo == 0 || halo->cols == 0)
+        return GCN_OK;
+    return gcn_spmm_apply(ctx, c->part, halo->data, y, (int)halo->cols, true);
 }
 
 /* A_halo_k^T dy into a new tensor *dhalo of chunk k's halo rows. */
@@ -481,51 +441,86 @@ static gcn_status halo_grad(gcn_ctx *ctx, const halo_chunk *c, const gcn_tensor 
     return GCN_OK;
 }
 
-gcn_status gcn_halo_spmm_grad(gcn_ctx *ctx, const gcn_csr *a, const gcn_tensor *dy,
-                              float alpha, float *dx, bool acc)
+/* Chunk k's returned gradients of the rows this rank sent added into dx. */
+static gcn_status use_back(gcn_ctx *ctx, const halo_chunk *c, const gcn_tensor *back, float *dx)
 {
-    gcn_halo *h = a->priv->halo;
-    int64_t f = dy->cols;
+    if (c->n_send == 0 || back->cols == 0)
+        return GCN_OK;
+    return gcn_spmm_run(ctx, gcn_spmm_one_step_kernel(ctx), c->scatter, back->data, dx,
+                        (int)back->cols, true);
+}
+
+/* What one direction of the chunked exchange does with each chunk: make
+ * what this rank sends from src, and use what it receives on dst. */
+typedef struct halo_step {
+    bool reverse; /* backward: the halo rows' gradients go back to their owners */
+    gcn_status (*make)(gcn_ctx *ctx, const halo_chunk *c, const gcn_tensor *src,
+                       gcn_tensor **out);
+    gcn_status (*use)(gcn_ctx *ctx, const halo_chunk *c, const gcn_tensor *in, float *dst);
+} halo_step;
+
+/* dst (+)= first src (acc), then each chunk's use: chunk 0 starts before
+ * the first product, and chunk k + 1 is made and travels while chunk k is
+ * used. */
+static gcn_status run_chunks(gcn_ctx *ctx, gcn_halo *h, const halo_step *step,
+                             const gcn_tensor *src, const gcn_csr *first, bool acc, float *dst)
+{
     int K = h->n_chunks;
-    const gcn_csr *own;
-    gcn_tensor *dhalo = NULL, *next = NULL, *back = NULL;
+    int64_t f = src->cols;
+    gcn_tensor *out = NULL, *next = NULL, *in = NULL;
     bool started = false;
     gcn_status st;
     scale_offsets(h, f);
-    GCN_CHECK(own_part(ctx, h, alpha, &own));
-    GCN_CHECK(halo_grad(ctx, &h->chunk[0], dy, &dhalo));
-    GCN_CHECK(begin(ctx, &h->chunk[0], dhalo, true, f, &back));
+    GCN_CHECK(step->make(ctx, &h->chunk[0], src, &out));
+    GCN_CHECK(begin(ctx, &h->chunk[0], out, step->reverse, f, &in));
     started = true;
-    if (f > 0 && h->n_local > 0)
-        GCN_CHECK(gcn_spmm_apply(ctx, gcn_csr_transpose(own), dy->data, dx, (int)f, acc));
+    if (f > 0 && first->n_rows > 0)
+        GCN_CHECK(gcn_spmm_apply(ctx, first, src->data, dst, (int)f, acc));
     for (int k = 0; k < K; k++) {
-        /* chunk k + 1's gradients are computed while chunk k travels */
         if (k + 1 < K)
-            GCN_CHECK(halo_grad(ctx, &h->chunk[k + 1], dy, &next));
+            GCN_CHECK(step->make(ctx, &h->chunk[k + 1], src, &next));
         started = false;
         GCN_CHECK(gcn_comm_alltoallv_end(ctx));
-        gcn_tensor_free(&dhalo);
-        gcn_tensor *mine = back;
-        back = NULL;
+        gcn_tensor_free(&out);
+        gcn_tensor *mine = in;
+        in = NULL;
+        st = GCN_OK;
         if (k + 1 < K) {
-            dhalo = next;
+            out = next;
             next = NULL;
-            st = begin(ctx, &h->chunk[k + 1], dhalo, true, f, &back);
+            st = begin(ctx, &h->chunk[k + 1], out, step->reverse, f, &in);
             started = st == GCN_OK;
-        } else {
-            st = GCN_OK;
         }
-        if (st == GCN_OK && h->chunk[k].n_send > 0 && f > 0)
-            st = gcn_spmm_run(ctx, gcn_spmm_one_step_kernel(ctx), h->chunk[k].scatter,
-                              mine->data, dx, (int)f, true);
+        if (st == GCN_OK)
+            st = step->use(ctx, &h->chunk[k], mine, dst);
         gcn_tensor_free(&mine);
         GCN_CHECK(st);
     }
 cleanup:
-    if (started)
+    if (started) /* a product failed with an exchange in flight: it still ends */
         gcn_comm_alltoallv_end(ctx);
-    gcn_tensor_free(&dhalo);
+    gcn_tensor_free(&out);
     gcn_tensor_free(&next);
-    gcn_tensor_free(&back);
+    gcn_tensor_free(&in);
     return st;
+}
+
+gcn_status gcn_halo_spmm(gcn_ctx *ctx, const gcn_csr *a, const gcn_tensor *x, float alpha,
+                         float *y)
+{
+    static const halo_step forward = {false, pack, use_halo};
+    gcn_halo *h = a->priv->halo;
+    const gcn_csr *own;
+    GCN_TRY(own_part(ctx, h, alpha, &own));
+    return run_chunks(ctx, h, &forward, x, own, false, y);
+}
+
+gcn_status gcn_halo_spmm_grad(gcn_ctx *ctx, const gcn_csr *a, const gcn_tensor *dy,
+                              float alpha, float *dx, bool acc)
+{
+    static const halo_step backward = {true, halo_grad, use_back};
+    gcn_halo *h = a->priv->halo;
+    const gcn_csr *own;
+    GCN_TRY(own_part(ctx, h, alpha, &own));
+    return run_chunks(ctx, h, &backward, dy, gcn_csr_transpose(own), acc, dx);
 }
