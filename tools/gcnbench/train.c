@@ -6,12 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
-
-enum { EXIT_RUNTIME = 1, EXIT_INPUT = 2, MAX_EPOCHS = 1000000, N_SETS = 12 };
-
-/* Warm-up epochs beyond --warmup while the selector is still profiling. */
-enum { MAX_EXTRA_WARMUP = 1000 };
+#include "train.h"
 
 /* Warm-up epochs after the selector locked while the trainer has not yet
  * replayed a captured epoch (it captures the second locked one). */
@@ -74,49 +69,6 @@ static const char help[] =
     "  \"comm\":null.\n"
     "  Exit status: 2 for bad options, configuration or dataset, 1 for failures while\n"
     "  training.\n";
-
-typedef struct train_opts {
-    const char *config, *out;
-    const char *datasets[GCNBENCH_MAX_LIST];
-    int n_datasets;
-    const char *set[N_SETS]; /* values for set_keys, NULL where not given */
-    long epochs, warmup;
-    long long seed; /* -1: the configuration's */
-    bool breakdown;
-} train_opts;
-
-/* One rank's figures over the timed epochs (a run on several ranks). */
-typedef struct rank_measured {
-    size_t peak;
-    gcn_comm_stats comm, layer[GCN_COMM_MAX_LAYERS]; /* the timed epochs' traffic */
-} rank_measured;
-
-/* One dataset's measurements: per timed epoch, its times; per profiled
- * epoch, device time by category; then the memory figures. */
-typedef struct measured {
-    float *train_ms, *eval_ms, *epoch_ms, *cat_ms[GCN_PROF_N_CATEGORIES], *span_ms;
-    int n_profiled, n_graph; /* profiled epochs; timed epochs that replayed a graph */
-    size_t peak, peak_timed, steady;
-    gcn_train_memory mem;
-    gcn_train_best best;
-    int64_t n_nodes, nnz;
-    int64_t sparse_nnz; /* of the sparse input, -1 when the features are dense */
-    int warmup; /* warm-up epochs run */
-    char dataset[64];
-    int n_ranks; /* 1 for one context */
-    rank_measured rank[GCN_MAX_RANKS];
-} measured;
-
-typedef struct train_bench {
-    train_opts o;
-    gcn_model_config cfg;
-    char name[64];
-    gcn_ctx *ctx;
-    char device[128];
-    char *lines; /* the JSON lines so far, for --out */
-    size_t lines_len;
-    FILE *lines_f;
-} train_bench;
 
 /* One line on stderr; the exit status of bad input. */
 static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -389,212 +341,11 @@ done:
     return rc;
 }
 
-/* The ranks' traffic so far, each rank's and each layer's. */
-static void comm_snapshot(gcn_ranks *g, rank_measured *out)
-{
-    for (int k = 0; k < gcn_ranks_count(g); k++) {
-        gcn_comm_get_stats(gcn_ranks_ctx(g, k), &out[k].comm);
-        for (int l = 0; l < GCN_COMM_MAX_LAYERS; l++)
-            gcn_comm_get_layer_stats(gcn_ranks_ctx(g, k), l, &out[k].layer[l]);
-    }
-}
-
-/* a -= b, field by field. */
-static void comm_sub(gcn_comm_stats *a, const gcn_comm_stats *b)
-{
-    a->allreduce_calls -= b->allreduce_calls;
-    a->allreduce_bytes -= b->allreduce_bytes;
-    a->exchange_calls -= b->exchange_calls;
-    a->exchange_bytes -= b->exchange_bytes;
-    a->allreduce_ms -= b->allreduce_ms;
-    a->exchange_ms -= b->exchange_ms;
-}
-
-static bool all_locked(gcn_trainer **trainers, int n)
-{
-    for (int k = 0; k < n; k++)
-        if (!gcn_trainer_spmm_locked(trainers[k]))
-            return false;
-    return true;
-}
-
-/* The epochs on every rank (warm-up, then timed, with the traffic of the
- * timed ones); trainers made by the caller. */
-static gcn_status rank_epochs(train_bench *b, gcn_ranks *g, gcn_trainer **trainers, measured *m)
-{
-    int n = gcn_ranks_count(g);
-    gcn_epoch_stats es;
-    gcn_status st = GCN_OK;
-    for (m->warmup = 0; st == GCN_OK && (m->warmup < b->o.warmup ||
-                                         (!all_locked(trainers, n) &&
-                                          m->warmup < b->o.warmup + MAX_EXTRA_WARMUP));
-         m->warmup++)
-        st = gcn_trainer_epoch_ranks(b->ctx, g, trainers, &es);
-    rank_measured before[GCN_MAX_RANKS];
-    comm_snapshot(g, before);
-    for (int e = 0; e < b->o.epochs && st == GCN_OK; e++) {
-        st = gcn_trainer_epoch_ranks(b->ctx, g, trainers, &es);
-        m->train_ms[e] = (float)es.train_ms;
-        m->eval_ms[e] = (float)es.eval_ms;
-        m->epoch_ms[e] = (float)(es.train_ms + es.eval_ms);
-    }
-    if (st != GCN_OK)
-        return st;
-    comm_snapshot(g, m->rank);
-    for (int k = 0; k < n; k++) {
-        gcn_memory_stats ms;
-        gcn_ctx_memory_stats(gcn_ranks_ctx(g, k), &ms);
-        m->rank[k].peak = ms.peak;
-        if (k == 0) {
-            m->peak = m->peak_timed = ms.peak;
-            m->steady = ms.in_use;
-        }
-        comm_sub(&m->rank[k].comm, &before[k].comm);
-        for (int l = 0; l < GCN_COMM_MAX_LAYERS; l++)
-            comm_sub(&m->rank[k].layer[l], &before[k].layer[l]);
-    }
-    gcn_trainer_memory(trainers[0], &m->mem);
-    gcn_trainer_best(trainers[0], &m->best);
-    return GCN_OK;
-}
-
-/* run_dataset on the configuration's ranks: the dataset reordered by its
- * partition, one trainer per rank. */
-static int run_dataset_ranks(train_bench *b, const char *spec, measured *m)
-{
-    gcn_dataset *ds = NULL;
-    gcn_ranks *g = NULL;
-    gcn_trainer *trainers[GCN_MAX_RANKS] = {NULL};
-    int rc = 0, n = b->cfg.ranks;
-    gcn_ctx_opts o = gcn_ctx_default_opts();
-    gcn_model_config_ctx_opts(&b->cfg, &o);
-    o.device = gcn_ctx_device(b->ctx);
-    o.log_fn = gcnbench_log;
-    gcn_status st = gcn_model_config_load_dataset(b->ctx, &b->cfg, spec, &ds);
-    if (st != GCN_OK) {
-        fprintf(stderr, "gcnbench train: %s: %s\n", spec, gcn_last_error(b->ctx));
-        return st == GCN_ERR_NOMEM ? EXIT_RUNTIME : EXIT_INPUT;
-    }
-    snprintf(m->dataset, sizeof m->dataset, "%s", ds->name);
-    m->n_ranks = n;
-    m->n_nodes = ds->n_nodes;
-    st = gcn_ranks_create(b->ctx, &g, n, b->cfg.nccl ? GCN_COMM_NCCL : GCN_COMM_LOCAL, &o);
-    for (int k = 0; k < n && st == GCN_OK; k++) {
-        st = gcn_spmm_set_kernel(gcn_ranks_ctx(g, k), b->cfg.spmm);
-        gcn_rng_seed(gcn_ranks_ctx(g, k), b->cfg.seed);
-    }
-    if (st == GCN_OK)
-        st = gcn_trainer_create_ranks(b->ctx, g, &b->cfg, ds, trainers);
-    if (st != GCN_OK) {
-        fprintf(stderr, "gcnbench train: %s: %s\n", spec, gcn_last_error(b->ctx));
-        rc = st == GCN_ERR_NOMEM || st == GCN_ERR_CUDA ? EXIT_RUNTIME : EXIT_INPUT;
-        goto done;
-    }
-    for (int k = 0; k < n; k++) {
-        const gcn_csr *adj = gcn_trainer_adjacency(trainers[k], GCN_ADJ_GCN);
-        adj = adj ? adj : gcn_trainer_adjacency(trainers[k], GCN_ADJ_RAW);
-        m->nnz += adj ? gcn_csr_nnz(adj) : 0;
-    }
-    m->sparse_nnz = -1;
-    if ((st = rank_epochs(b, g, trainers, m)) != GCN_OK) {
-        fprintf(stderr, "gcnbench train: %s: %s\n", spec, gcn_last_error(b->ctx));
-        rc = EXIT_RUNTIME;
-    }
-done:
-    for (int k = 0; k < n; k++)
-        gcn_trainer_free(&trainers[k]);
-    gcn_ranks_free(&g);
-    gcn_dataset_free(&ds);
-    return rc;
-}
-
-static double mib(double bytes)
-{
-    return bytes / (1024.0 * 1024.0);
-}
-
 static double median_of(float *v, int n)
 {
     double med, min;
     gcnbench_stats(v, n, &med, &min);
     return med;
-}
-
-/* ",\"name\":[v_0,...]" for each rank's value of per-epoch figure fn. */
-static void rank_array(FILE *f, const char *name, const measured *m, int epochs,
-                       double (*fn)(const measured *m, int k, int epochs))
-{
-    fprintf(f, ",\"%s\":[", name);
-    for (int k = 0; k < m->n_ranks; k++)
-        fprintf(f, "%s%.6g", k ? "," : "", fn(m, k, epochs));
-    fputc(']', f);
-}
-
-static double exchange_mib(const measured *m, int k, int epochs)
-{
-    return mib((double)m->rank[k].comm.exchange_bytes) / epochs;
-}
-
-static double exchange_ms(const measured *m, int k, int epochs)
-{
-    return m->rank[k].comm.exchange_ms / epochs;
-}
-
-static double allreduce_mib(const measured *m, int k, int epochs)
-{
-    return mib((double)m->rank[k].comm.allreduce_bytes) / epochs;
-}
-
-static double allreduce_ms(const measured *m, int k, int epochs)
-{
-    return m->rank[k].comm.allreduce_ms / epochs;
-}
-
-/* The median epoch less the rank's time in collectives. */
-static double compute_ms(const measured *m, int k, int epochs)
-{
-    double med, min;
-    gcnbench_stats(m->epoch_ms, epochs, &med, &min);
-    return med - exchange_ms(m, k, epochs) - allreduce_ms(m, k, epochs);
-}
-
-/* The ranks, their peaks and traffic per timed epoch (null parts for one
- * context). */
-static void write_comm(const train_bench *b, const measured *m, FILE *f)
-{
-    int epochs = (int)b->o.epochs;
-    fprintf(f, ",\"ranks\":%d", m->n_ranks);
-    if (m->n_ranks == 1) {
-        fputs(",\"transport\":null,\"rank_peak_mib\":null,\"comm\":null", f);
-        return;
-    }
-    fprintf(f, ",\"transport\":\"%s\",\"rank_peak_mib\":[", b->cfg.nccl ? "nccl" : "local");
-    for (int k = 0; k < m->n_ranks; k++)
-        fprintf(f, "%s%.6g", k ? "," : "", mib((double)m->rank[k].peak));
-    fputs("],\"comm\":{", f);
-    fprintf(f, "\"epochs\":%d", epochs);
-    rank_array(f, "exchange_mib", m, epochs, exchange_mib);
-    rank_array(f, "exchange_ms", m, epochs, exchange_ms);
-    rank_array(f, "allreduce_mib", m, epochs, allreduce_mib);
-    rank_array(f, "allreduce_ms", m, epochs, allreduce_ms);
-    rank_array(f, "compute_ms", m, epochs, compute_ms);
-    fputs(",\"layers\":[", f);
-    bool first = true;
-    for (int l = 1; l < GCN_COMM_MAX_LAYERS; l++) {
-        if (m->rank[0].layer[l].exchange_calls == 0)
-            continue;
-        fprintf(f, "%s{\"layer\":%d,\"calls\":%.6g,\"halo_mib\":[", first ? "" : ",", l,
-                (double)m->rank[0].layer[l].exchange_calls / epochs);
-        for (int k = 0; k < m->n_ranks; k++)
-            fprintf(f, "%s%.6g", k ? "," : "",
-                    mib((double)m->rank[k].layer[l].exchange_bytes) / epochs);
-        fputs("],\"exchange_ms\":[", f);
-        for (int k = 0; k < m->n_ranks; k++)
-            fprintf(f, "%s%.6g", k ? "," : "", m->rank[k].layer[l].exchange_ms / epochs);
-        fputs("]}", f);
-        first = false;
-    }
-    fputs("]}", f);
 }
 
 static void write_line(const train_bench *b, measured *m, FILE *f)
@@ -623,16 +374,16 @@ static void write_line(const train_bench *b, measured *m, FILE *f)
     gcnbench_json_num(f, "train_ms", med_train);
     gcnbench_json_num(f, "eval_ms", med_eval);
     gcnbench_json_num(f, "epoch_ms_min", min);
-    gcnbench_json_num(f, "peak_mib", mib((double)m->peak));
-    gcnbench_json_num(f, "steady_mib", mib((double)m->steady));
+    gcnbench_json_num(f, "peak_mib", train_mib((double)m->peak));
+    gcnbench_json_num(f, "steady_mib", train_mib((double)m->steady));
     const gcn_train_memory *t = &m->mem;
     double held = (double)t->data + (double)t->params + (double)t->grads + (double)t->optimizer;
-    fprintf(f, ",\"memory_mib\":{\"data\":%.6g", mib((double)t->data));
-    gcnbench_json_num(f, "params", mib((double)t->params));
-    gcnbench_json_num(f, "grads", mib((double)t->grads));
-    gcnbench_json_num(f, "optimizer", mib((double)t->optimizer));
-    gcnbench_json_num(f, "activations", mib((double)(m->peak_timed - m->steady)));
-    gcnbench_json_num(f, "workspace", mib((double)m->steady > held ? (double)m->steady - held : 0));
+    fprintf(f, ",\"memory_mib\":{\"data\":%.6g", train_mib((double)t->data));
+    gcnbench_json_num(f, "params", train_mib((double)t->params));
+    gcnbench_json_num(f, "grads", train_mib((double)t->grads));
+    gcnbench_json_num(f, "optimizer", train_mib((double)t->optimizer));
+    gcnbench_json_num(f, "activations", train_mib((double)(m->peak_timed - m->steady)));
+    gcnbench_json_num(f, "workspace", train_mib((double)m->steady > held ? (double)m->steady - held : 0));
     fputc('}', f);
     if (m->n_profiled > 0) {
         for (int c = 0; c < GCN_PROF_N_CATEGORIES; c++)
@@ -644,7 +395,7 @@ static void write_line(const train_bench *b, measured *m, FILE *f)
         fputs(",\"gpu_ms\":null,\"gpu_span_ms\":null", f);
     }
     gcnbench_json_num(f, "test_acc", m->best.test_acc);
-    write_comm(b, m, f);
+    train_write_comm(b, m, f);
     fputs("}\n", f);
 }
 
@@ -658,7 +409,7 @@ static int run(train_bench *b)
         if (rc)
             fprintf(stderr, "gcnbench train: out of host memory for %ld epochs\n", b->o.epochs);
         else if (b->cfg.ranks > 1 || b->cfg.nccl)
-            rc = run_dataset_ranks(b, b->o.datasets[i], &m);
+            rc = train_run_ranks(b, b->o.datasets[i], &m);
         else
             rc = run_dataset(b, b->o.datasets[i], &m);
         size_t start = b->lines_len;
