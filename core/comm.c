@@ -312,6 +312,18 @@ void gcn_comm_add_time(gcn_comm *c, bool exchange, int layer, double ms)
     }
 }
 
+/* Counts one successful collective of `bytes` (an exchange, else an
+ * all-reduce) in the rank's stats and its layer's, with its time. */
+static void count_call(gcn_comm *c, bool exchange, int layer, int64_t bytes, double ms)
+{
+    gcn_comm_stats *both[2] = {&c->stats, &c->layer_stats[layer_slot(layer)]};
+    for (int i = 0; i < 2; i++) {
+        *(exchange ? &both[i]->exchange_calls : &both[i]->allreduce_calls) += 1;
+        *(exchange ? &both[i]->exchange_bytes : &both[i]->allreduce_bytes) += bytes;
+    }
+    gcn_comm_add_time(c, exchange, layer, ms);
+}
+
 /* The rank's stats, with the times its transport measures later added. */
 static const gcn_comm *settled(const gcn_ctx *ctx)
 {
@@ -356,13 +368,7 @@ static gcn_status allreduce(gcn_ctx *ctx, void *buf, int64_t n, size_t elem, con
     else
         st = ctx->comm->tp->allreduce(ctx, buf, n, elem, &ms);
     GCN_TRY(leave(ctx, st));
-    gcn_comm *c = ctx->comm;
-    gcn_comm_stats *l = &c->layer_stats[layer_slot(ctx->layer)];
-    c->stats.allreduce_calls++;
-    l->allreduce_calls++;
-    c->stats.allreduce_bytes += n * (int64_t)elem;
-    l->allreduce_bytes += n * (int64_t)elem;
-    gcn_comm_add_time(c, false, ctx->layer, ms);
+    count_call(ctx->comm, false, ctx->layer, n * (int64_t)elem, ms);
     return GCN_OK;
 }
 
@@ -422,14 +428,10 @@ static gcn_status alltoallv(gcn_ctx *ctx, const float *send, const int64_t *send
     else
         st = c->tp->alltoallv(ctx, send, send_off, recv, recv_off, async, &ms);
     GCN_TRY(leave(ctx, st));
-    gcn_comm_stats *l = &c->layer_stats[layer_slot(ctx->layer)];
-    int64_t bytes = (send_off[c->ranks] - (send_off[c->rank + 1] - send_off[c->rank])) *
-                    (int64_t)sizeof *send;
-    c->stats.exchange_calls++;
-    l->exchange_calls++;
-    c->stats.exchange_bytes += bytes;
-    l->exchange_bytes += bytes;
-    gcn_comm_add_time(c, true, ctx->layer, ms);
+    count_call(c, true, ctx->layer,
+               (send_off[c->ranks] - (send_off[c->rank + 1] - send_off[c->rank])) *
+                   (int64_t)sizeof *send,
+               ms);
     c->exchanging = async;
     return GCN_OK;
 }
