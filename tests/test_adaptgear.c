@@ -100,6 +100,12 @@ Test(adaptgear, smem_tiles_and_tasks)
     cr_assert_eq(gcn_smem_tile(3, 1, 16, 48 * 1024), 3);
     cr_assert_eq(gcn_smem_tile(64, 4, 100000, 48 * 1024), 4, "at least one vector");
     cr_assert_eq(gcn_smem_task_rows(48, 48 * 1024), 256);
+    cr_assert_eq(gcn_smem_block_bytes(128, 4, 96, 227 * 1024), 48 * 1024, "96 x 128 fits 48 KB");
+    cr_assert_eq(gcn_smem_block_bytes(128, 4, 280, 227 * 1024), 280 * 128 * 4);
+    cr_assert_eq(gcn_smem_block_bytes(256, 4, 280, 227 * 1024), 280 * 128 * 4, "tile 32 vec");
+    cr_assert_eq(gcn_smem_block_bytes(128, 4, 4096, 227 * 1024), 227 * 1024, "the limit");
+    cr_assert_eq(gcn_smem_block_bytes(128, 4, 280, 40 * 1024), 48 * 1024, "no opt-in");
+    cr_assert_eq(gcn_smem_block_bytes(3, 1, 4096, 227 * 1024), 48 * 1024);
     cr_assert(gcn_smem_useful(256, 256, 48 * 1024));
     cr_assert_not(gcn_smem_useful(256, 4200, 48 * 1024), "2-column tiles");
     cr_assert(gcn_smem_useful(3, 4000, 48 * 1024));

@@ -17,22 +17,27 @@
 static const int feats[] = {1, 3, 16, 33, 64, 128, 250, 256};
 #define N_FEATS ((int)(sizeof feats / sizeof feats[0]))
 
-/* n nodes in parts: empty parts, a one-node part, parts of 16..80 nodes and
- * a last part of `giant` nodes.  Returns the part count; part_ptr has room
- * for n / 2 + 8 entries. */
-static int32_t make_parts(int32_t n, int32_t giant, int32_t *part_ptr)
+/* n nodes in parts: empty parts, a one-node part, parts of 16..largest
+ * nodes (a multiple of 16) and a last part of `giant` nodes.  Returns the
+ * part count; part_ptr has room for n / 2 + 8 entries. */
+static int32_t make_parts_upto(int32_t n, int32_t giant, int32_t largest, int32_t *part_ptr)
 {
     int32_t k = 0, at = 0;
     part_ptr[k++] = 0;
     part_ptr[k++] = 0;  /* an empty part */
     part_ptr[k++] = at = 1; /* a part of one node */
-    for (int32_t s = 16; at + s < n - giant; s = s == 80 ? 16 : s + 16) {
+    for (int32_t s = 16; at + s < n - giant; s = s == largest ? 16 : s + 16) {
         part_ptr[k++] = at += s;
         if (k % 7 == 0)
             part_ptr[k++] = at; /* more empty parts */
     }
     part_ptr[k++] = n;
     return k - 1;
+}
+
+static int32_t make_parts(int32_t n, int32_t giant, int32_t *part_ptr)
+{
+    return make_parts_upto(n, giant, 80, part_ptr);
 }
 
 static int cmp_i32(const void *x, const void *y)
@@ -101,23 +106,29 @@ static int check_part(gcn_ctx *gpu, const gcn_csr *d, const char *name)
     return ran;
 }
 
-static gcn_csr *upload(gcn_ctx *gpu, const hmat *m, int32_t n_parts, const int32_t *part_ptr)
+/* m with one community level of nominal size `size`. */
+static gcn_csr *upload_level(gcn_ctx *gpu, const hmat *m, int32_t n_parts,
+                             const int32_t *part_ptr, int32_t size)
 {
     gcn_csr *a = NULL;
     cr_assert_eq(gcn_csr_create(gpu, &a, m->n_rows, m->n_cols, m->nnz, m->row_ptr, m->col_idx,
                                 m->values), GCN_OK, "%s", gcn_last_error(gpu));
-    const int32_t size = 48;
     cr_assert_eq(gcn_csr_set_communities(gpu, a, 1, &size, &n_parts, &part_ptr), GCN_OK, "%s",
                  gcn_last_error(gpu));
     return a;
 }
 
+static gcn_csr *upload(gcn_ctx *gpu, const hmat *m, int32_t n_parts, const int32_t *part_ptr)
+{
+    return upload_level(gpu, m, n_parts, part_ptr, 48);
+}
+
 /* The view, the intra part and the inter part of one matrix. */
 static void check_communities(const hmat *m, int32_t n_parts, const int32_t *part_ptr,
-                              bool expect_fused)
+                              int32_t size, bool expect_fused)
 {
     gpu_pair g = gpu_pair_open(71, false);
-    gcn_csr *a = upload(g.gpu, m, n_parts, part_ptr), *intra = NULL, *inter = NULL, *view = NULL;
+    gcn_csr *a = upload_level(g.gpu, m, n_parts, part_ptr, size), *intra = NULL, *inter = NULL, *view = NULL;
     cr_assert_eq(gcn_csr_split(g.gpu, a, 0, &intra, &inter), GCN_OK, "%s", gcn_last_error(g.gpu));
     cr_assert_eq(gcn_csr_level_view(g.gpu, a, 0, &view), GCN_OK);
     const gcn_spmm_impl *smem = gcn_spmm_find(NULL, "intra_smem");
@@ -134,13 +145,15 @@ static void check_communities(const hmat *m, int32_t n_parts, const int32_t *par
     gpu_pair_close(&g);
 }
 
-/* n nodes ending in a community of `giant` nodes, sorted or not. */
-static void communities_case(int32_t n, int32_t giant, bool sorted, uint64_t seed)
+/* n nodes in communities of up to `largest` nodes (nominal size `size`)
+ * ending in one of `giant` nodes, sorted or not. */
+static void communities_case(int32_t n, int32_t giant, int32_t largest, int32_t size,
+                             bool sorted, uint64_t seed)
 {
     int32_t *part_ptr = malloc(((size_t)n / 2 + 8) * sizeof *part_ptr);
-    int32_t n_parts = make_parts(n, giant, part_ptr);
+    int32_t n_parts = make_parts_upto(n, giant, largest, part_ptr);
     hmat m = community_matrix(n, part_ptr, n_parts, sorted, seed);
-    check_communities(&m, n_parts, part_ptr, sorted);
+    check_communities(&m, n_parts, part_ptr, size, sorted);
     mat_free(&m);
     free(part_ptr);
 }
@@ -148,13 +161,21 @@ static void communities_case(int32_t n, int32_t giant, bool sorted, uint64_t see
 Test(gpu_adaptgear, communities_sorted, .timeout = 600)
 {
     GPU_REQUIRED();
-    communities_case(3000, 1200, true, 5);
+    communities_case(3000, 1200, 80, 48, true, 5);
+}
+
+/* Communities of up to 160 nodes: at F = 128, 256 and 1,024 they fit 48 KB
+ * only in narrow tiles, so intra_smem stages them in wide blocks. */
+Test(gpu_adaptgear, communities_wide_blocks, .timeout = 600)
+{
+    GPU_REQUIRED();
+    communities_case(3000, 400, 160, 96, true, 8);
 }
 
 Test(gpu_adaptgear, communities_unsorted, .timeout = 600)
 {
     GPU_REQUIRED();
-    communities_case(1500, 300, false, 6);
+    communities_case(1500, 300, 80, 48, false, 6);
 }
 
 /* M + M^T of a sorted matrix, value w(min(i, j), max(i, j)): symmetric,

@@ -6,15 +6,17 @@
  * column lies inside, so X is read once; on the whole matrix seen with a
  * community level it serves both parts in one pass.  Rows longer than a
  * chunk go to rowsplit's long-row pieces in the leading blocks of the same
- * grid.  Deterministic.  Host planning: plan.c; docs/kernels.md. */
+ * grid.  Blocks of 256 threads stage in 48 KB, four an SM; when the
+ * typical part needs more at the widest tile, blocks of 1,024 threads
+ * stage it whole in up to the device's opt-in limit, one an SM, so it is
+ * read in one pass instead of several narrow tiles.  Deterministic.  Host
+ * planning: plan.c; docs/kernels.md. */
 #include <stdlib.h>
 
 #include "../spmm_impls.h"
 #include "../spmm_rowsplit.cuh"
 #include "plan.h"
 
-#define SM_THREADS 256
-#define SM_WARPS (SM_THREADS / GCN_WARP)
 #define SM_CHUNK 128              /* rows longer than this go to long-row pieces */
 
 typedef struct smem_plan {
@@ -24,6 +26,7 @@ typedef struct smem_plan {
     int32_t n_tasks;
     int32_t stage_rows;     /* most rows a block can stage */
     int32_t pack_rows;      /* small parts are packed into tasks of up to this many rows */
+    size_t smem_bytes;      /* shared memory a block stages in */
     int4 *tasks;            /* first row, end row, staged, 0 */
     int4 *meta;             /* per row: first nz, first staged nz, end staged, end */
     gcn_rs_long lr;
@@ -72,37 +75,37 @@ __device__ __forceinline__ void staged_sum(const rs_args &a, const float *sx, in
 /* Stages rows [r0, r1) of the tile into sx: vector j of row r at
  * sx[r * tile + j * V]; each thread has SM_STAGE loads in flight. */
 #define SM_STAGE 4
-template <int V>
+template <int T, int V>
 __device__ __forceinline__ void stage(const sm_args &a, float *sx, int r0, int r1, int col0,
                                       int nvec)
 {
     const int n = (r1 - r0) * nvec;
-    for (int k0 = threadIdx.x; k0 < n; k0 += SM_STAGE * SM_THREADS) {
+    for (int k0 = threadIdx.x; k0 < n; k0 += SM_STAGE * T) {
         float t[SM_STAGE][V];
 #pragma unroll
         for (int u = 0; u < SM_STAGE; u++) {
-            const int k = k0 + u * SM_THREADS, r = k / nvec, j = k - r * nvec;
+            const int k = k0 + u * T, r = k / nvec, j = k - r * nvec;
             if (k < n)
                 vload_ro<V>(a.rs.x + (int64_t)(r0 + r) * a.rs.feat + col0 + j * V, t[u]);
         }
 #pragma unroll
         for (int u = 0; u < SM_STAGE; u++) {
-            const int k = k0 + u * SM_THREADS, r = k / nvec, j = k - r * nvec;
+            const int k = k0 + u * T, r = k / nvec, j = k - r * nvec;
             if (k < n)
                 vstore<V>(sx + r * a.rs.tile + j * V, t[u]);
         }
     }
 }
 
-/* Work mapping: blockIdx.y is the feature tile.  Blocks [0, chunk_blocks)
- * give each of their 8 warps one long-row piece (rowsplit's chunk_task).
- * Each later block takes task blockIdx.x - chunk_blocks: it stages the
- * task's rows when the task is staged, then its SM_THREADS / G groups of G
- * lanes take the task's rows in turn (group g: rows r0 + g, r0 + g +
- * SM_THREADS / G, ...), lane l of a group owning vector l of the tile
- * (tile <= 32 V). */
-template <int G, int V>
-__global__ void __launch_bounds__(SM_THREADS) intra_smem_kernel(const __grid_constant__ sm_args a)
+/* Work mapping, blocks of T threads: blockIdx.y is the feature tile.
+ * Blocks [0, chunk_blocks) give each of their T / 32 warps one long-row
+ * piece (rowsplit's chunk_task).  Each later block takes task blockIdx.x -
+ * chunk_blocks: it stages the task's rows when the task is staged, then
+ * its T / G groups of G lanes take the task's rows in turn (group g: rows
+ * r0 + g, r0 + g + T / G, ...), lane l of a group owning vector l of the
+ * tile (tile <= 32 V). */
+template <int T, int G, int V>
+__global__ void __launch_bounds__(T) intra_smem_kernel(const __grid_constant__ sm_args a)
 {
     extern __shared__ float4 smem_raw[];
     float *sx = reinterpret_cast<float *>(smem_raw);
@@ -110,18 +113,18 @@ __global__ void __launch_bounds__(SM_THREADS) intra_smem_kernel(const __grid_con
     const int col0 = (int)blockIdx.y * a.rs.tile;
     const int nvec = min(a.rs.tile, a.rs.feat - col0) / V;
     if ((int)blockIdx.x < a.chunk_blocks) {
-        const int warp = (int)blockIdx.x * SM_WARPS + (threadIdx.x / GCN_WARP);
+        const int warp = (int)blockIdx.x * (T / GCN_WARP) + (threadIdx.x / GCN_WARP);
         if (warp < a.rs.n_chunks)
             chunk_task<G, V, 1>(a.rs, warp, lane, col0, nvec, (int)blockIdx.y);
         return;
     }
     const int4 task = a.tasks[blockIdx.x - a.chunk_blocks];
     if (task.z)
-        stage<V>(a, sx, task.x, task.y, col0, nvec);
+        stage<T, V>(a, sx, task.x, task.y, col0, nvec);
     __syncthreads();
     const int li = lane % G, grp = threadIdx.x / G;
     const unsigned gmask = group_mask<G>(lane);
-    for (int row = task.x + grp; row < task.y; row += SM_THREADS / G) {
+    for (int row = task.x + grp; row < task.y; row += T / G) {
         const int4 m = __ldg(a.meta + row);
         if (m.x < 0)
             continue;
@@ -138,22 +141,30 @@ __global__ void __launch_bounds__(SM_THREADS) intra_smem_kernel(const __grid_con
 
 typedef void (*sm_kernel)(const sm_args);
 
-template <int V>
+template <int T, int V>
 static sm_kernel pick_group(int group)
 {
     switch (group) {
-    case 1: return intra_smem_kernel<1, V>;
-    case 2: return intra_smem_kernel<2, V>;
-    case 4: return intra_smem_kernel<4, V>;
-    case 8: return intra_smem_kernel<8, V>;
-    case 16: return intra_smem_kernel<16, V>;
-    default: return intra_smem_kernel<32, V>;
+    case 1: return intra_smem_kernel<T, 1, V>;
+    case 2: return intra_smem_kernel<T, 2, V>;
+    case 4: return intra_smem_kernel<T, 4, V>;
+    case 8: return intra_smem_kernel<T, 8, V>;
+    case 16: return intra_smem_kernel<T, 16, V>;
+    default: return intra_smem_kernel<T, 32, V>;
     }
 }
 
-static sm_kernel pick_kernel(int vec, int group)
+template <int T>
+static sm_kernel pick_vec(int vec, int group)
 {
-    return vec == 4 ? pick_group<4>(group) : vec == 2 ? pick_group<2>(group) : pick_group<1>(group);
+    return vec == 4 ? pick_group<T, 4>(group)
+                    : vec == 2 ? pick_group<T, 2>(group) : pick_group<T, 1>(group);
+}
+
+static sm_kernel pick_kernel(int threads, int vec, int group)
+{
+    return threads == GCN_SMEM_WIDE_THREADS ? pick_vec<GCN_SMEM_WIDE_THREADS>(vec, group)
+                                            : pick_vec<GCN_SMEM_THREADS>(vec, group);
 }
 
 /* ---- plan ----------------------------------------------------------------- */
@@ -181,21 +192,39 @@ static void smem_free_plan(void *plan)
     free(p);
 }
 
-/* Tiles for both layouts from the level's part sizes; the scalar tile is
- * at most the vector one, so the tasks of the vector tile fit both. */
-static void plan_layouts(const gcn_csr *a, smem_plan *p)
+static int block_threads(const smem_plan *p)
 {
+    return p->smem_bytes > GCN_SMEM_BYTES ? GCN_SMEM_WIDE_THREADS : GCN_SMEM_THREADS;
+}
+
+/* The block's shared memory (gcn_smem_block_bytes, up to the device's
+ * opt-in limit) and tiles for both layouts from the level's part sizes;
+ * the scalar tile is at most the vector one, so the tasks of the vector
+ * tile fit both.  Kernels of wide blocks are allowed their shared memory. */
+static gcn_status plan_layouts(gcn_ctx *ctx, const gcn_csr *a, smem_plan *p)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    int optin = 0;
+    GCN_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, cs->device));
     const gcn_csr_level *lv = &a->priv->level[0];
     int32_t ref = gcn_smem_ref_rows(lv->part_ptr, lv->n_parts, lv->size);
     int feat = p->head.feat, vec = gcn_feat_vec(feat, 4);
-    int tile = gcn_smem_tile(feat, vec, ref, GCN_SMEM_BYTES);
+    p->smem_bytes = gcn_smem_block_bytes(feat, vec, ref, (size_t)(optin > 0 ? optin : 0));
+    int tile = gcn_smem_tile(feat, vec, ref, p->smem_bytes);
     int scalar = tile < GCN_WARP ? tile : GCN_WARP;
     p->lay[0] = gcn_feat_layout_make(feat, vec, tile);
     p->lay[1] = gcn_feat_layout_make(feat, 1, scalar);
-    p->stage_rows = gcn_smem_task_rows(tile, GCN_SMEM_BYTES);
+    p->stage_rows = gcn_smem_task_rows(tile, p->smem_bytes);
     for (int i = 0; i < 2; i++)
         p->shape[i] = gcn_rowsplit_shape_for(p->lay[i].vecs);
-    p->pack_rows = gcn_smem_pack_rows(SM_THREADS / p->shape[0].group, ref, p->stage_rows);
+    p->pack_rows = gcn_smem_pack_rows(block_threads(p) / p->shape[0].group, ref, p->stage_rows);
+    if (p->smem_bytes > GCN_SMEM_BYTES)
+        for (int i = 0; i < 2; i++)
+            GCN_CUDA(cudaFuncSetAttribute(
+                pick_kernel(block_threads(p), p->lay[i].vec, p->shape[i].group),
+                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)p->smem_bytes));
+    return GCN_OK;
 }
 
 /* Each row's staged range (gcn_smem_row_meta), one thread a row; the tasks
@@ -253,7 +282,7 @@ static gcn_status plan_tasks(gcn_ctx *ctx, const gcn_csr *a, smem_plan *p)
 static gcn_status build_plan(gcn_ctx *ctx, const gcn_csr *a, smem_plan *p)
 {
     const int32_t *row_ptr;
-    plan_layouts(a, p);
+    GCN_TRY(plan_layouts(ctx, a, p));
     GCN_TRY(gcn_spmm_check_tiles(ctx, "intra_smem", p->lay));
     GCN_TRY(gcn_csr_host_row_ptr(ctx, a, &row_ptr));
     GCN_TRY(plan_tasks(ctx, a, p));
@@ -300,12 +329,13 @@ static gcn_status smem_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const flo
                         l->n_tiles, accumulate};
     args.tasks = p->tasks;
     args.meta = p->meta;
-    args.chunk_blocks = (p->lr.n_chunks + SM_WARPS - 1) / SM_WARPS;
+    const int threads = block_threads(p), warps = threads / GCN_WARP;
+    args.chunk_blocks = (p->lr.n_chunks + warps - 1) / warps;
     size_t smem = (size_t)p->stage_rows * (size_t)l->tile * sizeof(float);
-    if (smem > GCN_SMEM_BYTES)
-        smem = GCN_SMEM_BYTES;
+    if (smem > p->smem_bytes)
+        smem = p->smem_bytes;
     dim3 grid((unsigned)(args.chunk_blocks + p->n_tasks), (unsigned)l->n_tiles);
-    pick_kernel(l->vec, p->shape[which].group)<<<grid, SM_THREADS, smem, cs->stream>>>(args);
+    pick_kernel(threads, l->vec, p->shape[which].group)<<<grid, threads, smem, cs->stream>>>(args);
     GCN_LAUNCHED("intra_smem_kernel");
     return GCN_OK;
 }

@@ -23,6 +23,17 @@ bool gcn_smem_useful(int feat, int32_t ref_rows, size_t smem_bytes)
            (int64_t)ref_rows * want * (int64_t)sizeof(float) <= (int64_t)smem_bytes;
 }
 
+size_t gcn_smem_block_bytes(int feat, int vec, int32_t ref_rows, size_t max_bytes)
+{
+    int widest = 32 * vec < feat ? 32 * vec : feat;
+    widest -= widest % vec;
+    size_t need = (size_t)(ref_rows > 0 ? ref_rows : 1) * (size_t)(widest > vec ? widest : vec) *
+                  sizeof(float);
+    if (need <= GCN_SMEM_BYTES || max_bytes <= GCN_SMEM_BYTES)
+        return GCN_SMEM_BYTES;
+    return need < max_bytes ? need : max_bytes;
+}
+
 int32_t gcn_smem_task_rows(int tile, size_t smem_bytes)
 {
     int64_t rows = (int64_t)(smem_bytes / sizeof(float)) / (tile > 0 ? tile : 1);

@@ -26,8 +26,19 @@ gcn_status gcn_split_cuda(gcn_ctx *ctx, const gcn_csr *a, const gcn_csr_level *l
 
 /* ---- intra_smem: communities staged in shared memory ----------------------- */
 
-/* Shared memory a block of intra_smem stages rows in: 4 blocks an SM fit. */
+/* Shared memory a block of intra_smem stages rows in: 4 blocks an SM fit.
+ * A wide block (gcn_smem_block_bytes) has 1,024 threads, one an SM. */
 #define GCN_SMEM_BYTES (48 * 1024)
+#define GCN_SMEM_THREADS 256
+#define GCN_SMEM_WIDE_THREADS 1024
+
+/* The shared memory of a block staging parts of ref_rows rows:
+ * GCN_SMEM_BYTES when such a part fits there at the widest tile (32 vec
+ * columns, at most feat), else what it needs at that tile, up to max_bytes
+ * (the device's opt-in limit; at most GCN_SMEM_BYTES when that is
+ * smaller).  One pass over a wide block's rows took half the time of
+ * narrow tiles in 48 KB (ogbn-arxiv, communities of 256: docs/perf.md). */
+size_t gcn_smem_block_bytes(int feat, int vec, int32_t ref_rows, size_t max_bytes);
 
 /* The feature tile for staging ref_rows rows of X in smem_bytes: a multiple
  * of vec, at most 32 vec (one vector a lane) and feat, at least vec. */
