@@ -50,6 +50,15 @@ static int pow2_ceil(int x)
     return p;
 }
 
+int gcn_rowsplit_auto_chunk(int64_t nnz, int sms)
+{
+    int64_t per_warp = nnz / ((int64_t)(sms > 0 ? sms : 1) * GCN_ROWSPLIT_CHUNK_WARPS);
+    int chunk = GCN_ROWSPLIT_CHUNK_MIN;
+    while (chunk < GCN_ROWSPLIT_CHUNK_MAX && 2 * (int64_t)chunk <= per_warp)
+        chunk *= 2;
+    return chunk;
+}
+
 gcn_rowsplit_shape gcn_rowsplit_shape_for(int vecs)
 {
     gcn_rowsplit_shape s;

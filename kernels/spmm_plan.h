@@ -86,6 +86,18 @@ int gcn_rowsplit_auto_tile(int feat, int vec, int64_t n_cols, double nnz_per_row
 bool gcn_spmm_banded(const int32_t *row_ptr, int32_t n_rows, int32_t n_cols, int64_t stride,
                      const int32_t *cols, int n_samples);
 
+/* The long-row chunk rowsplit takes when GCN_ROWSPLIT_CHUNK is not set.  A
+ * product too small to fill the GPU lasts as long as its longest row, so
+ * the chunk is the non-zeros each warp would get were the product spread
+ * over GCN_ROWSPLIT_CHUNK_WARPS warps an SM (the power of two at or below),
+ * between GCN_ROWSPLIT_CHUNK_MIN and GCN_ROWSPLIT_CHUNK_MAX: products of
+ * millions of non-zeros keep 128, which pieces cost little next to; cora's
+ * 13,264 get 16 (H100 sweep, docs/perf.md). */
+#define GCN_ROWSPLIT_CHUNK_WARPS 16
+#define GCN_ROWSPLIT_CHUNK_MIN 16
+#define GCN_ROWSPLIT_CHUNK_MAX 128
+int gcn_rowsplit_auto_chunk(int64_t nnz, int sms);
+
 /* Rows with more than `chunk` non-zeros, cut into pieces of `chunk`: each
  * piece is one warp's work, its partial row goes to a scratch slot, and the
  * last warp to finish a row sums the slots in order (deterministic). */

@@ -20,7 +20,6 @@
 #define RS_MIN_BLOCKS_NARROW 3
 #define RS_MIN_BLOCKS_WIDE 4
 #define RS_SORT_WINDOW 4096 /* default GCN_ROWSPLIT_SORT (H100 sweep, docs/perf.md) */
-#define RS_CHUNK 128        /* default GCN_ROWSPLIT_CHUNK */
 
 typedef struct rowsplit_plan {
     gcn_spmm_head head;     /* first member: the product the plan is for */
@@ -150,12 +149,9 @@ static gcn_feat_layout choose_layout(const gcn_csr *a, int feat, int vec, size_t
 
 /* Feature layouts: the vectorised one and the scalar fallback. */
 static gcn_status plan_layouts(gcn_ctx *ctx, const gcn_csr *a, rowsplit_plan *p,
-                               const int32_t *row_ptr)
+                               const int32_t *row_ptr, size_t l2)
 {
-    int sms;
-    size_t l2;
     bool banded;
-    GCN_TRY(gcn_spmm_device_limits(ctx, &sms, &l2));
     GCN_TRY(gcn_spmm_sample_banded(ctx, a, row_ptr, &banded));
     size_t budget = gcn_spmm_l2_budget(l2);
     p->lay[0] = choose_layout(a, p->head.feat, gcn_feat_vec(p->head.feat, 4), budget, banded);
@@ -194,10 +190,14 @@ static gcn_status upload_rows(gcn_ctx *ctx, const gcn_csr *a, rowsplit_plan *p,
 static gcn_status build_plan(gcn_ctx *ctx, const gcn_csr *a, rowsplit_plan *p)
 {
     const int32_t *row_ptr;
-    p->chunk = gcn_spmm_knob("GCN_ROWSPLIT_CHUNK", RS_CHUNK, 1, INT32_MAX);
+    int sms;
+    size_t l2;
+    GCN_TRY(gcn_spmm_device_limits(ctx, &sms, &l2));
+    p->chunk = gcn_spmm_knob("GCN_ROWSPLIT_CHUNK", gcn_rowsplit_auto_chunk(a->nnz, sms), 1,
+                             INT32_MAX);
     p->min_blocks = gcn_spmm_knob("GCN_ROWSPLIT_MINBLOCKS", 0, 3, 4);
     GCN_TRY(gcn_csr_host_row_ptr(ctx, a, &row_ptr));
-    GCN_TRY(plan_layouts(ctx, a, p, row_ptr));
+    GCN_TRY(plan_layouts(ctx, a, p, row_ptr, l2));
     GCN_TRY(upload_rows(ctx, a, p, row_ptr));
     return gcn_rs_long_upload(ctx, row_ptr, a->n_rows, p->chunk, p->head.feat, p->lay, &p->lr);
 }

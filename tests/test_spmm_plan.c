@@ -113,6 +113,20 @@ Test(spmm_plan, rowsplit_auto_tile_fits_l2)
     cr_assert_eq(gcn_rowsplit_auto_tile(96, 1, 169343, 14.7, budget, false), 32);
 }
 
+/* The chunk follows the non-zeros per warp of 16 warps an SM on 132 SMs
+ * (2,112 warps): the sizes the H100 sweep measured. */
+Test(spmm_plan, rowsplit_auto_chunk)
+{
+    cr_assert_eq(gcn_rowsplit_auto_chunk(13264, 132), 16, "cora: 6 a warp, the minimum");
+    cr_assert_eq(gcn_rowsplit_auto_chunk(108365, 132), 32, "pubmed: 51 a warp");
+    cr_assert_eq(gcn_rowsplit_auto_chunk(180507, 132), 64, "facebook: 85 a warp");
+    cr_assert_eq(gcn_rowsplit_auto_chunk(2484941, 132), 128, "arxiv: the maximum");
+    cr_assert_eq(gcn_rowsplit_auto_chunk(2112 * 64, 132), 64, "exactly 64 a warp");
+    cr_assert_eq(gcn_rowsplit_auto_chunk(2112 * 64 - 1, 132), 32);
+    cr_assert_eq(gcn_rowsplit_auto_chunk(0, 132), 16);
+    cr_assert_eq(gcn_rowsplit_auto_chunk(1000000, 0), 128, "no SM count: one SM");
+}
+
 Test(spmm_plan, rowsplit_auto_tile_l1_reach)
 {
     size_t budget = 30u << 20;
