@@ -6,9 +6,18 @@
 
 /* ---- intra_smem ------------------------------------------------------------ */
 
-int gcn_smem_tile(int feat, int vec, int32_t ref_rows, size_t smem_bytes)
+/* The widest staging tile: 32 vectors of vec columns, at most feat, a
+ * multiple of vec and at least one vector. */
+static int widest_tile(int feat, int vec)
 {
     int widest = 32 * vec < feat ? 32 * vec : feat;
+    widest -= widest % vec;
+    return widest > vec ? widest : vec;
+}
+
+int gcn_smem_tile(int feat, int vec, int32_t ref_rows, size_t smem_bytes)
+{
+    int widest = widest_tile(feat, vec);
     int64_t rows = ref_rows > 0 ? ref_rows : 1;
     int64_t fit = (int64_t)(smem_bytes / sizeof(float)) / rows;
     int tile = fit < widest ? (int)fit : widest;
@@ -25,9 +34,7 @@ bool gcn_smem_useful(int feat, int32_t ref_rows, size_t smem_bytes)
 
 size_t gcn_smem_block_bytes(int feat, int vec, int32_t ref_rows, size_t max_bytes)
 {
-    int widest = 32 * vec < feat ? 32 * vec : feat;
-    widest -= widest % vec;
-    size_t need = (size_t)(ref_rows > 0 ? ref_rows : 1) * (size_t)(widest > vec ? widest : vec) *
+    size_t need = (size_t)(ref_rows > 0 ? ref_rows : 1) * (size_t)widest_tile(feat, vec) *
                   sizeof(float);
     if (need <= GCN_SMEM_BYTES || max_bytes <= GCN_SMEM_BYTES)
         return GCN_SMEM_BYTES;
