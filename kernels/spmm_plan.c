@@ -67,6 +67,26 @@ gcn_rowsplit_shape gcn_rowsplit_shape_for(int vecs)
     return s;
 }
 
+gcn_rowsplit_shape gcn_rowsplit_shape_narrow(gcn_rowsplit_shape s, int vec, int narrow)
+{
+    for (; narrow > 1 && s.group > 1 && s.per_lane < 4 &&
+           2 * s.per_lane * vec <= GCN_ROWSPLIT_MAX_FLOATS;
+         narrow /= 2) {
+        s.group /= 2;
+        s.per_lane *= 2;
+    }
+    return s;
+}
+
+int gcn_rowsplit_auto_narrow(gcn_rowsplit_shape s, int tile_floats, double nnz_per_row)
+{
+    if (tile_floats < 64)
+        return 1;
+    double limit = s.group == 32 && s.per_lane == 1 ? GCN_ROWSPLIT_NARROW_ROW_WIDE
+                                                    : GCN_ROWSPLIT_NARROW_ROW;
+    return nnz_per_row < limit ? 2 : 1;
+}
+
 int gcn_rowsplit_widest_tile(int vec)
 {
     int floats = GCN_ROWSPLIT_MAX_PER_LANE * vec;

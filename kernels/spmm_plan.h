@@ -59,6 +59,29 @@ typedef struct gcn_rowsplit_shape {
  * GCN_ROWSPLIT_MAX_PER_LANE per lane; vecs <= 32 * that maximum. */
 gcn_rowsplit_shape gcn_rowsplit_shape_for(int vecs);
 
+/* Rows of at most this many non-zeros on average get narrower groups
+ * (gcn_rowsplit_auto_narrow). */
+#define GCN_ROWSPLIT_NARROW_ROW 8
+#define GCN_ROWSPLIT_NARROW_ROW_WIDE 16
+
+/* s with its group narrowed `narrow` times (a power of two): each group
+ * still takes one row, so a warp takes `narrow` times more rows, and a lane
+ * holds `narrow` times more vectors, as far as a group of one lane, 4
+ * vectors a lane and GCN_ROWSPLIT_MAX_FLOATS floats of width vec allow. */
+gcn_rowsplit_shape gcn_rowsplit_shape_narrow(gcn_rowsplit_shape s, int vec, int narrow);
+
+/* How many times rowsplit narrows the group of shape s (from
+ * gcn_rowsplit_shape_for) for a tile of tile_floats columns and rows of
+ * nnz_per_row non-zeros on average: 2 for tiles of at least 64 columns with
+ * short rows (under GCN_ROWSPLIT_NARROW_ROW non-zeros; under
+ * GCN_ROWSPLIT_NARROW_ROW_WIDE when s is a whole warp of one vector a lane),
+ * 1 otherwise.  A short row's product is a chain of dependent loads (its
+ * descriptor, its pairs, a round or two of gathers) that a whole warp waits
+ * on; two rows a warp keep twice the chains in flight.  Longer rows already
+ * keep the warp's loads busy and lose to the extra shuffles and the rows'
+ * unequal lengths (H100 sweep, docs/perf.md). */
+int gcn_rowsplit_auto_narrow(gcn_rowsplit_shape s, int tile_floats, double nnz_per_row);
+
 /* The widest tile 32 lanes can hold: 32 * min(8 vec, 16) columns (256 for
  * vec 1, 512 otherwise), keeping a lane's sums within 16 registers. */
 int gcn_rowsplit_widest_tile(int vec);

@@ -93,14 +93,14 @@ static rs_kernel pick_group(int group)
     }
 }
 
-/* K > 1 only with 32-lane groups, and K * V <= GCN_ROWSPLIT_MAX_FLOATS. */
+/* K = 8 only with 32-lane groups, and K * V <= GCN_ROWSPLIT_MAX_FLOATS. */
 template <int V, int MINB>
 static rs_kernel pick_per_lane(gcn_rowsplit_shape s)
 {
     switch (s.per_lane) {
     case 1: return pick_group<V, 1, MINB>(s.group);
-    case 2: return rowsplit_kernel<32, V, 2, MINB>;
-    case 4: return rowsplit_kernel<32, V, 4, MINB>;
+    case 2: return pick_group<V, 2, MINB>(s.group);
+    case 4: return pick_group<V, 4, MINB>(s.group);
     default: return rowsplit_kernel<32, V, V == 4 ? 4 : 8, MINB>; /* 8: V <= 2 only */
     }
 }
@@ -156,8 +156,13 @@ static gcn_status plan_layouts(gcn_ctx *ctx, const gcn_csr *a, rowsplit_plan *p,
     size_t budget = gcn_spmm_l2_budget(l2);
     p->lay[0] = choose_layout(a, p->head.feat, gcn_feat_vec(p->head.feat, 4), budget, banded);
     p->lay[1] = choose_layout(a, p->head.feat, 1, budget, banded);
-    for (int i = 0; i < 2; i++)
-        p->shape[i] = gcn_rowsplit_shape_for(p->lay[i].vecs);
+    double per_row = (double)a->nnz / (double)a->n_rows;
+    for (int i = 0; i < 2; i++) {
+        gcn_rowsplit_shape s = gcn_rowsplit_shape_for(p->lay[i].vecs);
+        int narrow = gcn_spmm_knob("GCN_ROWSPLIT_NARROW",
+                                   gcn_rowsplit_auto_narrow(s, p->lay[i].tile, per_row), 1, 4);
+        p->shape[i] = gcn_rowsplit_shape_narrow(s, p->lay[i].vec, narrow);
+    }
     return gcn_spmm_check_tiles(ctx, "rowsplit", p->lay);
 }
 

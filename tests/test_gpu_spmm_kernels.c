@@ -2,9 +2,9 @@
  * both directions (A and the stored A^T) and with accumulate, on the real
  * graphs in ../shared/data, an empty matrix, all-empty rows, one row holding
  * half the non-zeros, 1 x 1, rectangular matrices, unsorted then sorted
- * columns, every Accel-GCN degree pattern, misaligned operands and
- * non-default tuning knobs, at F in {1, 2, 3, 16, 31, 32, 33, 64, 96, 127,
- * 128, 250, 256, 512} and wide F up to 1024.  An element passes when
+ * columns, every Accel-GCN degree pattern, short rows, misaligned operands
+ * and non-default tuning knobs, at F in {1, 2, 3, 16, 31, 32, 33, 64, 96,
+ * 127, 128, 250, 256, 512} and wide F up to 1024.  An element passes when
  * |GPU - ref| <= 1e-5 times the magnitude it sums, sum |a||x| (+ |y0|):
  * float32 summation stays near 1e-7 of that even for 20,000 terms, and
  * cancellation cannot hide behind a norm.  Overwrite runs start from NaN,
@@ -157,6 +157,23 @@ Test(gpu_spmm_kernels, degree_patterns)
     mat_free(&m);
 }
 
+/* Rows of 0 to 10 non-zeros and two long ones: rowsplit narrows its groups
+ * to two rows a warp from 64 columns up (gcn_rowsplit_auto_narrow), and the
+ * long rows' pieces run with the narrowed shapes. */
+Test(gpu_spmm_kernels, short_rows)
+{
+    GPU_REQUIRED();
+    int32_t n = 5000, *deg = malloc((size_t)n * sizeof *deg);
+    for (int32_t i = 0; i < n; i++)
+        deg[i] = i % 11;
+    deg[7] = 900;
+    deg[4321] = 2500;
+    hmat m = mat_random(n, 3000, deg, true, 21);
+    free(deg);
+    check_all_feats(&m, "short rows");
+    mat_free(&m);
+}
+
 /* Wider than the list above: every kernel must take F up to at least 1024,
  * including widths that are not a multiple of 4 or of a tile. */
 Test(gpu_spmm_kernels, wide_features)
@@ -234,6 +251,7 @@ Test(gpu_spmm_kernels, tuning_knobs)
         {"GCN_ROWSPLIT_CHUNK", "5"},
         {"GCN_ROWSPLIT_SORT", "0"},       {"GCN_ROWSPLIT_SORT", "100000"},
         {"GCN_ROWSPLIT_MINBLOCKS", "3"},  {"GCN_ROWSPLIT_MINBLOCKS", "4"},
+        {"GCN_ROWSPLIT_NARROW", "2"},     {"GCN_ROWSPLIT_NARROW", "4"},
         {"GCN_MERGEPATH_COST", "1"},      {"GCN_MERGEPATH_COST", "997"},
         {"GCN_MERGEPATH_TILE", "64"},     {"GCN_MERGEPATH_VEC", "1"},
         {"GCN_ACCEL_TILE", "64"},         {"GCN_ACCEL_TILE", "100000"},

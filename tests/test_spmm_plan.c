@@ -127,6 +127,42 @@ Test(spmm_plan, rowsplit_auto_chunk)
     cr_assert_eq(gcn_rowsplit_auto_chunk(1000000, 0), 128, "no SM count: one SM");
 }
 
+Test(spmm_plan, rowsplit_shape_narrow)
+{
+    gcn_rowsplit_shape s = gcn_rowsplit_shape_narrow(gcn_rowsplit_shape_for(32), 4, 2);
+    cr_assert(s.group == 16 && s.per_lane == 2, "128 columns: two rows a warp, 8 floats a lane");
+    s = gcn_rowsplit_shape_narrow(gcn_rowsplit_shape_for(64), 4, 2);
+    cr_assert(s.group == 16 && s.per_lane == 4, "256 columns: 16 floats a lane");
+    s = gcn_rowsplit_shape_narrow(gcn_rowsplit_shape_for(64), 4, 4);
+    cr_assert(s.group == 16 && s.per_lane == 4, "no more than 16 floats a lane");
+    s = gcn_rowsplit_shape_narrow(gcn_rowsplit_shape_for(16), 4, 4);
+    cr_assert(s.group == 4 && s.per_lane == 4, "64 columns narrowed 4 times");
+    s = gcn_rowsplit_shape_narrow(gcn_rowsplit_shape_for(128), 1, 2);
+    cr_assert(s.group == 32 && s.per_lane == 4, "4 vectors a lane at most");
+    s = gcn_rowsplit_shape_narrow(gcn_rowsplit_shape_for(1), 4, 2);
+    cr_assert(s.group == 1 && s.per_lane == 1, "a group of one lane stays");
+    s = gcn_rowsplit_shape_narrow(gcn_rowsplit_shape_for(32), 4, 1);
+    cr_assert(s.group == 32 && s.per_lane == 1, "1: unchanged");
+}
+
+/* The rows' lengths where two rows a warp measured faster on the H100. */
+Test(spmm_plan, rowsplit_auto_narrow)
+{
+    gcn_rowsplit_shape f64 = gcn_rowsplit_shape_for(16), f128 = gcn_rowsplit_shape_for(32),
+                       f256 = gcn_rowsplit_shape_for(64);
+    cr_assert_eq(gcn_rowsplit_auto_narrow(f128, 128, 3.1), 2, "a road network");
+    cr_assert_eq(gcn_rowsplit_auto_narrow(f128, 128, 14.7), 2, "arxiv at 128 columns");
+    cr_assert_eq(gcn_rowsplit_auto_narrow(f128, 128, 20.7), 1, "CA-HepPh");
+    cr_assert_eq(gcn_rowsplit_auto_narrow(f256, 256, 14.7), 1, "arxiv at 256 columns");
+    cr_assert_eq(gcn_rowsplit_auto_narrow(f256, 256, 6.0), 2, "DD");
+    cr_assert_eq(gcn_rowsplit_auto_narrow(f64, 64, 7.0), 2, "delaunay_n16");
+    cr_assert_eq(gcn_rowsplit_auto_narrow(f64, 64, 11.0), 1, "email-Enron");
+    cr_assert_eq(gcn_rowsplit_auto_narrow(f64, 64, GCN_ROWSPLIT_NARROW_ROW), 1,
+                 "the limit itself is long");
+    cr_assert_eq(gcn_rowsplit_auto_narrow(gcn_rowsplit_shape_for(8), 32, 3.1), 1,
+                 "tiles under 64 columns keep their groups");
+}
+
 Test(spmm_plan, rowsplit_auto_tile_l1_reach)
 {
     size_t budget = 30u << 20;
