@@ -1,6 +1,7 @@
 /* "rowsplit": the row-parallel CSR baseline and the deterministic kernel.  A
- * group of lanes sized to the feature tile owns each row (rows taken in
- * degree order within windows, so a warp's rows have similar lengths),
+ * group of lanes sized to the feature tile (half that for matrices of short
+ * rows) owns each row (rows taken in degree order within windows, so a
+ * warp's rows have similar lengths),
  * broadcasts the row's column indices and values with shuffles, gathers X
  * rows with coalesced vector loads, and writes its row once: no float
  * atomics.  Rows longer than a chunk are cut into warp-sized pieces whose
