@@ -64,6 +64,7 @@ gcn_rowsplit_shape gcn_rowsplit_shape_for(int vecs)
     gcn_rowsplit_shape s;
     s.group = vecs >= 32 ? 32 : pow2_ceil(vecs);
     s.per_lane = pow2_ceil((vecs + s.group - 1) / s.group);
+    s.split = 1;
     return s;
 }
 
@@ -85,6 +86,15 @@ int gcn_rowsplit_auto_narrow(gcn_rowsplit_shape s, int tile_floats, double nnz_p
     double limit = s.group == 32 && s.per_lane == 1 ? GCN_ROWSPLIT_NARROW_ROW_WIDE
                                                     : GCN_ROWSPLIT_NARROW_ROW;
     return nnz_per_row < limit ? 2 : 1;
+}
+
+int gcn_rowsplit_auto_split(gcn_rowsplit_shape s, int64_t n_rows, double nnz_per_row, int sms)
+{
+    if (s.per_lane != 1 || s.group >= 32 || s.split != 1 ||
+        nnz_per_row < GCN_ROWSPLIT_SPLIT_ROW)
+        return 1;
+    int64_t warps = n_rows / (32 / s.group);
+    return warps < (int64_t)(sms > 0 ? sms : 1) * GCN_ROWSPLIT_SPLIT_WARPS ? 2 : 1;
 }
 
 int gcn_rowsplit_widest_tile(int vec)

@@ -47,12 +47,15 @@ gcn_feat_layout gcn_feat_layout_make(int feat, int vec, int tile);
 #define GCN_ROWSPLIT_MAX_PER_LANE 8   /* vectors */
 #define GCN_ROWSPLIT_MAX_FLOATS 16    /* floats a lane accumulates */
 
-/* A row is served by a group of `group` lanes (a power of two <= 32; 32 /
- * group rows per warp), each lane holding `per_lane` (1, 2, 4 or 8) vectors
- * of the tile: lane l owns vectors l, l + group, ... */
+/* A row is served by `split` groups of `group` lanes (a power of two <= 32;
+ * 32 / (group * split) rows per warp), each lane holding `per_lane` (1, 2, 4
+ * or 8) vectors of the tile: lane l of a group owns vectors l, l + group, ...
+ * With split 2 (one vector a lane, groups under 32 lanes) the two groups sum
+ * halves of the row's non-zeros. */
 typedef struct gcn_rowsplit_shape {
     int group;
     int per_lane;
+    int split;
 } gcn_rowsplit_shape;
 
 /* The smallest group covering `vecs` vectors with at most
@@ -81,6 +84,23 @@ gcn_rowsplit_shape gcn_rowsplit_shape_narrow(gcn_rowsplit_shape s, int vec, int 
  * keep the warp's loads busy and lose to the extra shuffles and the rows'
  * unequal lengths (H100 sweep, docs/perf.md). */
 int gcn_rowsplit_auto_narrow(gcn_rowsplit_shape s, int tile_floats, double nnz_per_row);
+
+/* Rows of at least this many non-zeros on average are split over two
+ * groups when the warps would not fill the GPU twice over
+ * (gcn_rowsplit_auto_split). */
+#define GCN_ROWSPLIT_SPLIT_ROW 10
+#define GCN_ROWSPLIT_SPLIT_WARPS 64 /* warps an SM */
+
+/* How many groups rowsplit gives each of n_rows rows of nnz_per_row
+ * non-zeros on average with shape s on `sms` SMs: 2 when s has one vector a
+ * lane and groups under 32 lanes, the rows have at least
+ * GCN_ROWSPLIT_SPLIT_ROW non-zeros, and n_rows / (32 / group) warps are fewer
+ * than GCN_ROWSPLIT_SPLIT_WARPS an SM; 1 otherwise.  A product of few long
+ * rows leaves SMs without warps, and each row's gathers walk by in rounds;
+ * two groups a row double the warps and halve the rounds.  Many rows fill
+ * the GPU anyway, and short rows gain nothing from halving (H100 sweep,
+ * docs/perf.md). */
+int gcn_rowsplit_auto_split(gcn_rowsplit_shape s, int64_t n_rows, double nnz_per_row, int sms);
 
 /* The widest tile 32 lanes can hold: 32 * min(8 vec, 16) columns (256 for
  * vec 1, 512 otherwise), keeping a lane's sums within 16 registers. */

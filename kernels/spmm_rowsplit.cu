@@ -35,23 +35,43 @@ typedef struct rowsplit_plan {
     size_t rows_bytes;
 } rowsplit_plan;
 
-/* Group grp of the warp owns row rows[rwarp * (32 / G) + grp]. */
-template <int G, int V, int K>
+/* The warp's lanes form 32 / (G * S) slots of S groups of G lanes; slot q
+ * owns row rows[rwarp * (32 / (G * S)) + q], its S groups sum consecutive
+ * stretches of the row and combine by butterfly shuffles, and the slot's
+ * first group writes the row. */
+template <int G, int V, int K, int S>
 __device__ __forceinline__ void rows_task(const rs_args &a, int64_t rwarp, int lane, int col0,
                                           int nvec)
 {
-    const int li = lane % G, grp = lane / G;
-    const int64_t k = rwarp * (32 / G) + grp;
+    const int li = lane % G, grp = lane / G, part = grp % S;
+    const int64_t k = rwarp * (32 / (G * S)) + grp / S;
     if (k >= a.n_short)
         return;
     const int4 r = __ldg(a.rows + k);
     const int64_t row = r.x;
-    const int b = r.y, e = r.z;
+    int b = r.y, e = r.z;
+    if (S > 1) {
+        const int per = (e - b + S - 1) / S;
+        b = min(b + part * per, e);
+        e = min(b + per, e);
+    }
     float acc[K][V];
 #pragma unroll
     for (int k = 0; k < K; k++)
         vzero<V>(acc[k]);
     row_sum<G, V, K>(a, a.x + col0, b, e, li, group_mask<G>(lane), nvec, acc);
+    if (S > 1) {
+        const unsigned smask = group_mask<G * S>(lane);
+#pragma unroll
+        for (int off = G; off < G * S; off *= 2)
+#pragma unroll
+            for (int k = 0; k < K; k++)
+#pragma unroll
+                for (int t = 0; t < V; t++)
+                    acc[k][t] += __shfl_xor_sync(smask, acc[k][t], off);
+        if (part != 0)
+            return;
+    }
     float *yr = a.y + row * a.feat + col0;
 #pragma unroll
     for (int k = 0; k < K; k++)
@@ -65,7 +85,7 @@ __device__ __forceinline__ void rows_task(const rs_args &a, int64_t rwarp, int l
  * plan's row order (degree-sorted within windows), one per group of G
  * lanes; lane l of a group owns the tile's vectors l, l + G, ... (K of
  * them, V floats each). */
-template <int G, int V, int K, int MINB>
+template <int G, int V, int K, int MINB, int S = 1>
 __global__ void __launch_bounds__(RS_THREADS, MINB)
     rowsplit_kernel(const __grid_constant__ rs_args a)
 {
@@ -76,7 +96,7 @@ __global__ void __launch_bounds__(RS_THREADS, MINB)
     if (warp < a.n_chunks)
         chunk_task<G, V, K>(a, (int)warp, lane, col0, nvec, (int)blockIdx.y);
     else
-        rows_task<G, V, K>(a, warp - a.n_chunks, lane, col0, nvec);
+        rows_task<G, V, K, S>(a, warp - a.n_chunks, lane, col0, nvec);
 }
 
 typedef void (*rs_kernel)(const rs_args);
@@ -106,9 +126,25 @@ static rs_kernel pick_per_lane(gcn_rowsplit_shape s)
     }
 }
 
+/* Two groups of G < 32 lanes a row, one vector a lane. */
+template <int V, int MINB>
+static rs_kernel pick_split(int group)
+{
+    switch (group) {
+    case 1: return rowsplit_kernel<1, V, 1, MINB, 2>;
+    case 2: return rowsplit_kernel<2, V, 1, MINB, 2>;
+    case 4: return rowsplit_kernel<4, V, 1, MINB, 2>;
+    case 8: return rowsplit_kernel<8, V, 1, MINB, 2>;
+    default: return rowsplit_kernel<16, V, 1, MINB, 2>;
+    }
+}
+
 template <int MINB>
 static rs_kernel pick_vec(int vec, gcn_rowsplit_shape s)
 {
+    if (s.split == 2)
+        return vec == 4 ? pick_split<4, MINB>(s.group)
+                        : vec == 2 ? pick_split<2, MINB>(s.group) : pick_split<1, MINB>(s.group);
     return vec == 4 ? pick_per_lane<4, MINB>(s)
                     : vec == 2 ? pick_per_lane<2, MINB>(s) : pick_per_lane<1, MINB>(s);
 }
@@ -150,7 +186,7 @@ static gcn_feat_layout choose_layout(const gcn_csr *a, int feat, int vec, size_t
 
 /* Feature layouts: the vectorised one and the scalar fallback. */
 static gcn_status plan_layouts(gcn_ctx *ctx, const gcn_csr *a, rowsplit_plan *p,
-                               const int32_t *row_ptr, size_t l2)
+                               const int32_t *row_ptr, size_t l2, int sms)
 {
     bool banded;
     GCN_TRY(gcn_spmm_sample_banded(ctx, a, row_ptr, &banded));
@@ -162,7 +198,12 @@ static gcn_status plan_layouts(gcn_ctx *ctx, const gcn_csr *a, rowsplit_plan *p,
         gcn_rowsplit_shape s = gcn_rowsplit_shape_for(p->lay[i].vecs);
         int narrow = gcn_spmm_knob("GCN_ROWSPLIT_NARROW",
                                    gcn_rowsplit_auto_narrow(s, p->lay[i].tile, per_row), 1, 4);
-        p->shape[i] = gcn_rowsplit_shape_narrow(s, p->lay[i].vec, narrow);
+        s = gcn_rowsplit_shape_narrow(s, p->lay[i].vec, narrow);
+        int split = gcn_spmm_knob("GCN_ROWSPLIT_SPLIT",
+                                  gcn_rowsplit_auto_split(s, a->n_rows, per_row, sms), 1, 2);
+        if (split == 2 && s.per_lane == 1 && s.group < 32)
+            s.split = 2;
+        p->shape[i] = s;
     }
     return gcn_spmm_check_tiles(ctx, "rowsplit", p->lay);
 }
@@ -203,7 +244,7 @@ static gcn_status build_plan(gcn_ctx *ctx, const gcn_csr *a, rowsplit_plan *p)
                              INT32_MAX);
     p->min_blocks = gcn_spmm_knob("GCN_ROWSPLIT_MINBLOCKS", 0, 3, 4);
     GCN_TRY(gcn_csr_host_row_ptr(ctx, a, &row_ptr));
-    GCN_TRY(plan_layouts(ctx, a, p, row_ptr, l2));
+    GCN_TRY(plan_layouts(ctx, a, p, row_ptr, l2, sms));
     GCN_TRY(upload_rows(ctx, a, p, row_ptr));
     return gcn_rs_long_upload(ctx, row_ptr, a->n_rows, p->chunk, p->head.feat, p->lay, &p->lr);
 }
@@ -239,7 +280,7 @@ static gcn_status rowsplit_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const
     rs_args args = {a->col_idx, p->rows, a->values, x, y, p->lr.chunks, p->lr.long_info,
                     p->lr.partial, p->lr.counter, p->n_short, p->lr.n_chunks, feat, l->tile,
                     l->n_tiles, accumulate};
-    int rows_per_warp = 32 / p->shape[which].group;
+    int rows_per_warp = 32 / (p->shape[which].group * p->shape[which].split);
     int64_t warps = p->lr.n_chunks + ((int64_t)p->n_short + rows_per_warp - 1) / rows_per_warp;
     dim3 grid((unsigned)((warps + RS_WARPS - 1) / RS_WARPS), (unsigned)l->n_tiles);
     pick_kernel(l->vec, p->shape[which], p->min_blocks)<<<grid, RS_THREADS, 0, cs->stream>>>(

@@ -163,6 +163,28 @@ Test(spmm_plan, rowsplit_auto_narrow)
                  "tiles under 64 columns keep their groups");
 }
 
+/* Two groups a row for long rows that leave SMs without warps (132 SMs:
+ * fewer than 8,448 warps). */
+Test(spmm_plan, rowsplit_auto_split)
+{
+    gcn_rowsplit_shape f16 = gcn_rowsplit_shape_for(4), f64 = gcn_rowsplit_shape_for(16),
+                       f128 = gcn_rowsplit_shape_for(32);
+    cr_assert_eq(gcn_rowsplit_auto_split(f16, 14755, 31.1, 132), 2, "ppi, 1,844 warps");
+    cr_assert_eq(gcn_rowsplit_auto_split(f64, 14755, 31.1, 132), 2, "ppi, 7,378 warps");
+    cr_assert_eq(gcn_rowsplit_auto_split(f64, 50515, 33.4, 132), 1, "artist, 25,258 warps");
+    cr_assert_eq(gcn_rowsplit_auto_split(f16, 169343, 14.7, 132), 1, "arxiv fills the GPU");
+    cr_assert_eq(gcn_rowsplit_auto_split(f16, 43471, 4.7, 132), 1, "short rows stay whole");
+    cr_assert_eq(gcn_rowsplit_auto_split(f16, 1000, GCN_ROWSPLIT_SPLIT_ROW, 132), 2,
+                 "the limit itself is long");
+    cr_assert_eq(gcn_rowsplit_auto_split(f64, 2 * 132 * GCN_ROWSPLIT_SPLIT_WARPS, 40.0, 132), 1,
+                 "exactly the warps of the limit: whole");
+    cr_assert_eq(gcn_rowsplit_auto_split(f128, 1000, 40.0, 132), 1, "a whole warp a row");
+    cr_assert_eq(gcn_rowsplit_auto_split(gcn_rowsplit_shape_narrow(f64, 4, 2), 1000, 40.0, 132),
+                 1, "two vectors a lane");
+    cr_assert_eq(gcn_rowsplit_auto_split(f16, 400, 40.0, 0), 2, "no SM count: one SM, 50 warps");
+    cr_assert_eq(gcn_rowsplit_auto_split(f16, 1000, 40.0, 0), 1, "one SM, 125 warps");
+}
+
 Test(spmm_plan, rowsplit_auto_tile_l1_reach)
 {
     size_t budget = 30u << 20;
