@@ -79,13 +79,18 @@ gcn_rowsplit_shape gcn_rowsplit_shape_narrow(gcn_rowsplit_shape s, int vec, int 
     return s;
 }
 
-int gcn_rowsplit_auto_narrow(gcn_rowsplit_shape s, int tile_floats, double nnz_per_row)
+int gcn_rowsplit_auto_narrow(gcn_rowsplit_shape s, int tile_floats, int64_t n_rows,
+                             double nnz_per_row, int sms)
 {
-    if (tile_floats < 64)
+    if (tile_floats >= 64) {
+        double limit = s.group == 32 && s.per_lane == 1 ? GCN_ROWSPLIT_NARROW_ROW_WIDE
+                                                        : GCN_ROWSPLIT_NARROW_ROW;
+        return nnz_per_row < limit ? 2 : 1;
+    }
+    if (nnz_per_row >= GCN_ROWSPLIT_NARROW_ROW || s.group < 2)
         return 1;
-    double limit = s.group == 32 && s.per_lane == 1 ? GCN_ROWSPLIT_NARROW_ROW_WIDE
-                                                    : GCN_ROWSPLIT_NARROW_ROW;
-    return nnz_per_row < limit ? 2 : 1;
+    int64_t warps = n_rows / (64 / s.group); /* two rows a group's worth */
+    return warps >= (int64_t)(sms > 0 ? sms : 1) * GCN_ROWSPLIT_FULL_WARPS ? 2 : 1;
 }
 
 int gcn_rowsplit_auto_split(gcn_rowsplit_shape s, int64_t n_rows, double nnz_per_row, int sms)
@@ -94,7 +99,7 @@ int gcn_rowsplit_auto_split(gcn_rowsplit_shape s, int64_t n_rows, double nnz_per
         nnz_per_row < GCN_ROWSPLIT_SPLIT_ROW)
         return 1;
     int64_t warps = n_rows / (32 / s.group);
-    return warps < (int64_t)(sms > 0 ? sms : 1) * GCN_ROWSPLIT_SPLIT_WARPS ? 2 : 1;
+    return warps < (int64_t)(sms > 0 ? sms : 1) * GCN_ROWSPLIT_FULL_WARPS ? 2 : 1;
 }
 
 int gcn_rowsplit_widest_tile(int vec)

@@ -83,19 +83,20 @@ gcn_rowsplit_shape gcn_rowsplit_shape_narrow(gcn_rowsplit_shape s, int vec, int 
  * on; two rows a warp keep twice the chains in flight.  Longer rows already
  * keep the warp's loads busy and lose to the extra shuffles and the rows'
  * unequal lengths (H100 sweep, docs/perf.md). */
-int gcn_rowsplit_auto_narrow(gcn_rowsplit_shape s, int tile_floats, double nnz_per_row);
+int gcn_rowsplit_auto_narrow(gcn_rowsplit_shape s, int tile_floats, int64_t n_rows,
+                             double nnz_per_row, int sms);
 
 /* Rows of at least this many non-zeros on average are split over two
  * groups when the warps would not fill the GPU twice over
  * (gcn_rowsplit_auto_split). */
 #define GCN_ROWSPLIT_SPLIT_ROW 10
-#define GCN_ROWSPLIT_SPLIT_WARPS 64 /* warps an SM */
+#define GCN_ROWSPLIT_FULL_WARPS 64 /* warps an SM that fill the GPU twice over */
 
 /* How many groups rowsplit gives each of n_rows rows of nnz_per_row
  * non-zeros on average with shape s on `sms` SMs: 2 when s has one vector a
  * lane and groups under 32 lanes, the rows have at least
  * GCN_ROWSPLIT_SPLIT_ROW non-zeros, and n_rows / (32 / group) warps are fewer
- * than GCN_ROWSPLIT_SPLIT_WARPS an SM; 1 otherwise.  A product of few long
+ * than GCN_ROWSPLIT_FULL_WARPS an SM; 1 otherwise.  A product of few long
  * rows leaves SMs without warps, and each row's gathers walk by in rounds;
  * two groups a row double the warps and halve the rounds.  Many rows fill
  * the GPU anyway, and short rows gain nothing from halving (H100 sweep,

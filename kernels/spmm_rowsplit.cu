@@ -196,8 +196,9 @@ static gcn_status plan_layouts(gcn_ctx *ctx, const gcn_csr *a, rowsplit_plan *p,
     double per_row = (double)a->nnz / (double)a->n_rows;
     for (int i = 0; i < 2; i++) {
         gcn_rowsplit_shape s = gcn_rowsplit_shape_for(p->lay[i].vecs);
-        int narrow = gcn_spmm_knob("GCN_ROWSPLIT_NARROW",
-                                   gcn_rowsplit_auto_narrow(s, p->lay[i].tile, per_row), 1, 4);
+        int narrow = gcn_spmm_knob(
+            "GCN_ROWSPLIT_NARROW",
+            gcn_rowsplit_auto_narrow(s, p->lay[i].tile, a->n_rows, per_row, sms), 1, 4);
         s = gcn_rowsplit_shape_narrow(s, p->lay[i].vec, narrow);
         int split = gcn_spmm_knob("GCN_ROWSPLIT_SPLIT",
                                   gcn_rowsplit_auto_split(s, a->n_rows, per_row, sms), 1, 2);

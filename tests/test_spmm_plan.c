@@ -145,22 +145,34 @@ Test(spmm_plan, rowsplit_shape_narrow)
     cr_assert(s.group == 32 && s.per_lane == 1, "1: unchanged");
 }
 
-/* The rows' lengths where two rows a warp measured faster on the H100. */
+/* The rows' lengths (and, under 64 columns, the rows) where two rows a
+ * warp measured faster on the H100 (132 SMs). */
 Test(spmm_plan, rowsplit_auto_narrow)
 {
-    gcn_rowsplit_shape f64 = gcn_rowsplit_shape_for(16), f128 = gcn_rowsplit_shape_for(32),
+    gcn_rowsplit_shape f16 = gcn_rowsplit_shape_for(4), f32 = gcn_rowsplit_shape_for(8),
+                       f64 = gcn_rowsplit_shape_for(16), f128 = gcn_rowsplit_shape_for(32),
                        f256 = gcn_rowsplit_shape_for(64);
-    cr_assert_eq(gcn_rowsplit_auto_narrow(f128, 128, 3.1), 2, "a road network");
-    cr_assert_eq(gcn_rowsplit_auto_narrow(f128, 128, 14.7), 2, "arxiv at 128 columns");
-    cr_assert_eq(gcn_rowsplit_auto_narrow(f128, 128, 20.7), 1, "CA-HepPh");
-    cr_assert_eq(gcn_rowsplit_auto_narrow(f256, 256, 14.7), 1, "arxiv at 256 columns");
-    cr_assert_eq(gcn_rowsplit_auto_narrow(f256, 256, 6.0), 2, "DD");
-    cr_assert_eq(gcn_rowsplit_auto_narrow(f64, 64, 7.0), 2, "delaunay_n16");
-    cr_assert_eq(gcn_rowsplit_auto_narrow(f64, 64, 11.0), 1, "email-Enron");
-    cr_assert_eq(gcn_rowsplit_auto_narrow(f64, 64, GCN_ROWSPLIT_NARROW_ROW), 1,
+    cr_assert_eq(gcn_rowsplit_auto_narrow(f128, 128, 114599, 3.1, 132), 2, "a road network");
+    cr_assert_eq(gcn_rowsplit_auto_narrow(f128, 128, 2708, 4.9, 132), 2, "cora: any size");
+    cr_assert_eq(gcn_rowsplit_auto_narrow(f128, 128, 169343, 14.7, 132), 2, "arxiv, 128 columns");
+    cr_assert_eq(gcn_rowsplit_auto_narrow(f128, 128, 12008, 20.7, 132), 1, "CA-HepPh");
+    cr_assert_eq(gcn_rowsplit_auto_narrow(f256, 256, 169343, 14.7, 132), 1, "arxiv, 256 columns");
+    cr_assert_eq(gcn_rowsplit_auto_narrow(f256, 256, 334925, 6.0, 132), 2, "DD");
+    cr_assert_eq(gcn_rowsplit_auto_narrow(f64, 64, 65536, 7.0, 132), 2, "delaunay_n16");
+    cr_assert_eq(gcn_rowsplit_auto_narrow(f64, 64, 36692, 11.0, 132), 1, "email-Enron");
+    cr_assert_eq(gcn_rowsplit_auto_narrow(f64, 64, 1000, GCN_ROWSPLIT_NARROW_ROW, 132), 1,
                  "the limit itself is long");
-    cr_assert_eq(gcn_rowsplit_auto_narrow(gcn_rowsplit_shape_for(8), 32, 3.1), 1,
-                 "tiles under 64 columns keep their groups");
+    cr_assert_eq(gcn_rowsplit_auto_narrow(f32, 32, 114599, 3.1, 132), 2,
+                 "32 columns: 14,324 warps of 8 rows");
+    cr_assert_eq(gcn_rowsplit_auto_narrow(f16, 16, 334925, 6.0, 132), 2,
+                 "16 columns: DD's 20,932 warps of 16 rows");
+    cr_assert_eq(gcn_rowsplit_auto_narrow(f16, 16, 114599, 3.1, 132), 1,
+                 "16 columns: 7,162 warps, fewer than 64 an SM");
+    cr_assert_eq(gcn_rowsplit_auto_narrow(f32, 32, 65536, 7.0, 132), 1, "8,192 warps: too few");
+    cr_assert_eq(gcn_rowsplit_auto_narrow(f32, 32, 19717, 5.5, 132), 1, "pubmed");
+    cr_assert_eq(gcn_rowsplit_auto_narrow(f32, 32, 500000, 9.0, 132), 1, "long rows");
+    cr_assert_eq(gcn_rowsplit_auto_narrow(gcn_rowsplit_shape_for(1), 1, 500000, 3.0, 132), 1,
+                 "a group of one lane");
 }
 
 /* Two groups a row for long rows that leave SMs without warps (132 SMs:
@@ -176,7 +188,7 @@ Test(spmm_plan, rowsplit_auto_split)
     cr_assert_eq(gcn_rowsplit_auto_split(f16, 43471, 4.7, 132), 1, "short rows stay whole");
     cr_assert_eq(gcn_rowsplit_auto_split(f16, 1000, GCN_ROWSPLIT_SPLIT_ROW, 132), 2,
                  "the limit itself is long");
-    cr_assert_eq(gcn_rowsplit_auto_split(f64, 2 * 132 * GCN_ROWSPLIT_SPLIT_WARPS, 40.0, 132), 1,
+    cr_assert_eq(gcn_rowsplit_auto_split(f64, 2 * 132 * GCN_ROWSPLIT_FULL_WARPS, 40.0, 132), 1,
                  "exactly the warps of the limit: whole");
     cr_assert_eq(gcn_rowsplit_auto_split(f128, 1000, 40.0, 132), 1, "a whole warp a row");
     cr_assert_eq(gcn_rowsplit_auto_split(gcn_rowsplit_shape_narrow(f64, 4, 2), 1000, 40.0, 132),

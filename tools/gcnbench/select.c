@@ -245,6 +245,9 @@ static gcn_status run_kernel(gcn_ctx *ctx, void *user)
     return k->impl->run(ctx, k->plan, k->a, k->x, k->y, k->feat, false);
 }
 
+/* The lower median of two passes, each with a plan of its own: cuSPARSE's
+ * plan picks its algorithm by timing, and one disturbed pick (or pass) must
+ * not make the baseline slower than it is. */
 static gcn_status baseline(sel_bench *b, const char *name, const sel_graph *g, sel_ops *op,
                            double *ms)
 {
@@ -253,10 +256,16 @@ static gcn_status baseline(sel_bench *b, const char *name, const sel_graph *g, s
     *ms = NAN;
     if (!k.impl || !k.impl->supports(g->a_orig, op->feat))
         return GCN_OK;
-    GCN_TRY(k.impl->plan(b->gpu, g->a_orig, op->feat, &k.plan));
-    gcn_status st = median_ms(b, run_kernel, &k, ms);
-    k.impl->free_plan(k.plan);
-    return st;
+    for (int pass = 0; pass < 2; pass++) {
+        double t;
+        GCN_TRY(k.impl->plan(b->gpu, g->a_orig, op->feat, &k.plan));
+        gcn_status st = median_ms(b, run_kernel, &k, &t);
+        k.impl->free_plan(k.plan);
+        GCN_TRY(st);
+        if (isnan(*ms) || t < *ms)
+            *ms = t;
+    }
+    return GCN_OK;
 }
 
 /* Raises the GPU's clocks before a case: about 50 ms of rowsplit products on
