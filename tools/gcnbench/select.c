@@ -4,7 +4,7 @@
  * profiled on real products until it locks, then every candidate timed
  * (checked against a float64 reference first; two passes, the lower median
  * kept), and the pick's time over the oracle's and over cuSPARSE on the
- * original order. */
+ * original order (also two passes, each with its own plan). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
