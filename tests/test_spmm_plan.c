@@ -129,20 +129,24 @@ Test(spmm_plan, rowsplit_auto_chunk)
 
 Test(spmm_plan, rowsplit_shape_narrow)
 {
-    gcn_rowsplit_shape s = gcn_rowsplit_shape_narrow(gcn_rowsplit_shape_for(32), 4, 2);
-    cr_assert(s.group == 16 && s.per_lane == 2, "128 columns: two rows a warp, 8 floats a lane");
-    s = gcn_rowsplit_shape_narrow(gcn_rowsplit_shape_for(64), 4, 2);
-    cr_assert(s.group == 16 && s.per_lane == 4, "256 columns: 16 floats a lane");
-    s = gcn_rowsplit_shape_narrow(gcn_rowsplit_shape_for(64), 4, 4);
-    cr_assert(s.group == 16 && s.per_lane == 4, "no more than 16 floats a lane");
-    s = gcn_rowsplit_shape_narrow(gcn_rowsplit_shape_for(16), 4, 4);
-    cr_assert(s.group == 4 && s.per_lane == 4, "64 columns narrowed 4 times");
-    s = gcn_rowsplit_shape_narrow(gcn_rowsplit_shape_for(128), 1, 2);
-    cr_assert(s.group == 32 && s.per_lane == 4, "4 vectors a lane at most");
-    s = gcn_rowsplit_shape_narrow(gcn_rowsplit_shape_for(1), 4, 2);
-    cr_assert(s.group == 1 && s.per_lane == 1, "a group of one lane stays");
-    s = gcn_rowsplit_shape_narrow(gcn_rowsplit_shape_for(32), 4, 1);
-    cr_assert(s.group == 32 && s.per_lane == 1, "1: unchanged");
+    static const struct {
+        int vecs, vec, narrow, group, per_lane;
+        const char *why;
+    } cases[] = {
+        {32, 4, 2, 16, 2, "128 columns: two rows a warp, 8 floats a lane"},
+        {64, 4, 2, 16, 4, "256 columns: 16 floats a lane"},
+        {64, 4, 4, 16, 4, "no more than 16 floats a lane"},
+        {16, 4, 4, 4, 4, "64 columns narrowed 4 times"},
+        {128, 1, 2, 32, 4, "4 vectors a lane at most"},
+        {1, 4, 2, 1, 1, "a group of one lane stays"},
+        {32, 4, 1, 32, 1, "1: unchanged"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gcn_rowsplit_shape s = gcn_rowsplit_shape_narrow(gcn_rowsplit_shape_for(cases[i].vecs),
+                                                         cases[i].vec, cases[i].narrow);
+        cr_assert(s.group == cases[i].group && s.per_lane == cases[i].per_lane && s.split == 1,
+                  "%s: group %d, %d a lane", cases[i].why, s.group, s.per_lane);
+    }
 }
 
 /* The rows' lengths (and, under 64 columns, the rows) where two rows a
