@@ -62,7 +62,7 @@ typedef struct gcn_rowsplit_shape {
  * GCN_ROWSPLIT_MAX_PER_LANE per lane; vecs <= 32 * that maximum. */
 gcn_rowsplit_shape gcn_rowsplit_shape_for(int vecs);
 
-/* Rows of at most this many non-zeros on average get narrower groups
+/* Rows of fewer than this many non-zeros on average get narrower groups
  * (gcn_rowsplit_auto_narrow). */
 #define GCN_ROWSPLIT_NARROW_ROW 8
 #define GCN_ROWSPLIT_NARROW_ROW_WIDE 16
@@ -74,15 +74,18 @@ gcn_rowsplit_shape gcn_rowsplit_shape_for(int vecs);
 gcn_rowsplit_shape gcn_rowsplit_shape_narrow(gcn_rowsplit_shape s, int vec, int narrow);
 
 /* How many times rowsplit narrows the group of shape s (from
- * gcn_rowsplit_shape_for) for a tile of tile_floats columns and rows of
- * nnz_per_row non-zeros on average: 2 for tiles of at least 64 columns with
- * short rows (under GCN_ROWSPLIT_NARROW_ROW non-zeros; under
- * GCN_ROWSPLIT_NARROW_ROW_WIDE when s is a whole warp of one vector a lane),
- * 1 otherwise.  A short row's product is a chain of dependent loads (its
- * descriptor, its pairs, a round or two of gathers) that a whole warp waits
- * on; two rows a warp keep twice the chains in flight.  Longer rows already
- * keep the warp's loads busy and lose to the extra shuffles and the rows'
- * unequal lengths (H100 sweep, docs/perf.md). */
+ * gcn_rowsplit_shape_for) for a tile of tile_floats columns, n_rows rows of
+ * nnz_per_row non-zeros on average and `sms` SMs: 2 for tiles of at least
+ * 64 columns with short rows (under GCN_ROWSPLIT_NARROW_ROW non-zeros; under
+ * GCN_ROWSPLIT_NARROW_ROW_WIDE when s is a whole warp of one vector a lane);
+ * 2 for narrower tiles with rows under GCN_ROWSPLIT_NARROW_ROW when the
+ * narrowed warps still number GCN_ROWSPLIT_FULL_WARPS an SM; 1 otherwise.
+ * A short row's product is a chain of dependent loads (its descriptor, its
+ * pairs, a round or two of gathers) that a whole warp waits on; two rows a
+ * warp keep twice the chains in flight.  Longer rows already keep the
+ * warp's loads busy and lose to the extra shuffles and the rows' unequal
+ * lengths, and narrow tiles' groups of 4 or 8 lanes gain only when the
+ * halved grid still fills the GPU (H100 sweeps, docs/perf.md). */
 int gcn_rowsplit_auto_narrow(gcn_rowsplit_shape s, int tile_floats, int64_t n_rows,
                              double nnz_per_row, int sms);
 
