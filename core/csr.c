@@ -348,6 +348,7 @@ void gcn_csr_free(gcn_csr **pa)
         for (int l = 0; l < p->n_levels; l++)
             free(p->level[l].part_ptr);
         free(p->host_row_ptr);
+        free(p->prior_order);
         free(p);
     }
     free(a);

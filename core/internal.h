@@ -171,6 +171,9 @@ struct gcn_csr_priv {
     struct gcn_halo *halo; /* a rank's block of a partitioned matrix (gcn_csr_set_halo) */
     void (*halo_free)(struct gcn_halo *halo);
     int32_t *host_row_ptr; /* a device matrix's row_ptr on the host, once a plan asked */
+    int32_t *prior_order;  /* host [n_rows] or NULL: the rows in the order they had before
+                            * a relabelling (gcn_csr_set_prior_order) */
+    bool visit_prior;      /* a view whose ordered kernels visit rows in prior_order */
     gcn_csr *self_loops;   /* A + self_alpha I, once gcn_spmm_self asked (spmm_self.c) */
     float self_alpha;
     bool parts_only;       /* no arrays of its own: a block of gcn_csr_create_block, whose

@@ -117,10 +117,12 @@ GCN_API void gcn_reorder_rows(const gcn_reorder *r, const float *src, int64_t co
 GCN_API void gcn_reorder_rows_back(const gcn_reorder *r, const float *src, int64_t cols,
                                    float *dst);
 
-/* Attaches r's community levels to a, a matrix of the reordered graph
- * (n_nodes x n_nodes), so the selector also tries the subgraph kernels
- * (kernels/adaptgear.h); no levels attach nothing, and neither does PARTS
- * (its parts are rank blocks, far too large for community kernels). */
+/* Attaches r's community levels and its prior order (gcn_csr_set_prior_order
+ * with r's position) to a, a matrix of the reordered graph (n_nodes x
+ * n_nodes), so the selector also tries the subgraph kernels and rowsplit
+ * visiting the rows in their original order (kernels/adaptgear.h); PARTS
+ * attaches nothing (its parts are rank blocks, far too large for community
+ * kernels). */
 GCN_API gcn_status gcn_reorder_attach(gcn_ctx *ctx, const gcn_reorder *r, gcn_csr *a);
 
 /* Accepts NULL and sets *r to NULL. */

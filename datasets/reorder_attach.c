@@ -1,5 +1,6 @@
-/* A reordering's community levels attached to a matrix of the reordered
- * graph, so the selector tries AdaptGear's subgraph kernels on it. */
+/* A reordering's community levels and prior order attached to a matrix of
+ * the reordered graph, so the selector tries AdaptGear's subgraph kernels
+ * on it, and rowsplit visiting the rows in their original order. */
 #include "../core/internal.h"
 #include "../kernels/adaptgear.h"
 #include "reorder.h"
@@ -16,5 +17,6 @@ gcn_status gcn_reorder_attach(gcn_ctx *ctx, const gcn_reorder *r, gcn_csr *a)
     const int32_t *part_ptr[GCN_REORDER_MAX_LEVELS];
     for (int l = 0; l < r->n_levels; l++)
         part_ptr[l] = r->part_ptr[l];
-    return gcn_csr_set_communities(ctx, a, r->n_levels, r->size, r->n_parts, part_ptr);
+    GCN_TRY(gcn_csr_set_communities(ctx, a, r->n_levels, r->size, r->n_parts, part_ptr));
+    return gcn_csr_set_prior_order(ctx, a, r->method == GCN_REORDER_NONE ? NULL : r->position);
 }

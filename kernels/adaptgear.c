@@ -248,27 +248,127 @@ cleanup:
     return st;
 }
 
-gcn_status gcn_csr_level_view(gcn_ctx *ctx, const gcn_csr *a, int level, gcn_csr **view)
+/* A copy of a permutation of 0..n - 1, or NULL with *bad the first index
+ * that breaks it (n when out of memory). */
+static int32_t *permutation_copy(const int32_t *order, int32_t n, int32_t *bad)
 {
-    GCN_ARG(ctx, a && a->priv && view && level >= 0 && level < a->priv->n_levels);
+    int32_t *copy = malloc(((size_t)n + 1) * sizeof *copy);
+    unsigned char *seen = calloc((size_t)n + 1, 1);
+    *bad = n;
+    for (int32_t k = 0; copy && seen && k < n; k++) {
+        if (order[k] < 0 || order[k] >= n || seen[order[k]]) {
+            *bad = k;
+            break;
+        }
+        seen[order[k]] = 1;
+        copy[k] = order[k];
+    }
+    free(seen);
+    if (*bad == n && copy)
+        return copy;
+    free(copy);
+    return NULL;
+}
+
+/* Replaces m's prior order with a copy of order (NULL: none). */
+static gcn_status attach_prior(gcn_ctx *ctx, gcn_csr *m, const int32_t *order)
+{
+    free(m->priv->prior_order);
+    m->priv->prior_order = NULL;
+    if (!order)
+        return GCN_OK;
+    m->priv->prior_order = malloc(((size_t)m->n_rows + 1) * sizeof *order);
+    if (!m->priv->prior_order)
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "prior order: out of host memory for %d rows",
+                         m->n_rows);
+    memcpy(m->priv->prior_order, order, (size_t)m->n_rows * sizeof *order);
+    return GCN_OK;
+}
+
+gcn_status gcn_csr_set_prior_order(gcn_ctx *ctx, gcn_csr *a, const int32_t *order)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, a && a->priv && a->priv->ctx == ctx && !a->priv->owner);
+    if (a->n_rows != a->n_cols)
+        return GCN_ERROR(ctx, GCN_ERR_SHAPE, "a prior order needs a square matrix, not %d x %d",
+                         a->n_rows, a->n_cols);
+    if (a->priv->spmm || (a->priv->transpose && a->priv->transpose->priv->spmm))
+        return GCN_ERROR(ctx, GCN_ERR_STATE,
+                         "prior order: set it before the matrix's first product");
+    int32_t *copy = NULL, bad = a->n_rows;
+    if (order && !(copy = permutation_copy(order, a->n_rows, &bad)))
+        return bad < a->n_rows
+                   ? GCN_ERROR(ctx, GCN_ERR_INVALID_ARG,
+                               "prior order: entry %d (%d) is outside 0..%d or repeated",
+                               bad, order[bad], a->n_rows - 1)
+                   : GCN_ERROR(ctx, GCN_ERR_NOMEM, "prior order: out of host memory for %d rows",
+                               a->n_rows);
+    gcn_status st = GCN_OK;
+    if (a->priv->transpose)
+        st = attach_prior(ctx, a->priv->transpose, copy);
+    free(a->priv->prior_order);
+    a->priv->prior_order = copy;
+    return st;
+}
+
+const int32_t *gcn_csr_visit_order(const gcn_csr *a)
+{
+    return a && a->priv && a->priv->visit_prior ? a->priv->prior_order : NULL;
+}
+
+/* A header over a's arrays, with a copy of a's host row_ptr when a has
+ * one (its plans then need no download); the caller adds the rest. */
+static gcn_status new_view(gcn_ctx *ctx, const gcn_csr *a, gcn_csr **out)
+{
     gcn_csr *v = calloc(1, sizeof *v);
     gcn_csr_priv *p = calloc(1, sizeof *p);
-    if (!v || !p) {
+    size_t rp_bytes = ((size_t)a->n_rows + 1) * sizeof(int32_t);
+    int32_t *rp = a->priv->host_row_ptr ? malloc(rp_bytes) : NULL;
+    if (!v || !p || (a->priv->host_row_ptr && !rp)) {
         free(v);
         free(p);
+        free(rp);
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory for a matrix view");
     }
+    if (rp)
+        memcpy(rp, a->priv->host_row_ptr, rp_bytes);
+    p->host_row_ptr = rp;
     *v = *a;
     v->priv = p;
     p->ctx = ctx;
     p->sorted = a->priv->sorted;
     p->borrowed = true;
+    *out = v;
+    return GCN_OK;
+}
+
+gcn_status gcn_csr_prior_view(gcn_ctx *ctx, const gcn_csr *a, gcn_csr **view)
+{
+    GCN_ARG(ctx, a && a->priv && a->priv->prior_order && view);
+    gcn_csr *v;
+    GCN_TRY(new_view(ctx, a, &v));
+    gcn_status st = attach_prior(ctx, v, a->priv->prior_order);
+    if (st != GCN_OK) {
+        gcn_csr_free(&v);
+        return st;
+    }
+    v->priv->visit_prior = true;
+    *view = v;
+    return GCN_OK;
+}
+
+gcn_status gcn_csr_level_view(gcn_ctx *ctx, const gcn_csr *a, int level, gcn_csr **view)
+{
+    GCN_ARG(ctx, a && a->priv && view && level >= 0 && level < a->priv->n_levels);
+    gcn_csr *v;
+    GCN_TRY(new_view(ctx, a, &v));
     gcn_status st = attach_levels(ctx, v, 1, &a->priv->level[level]);
     if (st != GCN_OK) {
         gcn_csr_free(&v);
         return st;
     }
-    p->block_diagonal = level == 0 && a->priv->block_diagonal;
+    v->priv->block_diagonal = level == 0 && a->priv->block_diagonal;
     *view = v;
     return GCN_OK;
 }

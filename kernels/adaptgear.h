@@ -31,6 +31,22 @@ GCN_API int gcn_csr_community_levels(const gcn_csr *a);
 /* The nominal part size of a level, or 0 when there is no such level. */
 GCN_API int32_t gcn_csr_community_size(const gcn_csr *a, int level);
 
+/* Attaches to a square matrix, and to its stored transpose, the order its
+ * rows had before a relabelling: order[k] is the current id of the row
+ * that came k-th (a permutation of 0..n_rows - 1; a gcn_reorder's
+ * `position`), NULL to remove it.  The array is copied.  The selector then
+ * also times the kernels with GCN_SPMM_ROLE_PRIOR visiting the rows in
+ * that order ("rowsplit@prior"): communities made contiguous help most
+ * graphs, but where the old ids already followed the structure (a crawl
+ * order, degree order), visiting rows as before can be faster.  Must come
+ * before the matrix's first product (GCN_ERR_STATE after). */
+GCN_API gcn_status gcn_csr_set_prior_order(gcn_ctx *ctx, gcn_csr *a, const int32_t *order);
+
+/* The order in which a kernel should visit a's rows (host, [n_rows]), or
+ * NULL for any order: set on the views the selector runs the
+ * GCN_SPMM_ROLE_PRIOR kernels on, NULL on every matrix a program makes. */
+GCN_API const int32_t *gcn_csr_visit_order(const gcn_csr *a);
+
 /* Splits a at a community level into two new matrices of a's shape:
  * *intra holds the entries whose row and column lie in one part (block
  * diagonal; the level is attached to it as its only level), *inter the

@@ -103,7 +103,7 @@ gcn_status gcn_spmm_register(gcn_ctx *ctx, const gcn_spmm_impl *kernel)
                          "runs on %s", k.name, gcn_device_name(k.device),
                          gcn_device_name(ctx->device));
     const unsigned all_roles = GCN_SPMM_ROLE_WHOLE | GCN_SPMM_ROLE_INTRA | GCN_SPMM_ROLE_INTER |
-                               GCN_SPMM_ROLE_FUSED;
+                               GCN_SPMM_ROLE_FUSED | GCN_SPMM_ROLE_PRIOR;
     if (!k.supports || !k.plan || !k.run || k.roles == 0 || (k.roles & ~all_roles))
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "spmm_register: kernel '%s' needs supports, "
                          "plan and run, and roles among GCN_SPMM_ROLE_*", k.name);

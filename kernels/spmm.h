@@ -15,14 +15,17 @@ extern "C" {
 
 /* The parts of a decomposed product a kernel is a candidate for (a bit
  * set): the whole matrix; the intra-community part of a split (block
- * diagonal, its community level attached); the inter-community part; or
- * the whole matrix seen with one community level attached (a community
- * kernel that serves both parts in one pass). */
+ * diagonal, its community level attached); the inter-community part; the
+ * whole matrix seen with one community level attached (a community
+ * kernel that serves both parts in one pass); or the whole matrix with its
+ * rows to be visited in the order they had before a relabelling (the
+ * kernel follows gcn_csr_visit_order, adaptgear.h). */
 enum {
     GCN_SPMM_ROLE_WHOLE = 1,
     GCN_SPMM_ROLE_INTRA = 2,
     GCN_SPMM_ROLE_INTER = 4,
-    GCN_SPMM_ROLE_FUSED = 8
+    GCN_SPMM_ROLE_FUSED = 8,
+    GCN_SPMM_ROLE_PRIOR = 16
 };
 
 /* One SpMM implementation, built in or a program's own (gcn_spmm_register).
@@ -75,8 +78,11 @@ GCN_API const gcn_spmm_impl *gcn_spmm_find(const gcn_ctx *ctx, const char *name)
  *     registry's whole-matrix kernels, and for matrices with community
  *     levels (adaptgear.h) each level's community kernel on the whole
  *     matrix ("intra_smem@256") and each pair of an intra and an inter
- *     kernel on its split ("intra_smem+inter_csr@256").  They compute the
- *     same product up to float rounding.
+ *     kernel on its split ("intra_smem+inter_csr@256"); for matrices that
+ *     carry the order of their rows before a relabelling
+ *     (gcn_csr_set_prior_order), the kernels that can follow it visiting
+ *     the rows in that order ("rowsplit@prior").  They compute the same
+ *     product up to float rounding.
  *   "auto-deterministic": the same over deterministic candidates only.
  *   a registry name ("rowsplit"): that kernel on every call.
  *   a strategy name as above: that strategy on every call (an error at the

@@ -54,6 +54,7 @@ struct gcn_spmm_site {
 struct gcn_spmm_state {
     gcn_csr *intra[GCN_CSR_MAX_LEVELS], *inter[GCN_CSR_MAX_LEVELS];
     gcn_csr *view[GCN_CSR_MAX_LEVELS];
+    gcn_csr *prior; /* the prior-order view */
     gcn_spmm_site *sites, *last;
 };
 
@@ -64,6 +65,7 @@ static void state_free(gcn_spmm_state *s)
         gcn_selector_free(&t->sel);
         free(t);
     }
+    gcn_csr_free(&s->prior);
     for (int l = 0; l < GCN_CSR_MAX_LEVELS; l++) {
         gcn_csr_free(&s->view[l]);
         gcn_csr_free(&s->intra[l]);
@@ -123,7 +125,30 @@ static gcn_status get_view(gcn_ctx *ctx, const gcn_csr *a, int level, const gcn_
     return GCN_OK;
 }
 
+static gcn_status get_prior_view(gcn_ctx *ctx, const gcn_csr *a, const gcn_csr **view)
+{
+    gcn_spmm_state *s = NULL;
+    GCN_TRY(state_of(ctx, a, &s));
+    if (!s->prior)
+        GCN_TRY(gcn_csr_prior_view(ctx, a, &s->prior));
+    *view = s->prior;
+    return GCN_OK;
+}
+
 /* ---- candidates ---------------------------------------------------------------- */
+
+/* The strategy a site is named after (forced, or from a plan file), or NULL. */
+static const char *named_strategy(const gcn_spmm_site *t)
+{
+    return t->forced ? t->mode : t->only[0] ? t->only : NULL;
+}
+
+/* Whether a strategy name is a kernel in the prior row order ("rowsplit@prior"). */
+static bool names_prior(const char *name)
+{
+    const char *at = name ? strchr(name, '@') : NULL;
+    return at && !strcmp(at + 1, "prior");
+}
 
 static void add(gcn_spmm_site *t, const char *name, const gcn_csr *m0, const gcn_spmm_impl *k0,
                 const gcn_csr *m1, const gcn_spmm_impl *k1)
@@ -185,7 +210,7 @@ static gcn_status add_level(gcn_ctx *ctx, const gcn_csr *a, int level, gcn_spmm_
 static void add_whole(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t)
 {
     int n = gcn_spmm_count(ctx);
-    const char *named = t->forced ? t->mode : t->only[0] ? t->only : NULL;
+    const char *named = named_strategy(t);
     for (int i = 0; i < n && !(named && strchr(named, '@')); i++)
         if (fits(ctx, t, gcn_spmm_at(ctx, i), GCN_SPMM_ROLE_WHOLE, a))
             add(t, gcn_spmm_at(ctx, i)->name, a, gcn_spmm_at(ctx, i), NULL, NULL);
@@ -196,19 +221,49 @@ static void add_whole(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t)
  * built. */
 static gcn_status add_levels(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t)
 {
-    const char *named = t->forced ? t->mode : t->only[0] ? t->only : NULL;
+    const char *named = named_strategy(t);
     const char *at = named ? strchr(named, '@') : NULL;
-    for (int l = 0; a->n_rows == a->n_cols && l < a->priv->n_levels && (!named || at); l++)
+    for (int l = 0; a->n_rows == a->n_cols && l < a->priv->n_levels && (!named || at) &&
+                    !names_prior(named);
+         l++)
         if (!at || atoi(at + 1) == a->priv->level[l].size)
             GCN_TRY(add_level(ctx, a, l, t));
     return GCN_OK;
 }
 
-/* The rest of a deferred site at its second product: the levels'
- * candidates and the selector. */
+/* For a matrix that carries its rows' prior order, each kernel that can
+ * follow it on the prior-order view ("rowsplit@prior"); for a named
+ * strategy only when it names one of these. */
+static gcn_status add_prior(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t)
+{
+    const char *named = named_strategy(t);
+    if (!a->priv->prior_order || (named && !names_prior(named)))
+        return GCN_OK;
+    const gcn_csr *view;
+    char name[64];
+    GCN_TRY(get_prior_view(ctx, a, &view));
+    for (int i = 0; i < gcn_spmm_count(ctx); i++) {
+        const gcn_spmm_impl *k = gcn_spmm_at(ctx, i);
+        if (fits(ctx, t, k, GCN_SPMM_ROLE_PRIOR, view)) {
+            snprintf(name, sizeof name, "%s@prior", k->name);
+            add(t, name, view, k, NULL, NULL);
+        }
+    }
+    return GCN_OK;
+}
+
+/* The candidates that come after the whole-matrix ones. */
+static gcn_status add_more(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t)
+{
+    GCN_TRY(add_prior(ctx, a, t));
+    return add_levels(ctx, a, t);
+}
+
+/* The rest of a deferred site at its second product: the prior-order and
+ * levels' candidates and the selector. */
 static gcn_status complete(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t)
 {
-    GCN_TRY(add_levels(ctx, a, t));
+    GCN_TRY(add_more(ctx, a, t));
     if (t->n_cand == 0)
         return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "spmm: no kernel supports this %d x %d "
                          "matrix at width %d on %s", a->n_rows, a->n_cols, t->feat,
@@ -240,7 +295,7 @@ static gcn_status site_new(gcn_ctx *ctx, const gcn_csr *a, int feat, const char 
     if (!named && !t->deferred)
         st = complete(ctx, a, t);
     if (named) { /* locked from the start: its selector never times */
-        st = add_levels(ctx, a, t);
+        st = add_more(ctx, a, t);
         if (st == GCN_OK && t->n_cand > 0)
             st = gcn_selector_create(ctx, &t->sel, t->n_cand, NULL, gcn_select_host_clock());
         if (st == GCN_OK)

@@ -15,6 +15,11 @@ extern "C" {
  * with gcn_csr_free, before a. */
 gcn_status gcn_csr_level_view(gcn_ctx *ctx, const gcn_csr *a, int level, gcn_csr **view);
 
+/* A matrix sharing a's arrays whose visit order (gcn_csr_visit_order) is
+ * a's prior order, which a must have.  Caller frees with gcn_csr_free,
+ * before a. */
+gcn_status gcn_csr_prior_view(gcn_ctx *ctx, const gcn_csr *a, gcn_csr **view);
+
 /* The kernels ctx can run, i in [0, gcn_spmm_count(ctx)): the built-in
  * registry in its order, then the program's registered ones. */
 int gcn_spmm_count(const gcn_ctx *ctx);

@@ -90,7 +90,13 @@ int gcn_rowsplit_auto_narrow(gcn_rowsplit_shape s, int tile_floats, int64_t n_ro
     if (nnz_per_row >= GCN_ROWSPLIT_NARROW_ROW || s.group < 2)
         return 1;
     int64_t warps = n_rows / (64 / s.group); /* two rows a group's worth */
-    return warps >= (int64_t)(sms > 0 ? sms : 1) * GCN_ROWSPLIT_FULL_WARPS ? 2 : 1;
+    return warps >= (int64_t)(sms > 0 ? sms : 1) * GCN_ROWSPLIT_NARROW_WARPS ? 2 : 1;
+}
+
+int gcn_rowsplit_auto_min_blocks(gcn_rowsplit_shape s, int64_t warps, int sms)
+{
+    bool deep = s.group == 8 && warps >= (int64_t)(sms > 0 ? sms : 1) * GCN_ROWSPLIT_DEEP_WARPS;
+    return s.group >= 16 || deep ? GCN_ROWSPLIT_BLOCKS_MANY : GCN_ROWSPLIT_BLOCKS_FEW;
 }
 
 int gcn_rowsplit_auto_split(gcn_rowsplit_shape s, int64_t n_rows, double nnz_per_row, int sms)
@@ -204,12 +210,15 @@ gcn_status gcn_rowsplit_chunks_build(gcn_ctx *ctx, const int32_t *row_ptr, int32
 #define ORDER_BUCKETS 1024
 
 gcn_status gcn_rowsplit_order(gcn_ctx *ctx, const int32_t *row_ptr, int32_t n_rows, int32_t chunk,
-                              int32_t window, int32_t *perm, int32_t *n_short)
+                              int32_t window, const int32_t *visit, int32_t *perm,
+                              int32_t *n_short)
 {
     int32_t n = 0;
-    for (int32_t i = 0; i < n_rows; i++)
+    for (int32_t k = 0; k < n_rows; k++) {
+        int32_t i = visit ? visit[k] : k;
         if (row_ptr[i + 1] - row_ptr[i] <= chunk)
             perm[n++] = i;
+    }
     *n_short = n;
     if (window <= 1)
         return GCN_OK;

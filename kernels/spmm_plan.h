@@ -63,9 +63,11 @@ typedef struct gcn_rowsplit_shape {
 gcn_rowsplit_shape gcn_rowsplit_shape_for(int vecs);
 
 /* Rows of fewer than this many non-zeros on average get narrower groups
- * (gcn_rowsplit_auto_narrow). */
+ * (gcn_rowsplit_auto_narrow), under 64 columns only when the narrowed
+ * warps number at least GCN_ROWSPLIT_NARROW_WARPS an SM. */
 #define GCN_ROWSPLIT_NARROW_ROW 8
 #define GCN_ROWSPLIT_NARROW_ROW_WIDE 16
+#define GCN_ROWSPLIT_NARROW_WARPS 36
 
 /* s with its group narrowed `narrow` times (a power of two): each group
  * still takes one row, so a warp takes `narrow` times more rows, and a lane
@@ -79,7 +81,7 @@ gcn_rowsplit_shape gcn_rowsplit_shape_narrow(gcn_rowsplit_shape s, int vec, int 
  * 64 columns with short rows (under GCN_ROWSPLIT_NARROW_ROW non-zeros; under
  * GCN_ROWSPLIT_NARROW_ROW_WIDE when s is a whole warp of one vector a lane);
  * 2 for narrower tiles with rows under GCN_ROWSPLIT_NARROW_ROW when the
- * narrowed warps still number GCN_ROWSPLIT_FULL_WARPS an SM; 1 otherwise.
+ * narrowed warps still number GCN_ROWSPLIT_NARROW_WARPS an SM; 1 otherwise.
  * A short row's product is a chain of dependent loads (its descriptor, its
  * pairs, a round or two of gathers) that a whole warp waits on; two rows a
  * warp keep twice the chains in flight.  Longer rows already keep the
@@ -105,6 +107,20 @@ int gcn_rowsplit_auto_narrow(gcn_rowsplit_shape s, int tile_floats, int64_t n_ro
  * the GPU anyway, and short rows gain nothing from halving (H100 sweep,
  * docs/perf.md). */
 int gcn_rowsplit_auto_split(gcn_rowsplit_shape s, int64_t n_rows, double nnz_per_row, int sms);
+
+/* The resident blocks an SM rowsplit's kernel is built for, which sets
+ * its register budget: GCN_ROWSPLIT_BLOCKS_MANY (at most 64 registers a
+ * thread, more warps in flight) for groups of 16 or 32 lanes, and for
+ * groups of 8 when the launch has at least GCN_ROWSPLIT_DEEP_WARPS warps
+ * an SM; GCN_ROWSPLIT_BLOCKS_FEW (at most 80) otherwise.  Narrow groups'
+ * loads hold more registers (4-lane groups spill under 64), and a fourth
+ * block pays for the tighter budget only when the launch has the warps
+ * to fill it (H100 sweeps, docs/perf.md).  warps: the launch's row warps
+ * over all its tiles. */
+#define GCN_ROWSPLIT_BLOCKS_FEW 3
+#define GCN_ROWSPLIT_BLOCKS_MANY 4
+#define GCN_ROWSPLIT_DEEP_WARPS 112
+int gcn_rowsplit_auto_min_blocks(gcn_rowsplit_shape s, int64_t warps, int sms);
 
 /* The widest tile 32 lanes can hold: 32 * min(8 vec, 16) columns (256 for
  * vec 1, 512 otherwise), keeping a lane's sums within 16 registers. */
@@ -162,12 +178,14 @@ gcn_status gcn_rowsplit_chunks_build(gcn_ctx *ctx, const int32_t *row_ptr, int32
 void gcn_rowsplit_chunks_free(gcn_rowsplit_chunks *c);
 
 /* The order in which rowsplit's row warps take the rows that are not long
- * (degree <= chunk): by degree, stable, within each window of `window`
- * consecutive rows (so the 32 / group rows of a warp have similar degrees
- * and a block's rows stay neighbours); window <= 1 keeps the natural order.
- * perm receives the *n_short row ids. */
+ * (degree <= chunk): the rows in visit order (visit[k] is the k-th row, a
+ * permutation; NULL: 0, 1, 2, ...), then by degree, stable, within each
+ * window of `window` consecutive rows of that order (so the 32 / group rows
+ * of a warp have similar degrees and a block's rows stay neighbours);
+ * window <= 1 keeps the visit order.  perm receives the *n_short row ids. */
 gcn_status gcn_rowsplit_order(gcn_ctx *ctx, const int32_t *row_ptr, int32_t n_rows, int32_t chunk,
-                              int32_t window, int32_t *perm, int32_t *n_short);
+                              int32_t window, const int32_t *visit, int32_t *perm,
+                              int32_t *n_short);
 
 /* ---- accel (Accel-GCN) -------------------------------------------------- */
 

@@ -9,23 +9,18 @@
  * planning: spmm_plan.c; docs/kernels.md. */
 #include <stdlib.h>
 
+#include "adaptgear.h"
 #include "spmm_rowsplit.cuh"
 #include "spmm_impls.h"
 
 #define RS_THREADS 256
 #define RS_WARPS (RS_THREADS / GCN_WARP)
-/* Blocks an SM the register budget must allow (GCN_ROWSPLIT_MINBLOCKS): 3
- * (<= 80 registers) suits groups of 1..8 lanes, whose loads hold many
- * registers; 4 (<= 64, more warps in flight) suits 16- and 32-lane groups
- * (H100 sweep, docs/perf.md). */
-#define RS_MIN_BLOCKS_NARROW 3
-#define RS_MIN_BLOCKS_WIDE 4
 #define RS_SORT_WINDOW 4096 /* default GCN_ROWSPLIT_SORT (H100 sweep, docs/perf.md) */
 
 typedef struct rowsplit_plan {
     gcn_spmm_head head;     /* first member: the product the plan is for */
     int chunk;              /* rows with more non-zeros are cut into chunks */
-    int min_blocks;         /* 3 or 4 resident blocks an SM (0: by group width) */
+    int min_blocks[2];      /* resident blocks an SM, per layout (gcn_rowsplit_auto_min_blocks) */
     gcn_feat_layout lay[2]; /* [0] vectorised, [1] scalar for misaligned x or y */
     gcn_rowsplit_shape shape[2];
     int32_t n_short;        /* rows of at most `chunk` non-zeros */
@@ -149,13 +144,11 @@ static rs_kernel pick_vec(int vec, gcn_rowsplit_shape s)
                     : vec == 2 ? pick_per_lane<2, MINB>(s) : pick_per_lane<1, MINB>(s);
 }
 
-/* min_blocks: 3 (<= 80 registers) or 4 (<= 64); 0 picks by group width. */
+/* min_blocks: GCN_ROWSPLIT_BLOCKS_FEW or _MANY. */
 static rs_kernel pick_kernel(int vec, gcn_rowsplit_shape s, int min_blocks)
 {
-    if (min_blocks == 0)
-        min_blocks = s.group >= 16 ? RS_MIN_BLOCKS_WIDE : RS_MIN_BLOCKS_NARROW;
-    return min_blocks == RS_MIN_BLOCKS_WIDE ? pick_vec<RS_MIN_BLOCKS_WIDE>(vec, s)
-                                            : pick_vec<RS_MIN_BLOCKS_NARROW>(vec, s);
+    return min_blocks == GCN_ROWSPLIT_BLOCKS_MANY ? pick_vec<GCN_ROWSPLIT_BLOCKS_MANY>(vec, s)
+                                                  : pick_vec<GCN_ROWSPLIT_BLOCKS_FEW>(vec, s);
 }
 
 /* ---- plan ----------------------------------------------------------------- */
@@ -205,12 +198,18 @@ static gcn_status plan_layouts(gcn_ctx *ctx, const gcn_csr *a, rowsplit_plan *p,
         if (split == 2 && s.per_lane == 1 && s.group < 32)
             s.split = 2;
         p->shape[i] = s;
+        int64_t per_warp = 32 / (s.group * s.split);
+        int64_t warps = (int64_t)p->lay[i].n_tiles * ((a->n_rows + per_warp - 1) / per_warp);
+        p->min_blocks[i] = gcn_spmm_knob("GCN_ROWSPLIT_MINBLOCKS",
+                                         gcn_rowsplit_auto_min_blocks(s, warps, sms),
+                                         GCN_ROWSPLIT_BLOCKS_FEW, GCN_ROWSPLIT_BLOCKS_MANY);
     }
     return gcn_spmm_check_tiles(ctx, "rowsplit", p->lay);
 }
 
-/* The order row warps take the rows in, as (row, first non-zero, end).
- * GCN_ROWSPLIT_SORT is the sort window in rows (0 or 1: natural order). */
+/* The order row warps take the rows in, as (row, first non-zero, end):
+ * the matrix's visit order (a prior-order view's, else natural), sorted by
+ * degree within windows of GCN_ROWSPLIT_SORT rows (0 or 1: unsorted). */
 static gcn_status upload_rows(gcn_ctx *ctx, const gcn_csr *a, rowsplit_plan *p,
                               const int32_t *row_ptr)
 {
@@ -218,8 +217,8 @@ static gcn_status upload_rows(gcn_ctx *ctx, const gcn_csr *a, rowsplit_plan *p,
     int32_t *order = (int32_t *)malloc(((size_t)a->n_rows + 1) * 4 * sizeof *order);
     if (!order)
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "rowsplit: out of host memory for the row order");
-    gcn_status st = gcn_rowsplit_order(ctx, row_ptr, a->n_rows, p->chunk, window, order,
-                                       &p->n_short);
+    gcn_status st = gcn_rowsplit_order(ctx, row_ptr, a->n_rows, p->chunk, window,
+                                       gcn_csr_visit_order(a), order, &p->n_short);
     for (int64_t k = p->n_short - 1; st == GCN_OK && k >= 0; k--) { /* in place, from the back */
         int32_t r = order[k];
         order[4 * k] = r;
@@ -243,7 +242,6 @@ static gcn_status build_plan(gcn_ctx *ctx, const gcn_csr *a, rowsplit_plan *p)
     GCN_TRY(gcn_spmm_device_limits(ctx, &sms, &l2));
     p->chunk = gcn_spmm_knob("GCN_ROWSPLIT_CHUNK", gcn_rowsplit_auto_chunk(a->nnz, sms), 1,
                              INT32_MAX);
-    p->min_blocks = gcn_spmm_knob("GCN_ROWSPLIT_MINBLOCKS", 0, 3, 4);
     GCN_TRY(gcn_csr_host_row_ptr(ctx, a, &row_ptr));
     GCN_TRY(plan_layouts(ctx, a, p, row_ptr, l2, sms));
     GCN_TRY(upload_rows(ctx, a, p, row_ptr));
@@ -284,7 +282,7 @@ static gcn_status rowsplit_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const
     int rows_per_warp = 32 / (p->shape[which].group * p->shape[which].split);
     int64_t warps = p->lr.n_chunks + ((int64_t)p->n_short + rows_per_warp - 1) / rows_per_warp;
     dim3 grid((unsigned)((warps + RS_WARPS - 1) / RS_WARPS), (unsigned)l->n_tiles);
-    pick_kernel(l->vec, p->shape[which], p->min_blocks)<<<grid, RS_THREADS, 0, cs->stream>>>(
+    pick_kernel(l->vec, p->shape[which], p->min_blocks[which])<<<grid, RS_THREADS, 0, cs->stream>>>(
         args);
     GCN_LAUNCHED("rowsplit_kernel");
     return GCN_OK;
@@ -295,7 +293,7 @@ const gcn_spmm_impl gcn_spmm_rowsplit = {
     .name = "rowsplit",
     .device = GCN_DEVICE_CUDA,
     .deterministic = true,
-    .roles = GCN_SPMM_ROLE_WHOLE,
+    .roles = GCN_SPMM_ROLE_WHOLE | GCN_SPMM_ROLE_PRIOR,
     .supports = gcn_spmm_cuda_supports,
     .plan = rowsplit_plan_create,
     .run = rowsplit_run,

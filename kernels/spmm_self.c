@@ -50,10 +50,12 @@ static void add_diagonal(const int32_t *rp, const int32_t *ci, const float *v, i
     }
 }
 
-/* m gets a's community levels, so the selector tries the same strategies. */
-static gcn_status copy_levels(gcn_ctx *ctx, const gcn_csr *a, gcn_csr *m)
+/* m gets a's community levels and prior order, so the selector tries the
+ * same strategies. */
+static gcn_status copy_attached(gcn_ctx *ctx, const gcn_csr *a, gcn_csr *m)
 {
     const gcn_csr_priv *p = a->priv;
+    GCN_TRY(gcn_csr_set_prior_order(ctx, m, p->prior_order));
     int32_t sizes[GCN_CSR_MAX_LEVELS], n_parts[GCN_CSR_MAX_LEVELS];
     const int32_t *part_ptr[GCN_CSR_MAX_LEVELS];
     for (int l = 0; l < p->n_levels; l++) {
@@ -94,7 +96,7 @@ static gcn_status build(gcn_ctx *ctx, const gcn_csr *a, float alpha, gcn_csr **o
     add_diagonal(rp, ci, v, n, gcn_csr_is_sorted(a), alpha, rp2, ci2, v2);
     GCN_CHECK(gcn_csr_create_known(ctx, out, n, n, (int32_t)nnz2, rp2, ci2, v2,
                                    gcn_csr_is_symmetric(a)));
-    st = copy_levels(ctx, a, *out);
+    st = copy_attached(ctx, a, *out);
     if (st != GCN_OK)
         gcn_csr_free(out);
 cleanup:

@@ -232,6 +232,147 @@ Test(adaptgear, cpu_site_locks_its_one_kernel)
     gcn_ctx_free(&ctx);
 }
 
+/* ---- the prior row order ------------------------------------------------- */
+
+static gcn_status load_plan(gcn_ctx *ctx, char *mem, size_t len, const gcn_csr *m,
+                            const char *tag);
+
+/* The rows the kernel below visited, in order (its last product). */
+static int32_t visited[6];
+
+static bool any_matrix(const gcn_csr *a, int feat)
+{
+    (void)a;
+    (void)feat;
+    return true;
+}
+
+static gcn_status no_plan(gcn_ctx *ctx, const gcn_csr *a, int feat, void **plan)
+{
+    (void)ctx;
+    (void)a;
+    (void)feat;
+    *plan = NULL;
+    return GCN_OK;
+}
+
+/* y (+)= A x row by row, in the matrix's visit order when it has one. */
+static gcn_status in_order_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const float *x,
+                               float *y, int feat, bool accumulate)
+{
+    (void)ctx;
+    (void)plan;
+    const int32_t *rp = gcn_csr_row_ptr(a), *ci = gcn_csr_col_idx(a);
+    const int32_t *visit = gcn_csr_visit_order(a);
+    const float *v = gcn_csr_values(a);
+    for (int32_t k = 0; k < gcn_csr_rows(a); k++) {
+        int32_t i = visit ? visit[k] : k;
+        visited[k] = i;
+        for (int c = 0; c < feat; c++) {
+            float s = accumulate ? y[(int64_t)i * feat + c] : 0.0f;
+            for (int32_t e = rp[i]; e < rp[i + 1]; e++)
+                s += v[e] * x[(int64_t)ci[e] * feat + c];
+            y[(int64_t)i * feat + c] = s;
+        }
+    }
+    return GCN_OK;
+}
+
+static const gcn_spmm_impl in_order = {
+    .size = sizeof(gcn_spmm_impl),
+    .name = "in_order",
+    .device = GCN_DEVICE_CPU,
+    .deterministic = true,
+    .roles = GCN_SPMM_ROLE_WHOLE | GCN_SPMM_ROLE_PRIOR,
+    .supports = any_matrix,
+    .plan = no_plan,
+    .run = in_order_run,
+};
+
+static bool has_candidate(const gcn_spmm_site *t, const char *name)
+{
+    for (int c = 0; c < gcn_spmm_site_candidates(t); c++)
+        if (!strcmp(gcn_spmm_site_candidate_name(t, c), name))
+            return true;
+    return false;
+}
+
+/* A matrix with a prior order adds "<kernel>@prior" for each kernel with
+ * GCN_SPMM_ROLE_PRIOR, which then visits the rows in that order; the
+ * order is checked, copied to the transpose, and fixed at the first
+ * product. */
+Test(adaptgear, prior_order_is_visited_and_checked)
+{
+    gcn_ctx *ctx = test_cpu_ctx(1);
+    cr_assert_eq(gcn_spmm_register(ctx, &in_order), GCN_OK, "%s", gcn_last_error(ctx));
+    gcn_csr *a = six(ctx, true), *r = NULL;
+    const int32_t prior[] = {4, 0, 5, 2, 1, 3}, repeated[] = {4, 0, 5, 2, 4, 3};
+    const int32_t outside[] = {4, 0, 5, 2, 6, 3};
+    cr_assert_eq(gcn_csr_set_prior_order(ctx, a, repeated), GCN_ERR_INVALID_ARG);
+    cr_assert(strstr(gcn_last_error(ctx), "entry 4 (4)"), "%s", gcn_last_error(ctx));
+    cr_assert_eq(gcn_csr_set_prior_order(ctx, a, outside), GCN_ERR_INVALID_ARG);
+    int32_t rrp[] = {0, 1, 2}, rci[] = {0, 2};
+    cr_assert_eq(gcn_csr_create(ctx, &r, 2, 3, 2, rrp, rci, NULL), GCN_OK);
+    cr_assert_eq(gcn_csr_set_prior_order(ctx, r, prior), GCN_ERR_SHAPE);
+    cr_assert_eq(gcn_csr_set_prior_order(ctx, a, prior), GCN_OK, "%s", gcn_last_error(ctx));
+    cr_assert_null(gcn_csr_visit_order(a), "the matrix itself keeps its natural order");
+    cr_assert_not_null(gcn_csr_transpose(a)->priv->prior_order, "the transpose has it too");
+
+    cr_assert_eq(gcn_spmm_set_kernel(ctx, "in_order@prior"), GCN_OK);
+    product(ctx, a);
+    cr_assert_arr_eq(visited, prior, sizeof prior);
+    cr_assert_eq(gcn_csr_set_prior_order(ctx, a, NULL), GCN_ERR_STATE);
+
+    gcn_spmm_site *t = NULL;
+    cr_assert_eq(gcn_spmm_set_kernel(ctx, "auto"), GCN_OK);
+    product(ctx, a);
+    product(ctx, a); /* the second product adds the candidates after the whole-matrix ones */
+    cr_assert_eq(gcn_spmm_site_get(ctx, a, 1, "auto", &t), GCN_OK, "%s", gcn_last_error(ctx));
+    cr_assert(has_candidate(t, "in_order@prior") && has_candidate(t, "in_order") &&
+              has_candidate(t, "cpu"));
+    cr_assert_not(has_candidate(t, "cpu@prior"), "the cpu kernel does not follow an order");
+
+    /* a plan file naming the strategy locks it on a matrix with the order
+     * (the header as saved for this matrix, then a site line written here) */
+    char *mem = NULL, text[1024];
+    size_t len = 0;
+    FILE *ms = open_memstream(&mem, &len);
+    const gcn_csr *mats[1] = {a};
+    const char *tags[1] = {"gcn"};
+    cr_assert_eq(gcn_spmm_plan_save(ctx, ms, mats, tags, 1), GCN_OK, "%s", gcn_last_error(ctx));
+    fclose(ms);
+    cr_assert_null(strstr(mem, "site "), "still profiling: no site line yet");
+    snprintf(text, sizeof text, "%ssite gcn A 1 auto in_order@prior\n", mem);
+    free(mem);
+    gcn_csr *c = six(ctx, true);
+    cr_assert_eq(gcn_csr_set_prior_order(ctx, c, prior), GCN_OK);
+    cr_assert_eq(load_plan(ctx, text, strlen(text), c, "gcn"), GCN_OK, "%s", gcn_last_error(ctx));
+    gcn_spmm_site_info info;
+    cr_assert_eq(gcn_spmm_sites(c, &info, 1), 1);
+    cr_assert(info.locked);
+    cr_assert_str_eq(info.chosen, "in_order@prior");
+    memset(visited, 0, sizeof visited);
+    product(ctx, c);
+    cr_assert_arr_eq(visited, prior, sizeof prior);
+    gcn_csr_free(&c);
+
+    gcn_csr *b = six(ctx, true);
+    cr_assert_eq(gcn_spmm_set_kernel(ctx, "in_order@prior"), GCN_OK);
+    gcn_tensor *x = NULL, *y = NULL;
+    cr_assert_eq(gcn_tensor_zeros(ctx, &x, 6, 1), GCN_OK);
+    cr_assert_eq(gcn_spmm(ctx, b, x, &y), GCN_ERR_NOT_FOUND, "no prior order, no strategy");
+    cr_assert(strstr(gcn_last_error(ctx), "in_order@prior"), "%s", gcn_last_error(ctx));
+    gcn_csr *d = six(ctx, true);
+    cr_assert_eq(load_plan(ctx, text, strlen(text), d, "gcn"), GCN_ERR_NOT_FOUND,
+                 "a plan naming it, for a matrix without the order");
+    gcn_csr_free(&d);
+    gcn_tensor_free(&x);
+    gcn_csr_free(&b);
+    gcn_csr_free(&r);
+    gcn_csr_free(&a);
+    gcn_ctx_free(&ctx);
+}
+
 /* Loads a plan kept in memory (len bytes at mem) for the one matrix m. */
 static gcn_status load_plan(gcn_ctx *ctx, char *mem, size_t len, const gcn_csr *m,
                             const char *tag)

@@ -324,6 +324,50 @@ static gcn_spmm_site_info only_site(const gcn_csr *a)
     return info;
 }
 
+/* A matrix with a prior order (a shuffle of its rows): every kernel on
+ * the view that visits the rows in it, at every width; the selector adds
+ * "rowsplit@prior", and forced, it computes the product. */
+Test(gpu_adaptgear, prior_order_view, .timeout = 600)
+{
+    GPU_REQUIRED();
+    int32_t n = 3000, part_ptr[3000 / 2 + 8];
+    int32_t n_parts = make_parts(n, 100, part_ptr);
+    hmat m = community_matrix(n, part_ptr, n_parts, true, 13);
+    int32_t *prior = malloc((size_t)n * sizeof *prior);
+    for (int32_t i = 0; i < n; i++)
+        prior[i] = i;
+    uint64_t s = 99;
+    for (int32_t i = n - 1; i > 0; i--) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        int32_t j = (int32_t)(s % (uint64_t)(i + 1)), t = prior[i];
+        prior[i] = prior[j];
+        prior[j] = t;
+    }
+    gpu_pair g = gpu_pair_open(75, false);
+    gcn_csr *a = upload(g.gpu, &m, n_parts, part_ptr), *view = NULL;
+    cr_assert_eq(gcn_csr_set_prior_order(g.gpu, a, prior), GCN_OK, "%s", gcn_last_error(g.gpu));
+    cr_assert_eq(gcn_csr_prior_view(g.gpu, a, &view), GCN_OK, "%s", gcn_last_error(g.gpu));
+    cr_assert_arr_eq(gcn_csr_visit_order(view), prior, (size_t)n * sizeof *prior);
+    cr_assert_gt(check_part(g.gpu, view, "prior-order view"), 0);
+    gcn_csr_free(&view);
+    spmm_calls(g.gpu, a, &m, 64, 40);
+    gcn_spmm_site *t = NULL;
+    cr_assert_eq(gcn_spmm_site_get(g.gpu, a, 64, "auto", &t), GCN_OK);
+    bool listed = false;
+    for (int c = 0; c < gcn_spmm_site_candidates(t); c++)
+        listed |= !strcmp(gcn_spmm_site_candidate_name(t, c), "rowsplit@prior");
+    cr_assert(listed, "rowsplit@prior is a candidate");
+    cr_assert_eq(gcn_spmm_set_kernel(g.gpu, "rowsplit@prior"), GCN_OK);
+    spmm_calls(g.gpu, a, &m, 33, 2);
+    gcn_spmm_site_info info[2];
+    cr_assert_eq(gcn_spmm_sites(a, info, 2), 2);
+    cr_assert_str_eq(info[1].chosen, "rowsplit@prior");
+    gcn_csr_free(&a);
+    gpu_pair_close(&g);
+    free(prior);
+    mat_free(&m);
+}
+
 Test(gpu_adaptgear, selector_locks)
 {
     GPU_REQUIRED();

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/internal.h"
 #include "dataset_helpers.h"
 #include "helpers.h"
 
@@ -400,7 +401,9 @@ Test(partition, more_parts_than_nodes_leave_parts_empty)
     gcn_ctx_free(&ctx);
 }
 
-Test(partition, rank_blocks_attach_no_communities)
+/* Rank blocks attach nothing; METIS attaches its levels and, as the rows'
+ * prior order, where each original node went. */
+Test(partition, rank_blocks_attach_nothing)
 {
     gcn_ctx *ctx = test_cpu_ctx(9);
     gcn_graph *g = power_law(ctx, 400, 2000, true), *p = NULL;
@@ -410,9 +413,12 @@ Test(partition, rank_blocks_attach_no_communities)
     cr_assert_eq(gcn_graph_to_csr(ctx, p, &a), GCN_OK, "%s", gcn_last_error(ctx));
     cr_assert_eq(gcn_reorder_attach(ctx, r, a), GCN_OK, "%s", gcn_last_error(ctx));
     cr_assert_eq(gcn_csr_community_levels(a), 0);
+    cr_assert_null(a->priv->prior_order);
     gcn_reorder *m = ds_compute_reorder(ctx, g, "metis:16");
     cr_assert_eq(gcn_reorder_attach(ctx, m, a), GCN_OK, "%s", gcn_last_error(ctx));
     cr_assert_eq(gcn_csr_community_levels(a), 1, "METIS's communities still attach");
+    cr_assert_not_null(a->priv->prior_order);
+    cr_assert_arr_eq(a->priv->prior_order, m->position, (size_t)m->n_nodes * sizeof(int32_t));
     gcn_csr_free(&a);
     gcn_reorder_free(&m);
     gcn_reorder_free(&r);

@@ -170,9 +170,14 @@ Test(spmm_plan, rowsplit_auto_narrow)
                  "32 columns: 14,324 warps of 8 rows");
     cr_assert_eq(gcn_rowsplit_auto_narrow(f16, 16, 334925, 6.0, 132), 2,
                  "16 columns: DD's 20,932 warps of 16 rows");
-    cr_assert_eq(gcn_rowsplit_auto_narrow(f16, 16, 114599, 3.1, 132), 1,
-                 "16 columns: 7,162 warps, fewer than 64 an SM");
-    cr_assert_eq(gcn_rowsplit_auto_narrow(f32, 32, 65536, 7.0, 132), 1, "8,192 warps: too few");
+    cr_assert_eq(gcn_rowsplit_auto_narrow(f16, 16, 114599, 3.1, 132), 2,
+                 "16 columns: 7,162 warps, 54 an SM");
+    cr_assert_eq(gcn_rowsplit_auto_narrow(f16, 16, 65536, 7.0, 132), 1, "4,096 warps: too few");
+    cr_assert_eq(gcn_rowsplit_auto_narrow(f32, 32, 65536, 7.0, 132), 2, "8,192 warps");
+    cr_assert_eq(gcn_rowsplit_auto_narrow(f32, 32, 43466, 4.7, 132), 2, "PROTEINS_full");
+    cr_assert_eq(gcn_rowsplit_auto_narrow(f32, 32, 26475, 5.0, 132), 1, "as-caida: 25 an SM");
+    cr_assert_eq(gcn_rowsplit_auto_narrow(f32, 32, 8 * 132 * GCN_ROWSPLIT_NARROW_WARPS, 5.0, 132),
+                 2, "exactly the warps of the limit: narrowed");
     cr_assert_eq(gcn_rowsplit_auto_narrow(f32, 32, 19717, 5.5, 132), 1, "pubmed");
     cr_assert_eq(gcn_rowsplit_auto_narrow(f32, 32, 500000, 9.0, 132), 1, "long rows");
     cr_assert_eq(gcn_rowsplit_auto_narrow(gcn_rowsplit_shape_for(1), 1, 500000, 3.0, 132), 1,
@@ -199,6 +204,30 @@ Test(spmm_plan, rowsplit_auto_split)
                  1, "two vectors a lane");
     cr_assert_eq(gcn_rowsplit_auto_split(f16, 400, 40.0, 0), 2, "no SM count: one SM, 50 warps");
     cr_assert_eq(gcn_rowsplit_auto_split(f16, 1000, 40.0, 0), 1, "one SM, 125 warps");
+}
+
+/* Four resident blocks for 16- and 32-lane groups, and for 8-lane groups
+ * with warps to fill them (132 SMs: 14,784 warps). */
+Test(spmm_plan, rowsplit_auto_min_blocks)
+{
+    gcn_rowsplit_shape g8 = gcn_rowsplit_shape_for(8), g16 = gcn_rowsplit_shape_for(16),
+                       g32 = gcn_rowsplit_shape_for(32), g4 = gcn_rowsplit_shape_for(4);
+    gcn_rowsplit_shape g8x2 = gcn_rowsplit_shape_narrow(g16, 4, 2);
+    cr_assert_eq(g8x2.group, 8);
+    cr_assert_eq(gcn_rowsplit_auto_min_blocks(g16, 100, 132), GCN_ROWSPLIT_BLOCKS_MANY);
+    cr_assert_eq(gcn_rowsplit_auto_min_blocks(g32, 100, 132), GCN_ROWSPLIT_BLOCKS_MANY);
+    cr_assert_eq(gcn_rowsplit_auto_min_blocks(g8, 42336, 132), GCN_ROWSPLIT_BLOCKS_MANY,
+                 "arxiv at 32 columns");
+    cr_assert_eq(gcn_rowsplit_auto_min_blocks(g8x2, 16384, 132), GCN_ROWSPLIT_BLOCKS_MANY,
+                 "delaunay_n16 at 64 columns, narrowed");
+    cr_assert_eq(gcn_rowsplit_auto_min_blocks(g8, 12629, 132), GCN_ROWSPLIT_BLOCKS_FEW,
+                 "artist at 32 columns: 96 an SM");
+    cr_assert_eq(gcn_rowsplit_auto_min_blocks(g8, 132 * GCN_ROWSPLIT_DEEP_WARPS, 132),
+                 GCN_ROWSPLIT_BLOCKS_MANY, "exactly the limit");
+    cr_assert_eq(gcn_rowsplit_auto_min_blocks(g4, 1 << 20, 132), GCN_ROWSPLIT_BLOCKS_FEW,
+                 "4-lane groups spill under 64 registers");
+    cr_assert_eq(gcn_rowsplit_auto_min_blocks(g8, 200, 0), GCN_ROWSPLIT_BLOCKS_MANY,
+                 "no SM count: one SM");
 }
 
 Test(spmm_plan, rowsplit_auto_tile_l1_reach)
@@ -245,36 +274,53 @@ Test(spmm_plan, banded_matrices)
     free(spread);
 }
 
+/* Windows of the visit order (natural, or every third row then the rest
+ * backwards), sorted by degree, ties in visit order. */
 Test(spmm_plan, rowsplit_order_sorts_windows)
 {
     int32_t n, chunk = 100;
     int32_t *deg = mixed_degrees(150, 4, &n);
     int32_t *rp = row_ptr_of(deg, n), *perm = malloc((size_t)n * sizeof *perm), n_short;
+    int32_t *visit = malloc((size_t)n * sizeof *visit), *rank = malloc((size_t)n * sizeof *rank);
     char *seen = calloc((size_t)n, 1);
+    int32_t m = 0;
+    for (int32_t i = 0; i < n; i += 3)
+        visit[m++] = i;
+    for (int32_t i = n - 1; i >= 0; i--)
+        if (i % 3)
+            visit[m++] = i;
     gcn_ctx *ctx = test_cpu_ctx(4);
     static const int32_t windows[] = {0, 1, 7, 64, 1 << 30};
-    for (int w = 0; w < 5; w++) {
-        cr_assert_eq(gcn_rowsplit_order(ctx, rp, n, chunk, windows[w], perm, &n_short), GCN_OK);
-        int32_t expect = 0;
-        for (int32_t i = 0; i < n; i++)
-            expect += deg[i] <= chunk;
-        cr_assert_eq(n_short, expect);
-        memset(seen, 0, (size_t)n);
-        for (int32_t k = 0; k < n_short; k++) {
-            cr_assert(deg[perm[k]] <= chunk && !seen[perm[k]], "window %d, row %d", windows[w],
-                      perm[k]);
-            seen[perm[k]] = 1;
-            bool same_window = windows[w] > 1 && k % windows[w] != 0;
-            if (k > 0 && same_window)
-                cr_assert(deg[perm[k - 1]] < deg[perm[k]] ||
-                              (deg[perm[k - 1]] == deg[perm[k]] && perm[k - 1] < perm[k]),
-                          "window %d not sorted at %d", windows[w], k);
-            if (k > 0 && windows[w] <= 1)
-                cr_assert_lt(perm[k - 1], perm[k], "natural order");
+    for (int v = 0; v < 2; v++)
+        for (int w = 0; w < 5; w++) {
+            const int32_t *vis = v ? visit : NULL;
+            for (int32_t k = 0; k < n; k++)
+                rank[vis ? vis[k] : k] = k;
+            cr_assert_eq(gcn_rowsplit_order(ctx, rp, n, chunk, windows[w], vis, perm, &n_short),
+                         GCN_OK);
+            int32_t expect = 0;
+            for (int32_t i = 0; i < n; i++)
+                expect += deg[i] <= chunk;
+            cr_assert_eq(n_short, expect);
+            memset(seen, 0, (size_t)n);
+            for (int32_t k = 0; k < n_short; k++) {
+                cr_assert(deg[perm[k]] <= chunk && !seen[perm[k]], "window %d, row %d",
+                          windows[w], perm[k]);
+                seen[perm[k]] = 1;
+                bool same_window = windows[w] > 1 && k % windows[w] != 0;
+                if (k > 0 && same_window)
+                    cr_assert(deg[perm[k - 1]] < deg[perm[k]] ||
+                                  (deg[perm[k - 1]] == deg[perm[k]] &&
+                                   rank[perm[k - 1]] < rank[perm[k]]),
+                              "visit %d, window %d not sorted at %d", v, windows[w], k);
+                if (k > 0 && windows[w] <= 1)
+                    cr_assert_lt(rank[perm[k - 1]], rank[perm[k]], "visit %d: its order", v);
+            }
         }
-    }
     gcn_ctx_free(&ctx);
     free(seen);
+    free(rank);
+    free(visit);
     free(perm);
     free(rp);
     free(deg);

@@ -2,9 +2,10 @@
  * exhaustive oracle.  Per graph: the graph reordered (METIS communities by
  * default) with its levels attached; per width F: the selector's call site
  * profiled on real products until it locks, then every candidate timed
- * (checked against a float64 reference first; two passes, the lower median
- * kept), and the pick's time over the oracle's and over cuSPARSE on the
- * original order (also two passes, each with its own plan). */
+ * (checked against a float64 reference first; three passes, the lowest
+ * median kept), and the pick's time over the oracle's and over cuSPARSE on the
+ * original order (also two passes, each with its own plan, one before the
+ * selector runs and one after the oracle). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,43 +246,51 @@ static gcn_status run_kernel(gcn_ctx *ctx, void *user)
     return k->impl->run(ctx, k->plan, k->a, k->x, k->y, k->feat, false);
 }
 
-/* The lower median of two passes, each with a plan of its own: cuSPARSE's
- * plan picks its algorithm by timing, and one disturbed pick (or pass) must
- * not make the baseline slower than it is. */
+/* One pass of a baseline with a plan of its own, *ms keeping the lower
+ * median (NAN before the first).  A case takes two, apart in time:
+ * cuSPARSE's plan picks its algorithm by timing, and one disturbed pick
+ * (or stretch of time) must not make the baseline slower than it is. */
 static gcn_status baseline(sel_bench *b, const char *name, const sel_graph *g, sel_ops *op,
                            double *ms)
 {
     kernel_call k = {gcn_spmm_find(NULL, name), NULL, g->a_orig, gcn_tensor_cdata(op->x),
                      gcn_tensor_data(op->y), op->feat};
-    *ms = NAN;
     if (!k.impl || !k.impl->supports(g->a_orig, op->feat))
         return GCN_OK;
-    for (int pass = 0; pass < 2; pass++) {
-        double t;
-        GCN_TRY(k.impl->plan(b->gpu, g->a_orig, op->feat, &k.plan));
-        gcn_status st = median_ms(b, run_kernel, &k, &t);
-        k.impl->free_plan(k.plan);
-        GCN_TRY(st);
-        if (isnan(*ms) || t < *ms)
-            *ms = t;
-    }
+    double t;
+    GCN_TRY(k.impl->plan(b->gpu, g->a_orig, op->feat, &k.plan));
+    gcn_status st = median_ms(b, run_kernel, &k, &t);
+    k.impl->free_plan(k.plan);
+    GCN_TRY(st);
+    if (isnan(*ms) || t < *ms)
+        *ms = t;
     return GCN_OK;
 }
 
-/* Raises the GPU's clocks before a case: about 50 ms of rowsplit products on
- * the original order (an idle GPU runs its first microsecond kernels
- * slower). */
+static gcn_status baselines(sel_bench *b, const sel_graph *g, sel_ops *op, sel_case *c)
+{
+    GCN_TRY(baseline(b, "cusparse", g, op, &c->cusparse_orig));
+    return baseline(b, "rowsplit", g, op, &c->rowsplit_orig);
+}
+
+/* Raises the GPU's clocks before a case: rowsplit products on the original
+ * order for SPIN_UP_MS of wall time (an idle GPU runs its first
+ * microsecond kernels slower).  Counting products from one timed run
+ * instead gave graphs of a few thousand nodes 10-15 ms: their first
+ * widths' candidates were then timed up to 40 % slow. */
+#define SPIN_UP_MS 100.0
+#define SPIN_UP_BATCH 200 /* products queued between two checks of the clock */
+
 static gcn_status spin_up(sel_bench *b, const sel_graph *g, sel_ops *op)
 {
     kernel_call k = {gcn_spmm_find(NULL, "rowsplit"), NULL, g->a_orig, gcn_tensor_cdata(op->x),
                      gcn_tensor_data(op->y), op->feat};
     float ms = 0.0f;
     GCN_TRY(k.impl->plan(b->gpu, g->a_orig, op->feat, &k.plan));
-    gcn_status st = gcn_bench_time(b->gpu, run_kernel, &k, 1, 1, false, &ms);
-    int reps = ms > 0.0f ? (int)(50.0f / ms) : 1000;
-    reps = reps < 10 ? 10 : reps > 20000 ? 20000 : reps;
-    if (st == GCN_OK)
-        st = gcn_bench_time(b->gpu, run_kernel, &k, reps, 1, false, &ms);
+    double t0 = gcnbench_now_ms();
+    gcn_status st = GCN_OK;
+    while (st == GCN_OK && gcnbench_now_ms() - t0 < SPIN_UP_MS)
+        st = gcn_bench_time(b->gpu, run_kernel, &k, SPIN_UP_BATCH, 1, false, &ms);
     k.impl->free_plan(k.plan);
     return st;
 }
@@ -355,30 +364,33 @@ static void report(sel_bench *b, const sel_graph *g, const gcn_spmm_site *site, 
 
 static int run_case(sel_bench *b, const sel_graph *g, sel_ops *op)
 {
-    sel_case c = {.feat = op->feat, .pick = -1, .best = -1};
+    sel_case c = {.feat = op->feat, .pick = -1, .best = -1, .cusparse_orig = NAN,
+                  .rowsplit_orig = NAN};
     gcn_spmm_site *site = NULL;
     gcn_status st = spin_up(b, g, op);
     if (st == GCN_OK)
-        st = baseline(b, "cusparse", g, op, &c.cusparse_orig);
-    if (st == GCN_OK)
-        st = baseline(b, "rowsplit", g, op, &c.rowsplit_orig);
+        st = baselines(b, g, op, &c);
     if (st == GCN_OK)
         st = profile(b, g, op, &site, &c.calls, &c.profile_ms);
     if (st == GCN_OK && !gcn_spmm_site_locked(site, &c.pick))
         c.pick = -1;
     c.n_cand = st == GCN_OK ? gcn_spmm_site_candidates(site) : 0;
-    /* Two passes over the candidates, in opposite orders; each keeps its
-     * lower median. */
+    /* Three passes over the candidates, forwards, backwards, forwards; each
+     * keeps its lowest median, so a stretch of disturbed time must cover a
+     * candidate's turn in all three to slow it (with two, products of a few
+     * microseconds were timed up to 20 % slow now and then). */
     double *ms = calloc((size_t)c.n_cand + 1, sizeof *ms);
-    for (int pass = 0; pass < 2; pass++)
+    for (int pass = 0; pass < 3; pass++)
         for (int i = 0; st == GCN_OK && i < c.n_cand; i++) {
-            int k = pass ? c.n_cand - 1 - i : i;
+            int k = pass == 1 ? c.n_cand - 1 - i : i;
             site_call call = {site, k, gcn_tensor_cdata(op->x), gcn_tensor_data(op->y)};
             double err = 0.0, t;
             st = time_candidate(b, g, op, &call, &t, &err);
             c.max_err = err > c.max_err ? err : c.max_err;
             ms[k] = pass == 0 || t < ms[k] ? t : ms[k];
         }
+    if (st == GCN_OK)
+        st = baselines(b, g, op, &c);
     for (int k = 0; st == GCN_OK && k < c.n_cand; k++)
         if (c.best < 0 || ms[k] < c.best_ms) {
             c.best = k;
