@@ -232,10 +232,30 @@ Test(adaptgear, cpu_site_locks_its_one_kernel)
     gcn_ctx_free(&ctx);
 }
 
-/* ---- the prior row order ------------------------------------------------- */
-
+/* Loads a plan kept in memory (len bytes at mem) for the one matrix m. */
 static gcn_status load_plan(gcn_ctx *ctx, char *mem, size_t len, const gcn_csr *m,
-                            const char *tag);
+                            const char *tag)
+{
+    FILE *f = fmemopen(mem, len, "r");
+    cr_assert_not_null(f);
+    gcn_status st = gcn_spmm_plan_load(ctx, f, "memory", &m, &tag, 1);
+    fclose(f);
+    return st;
+}
+
+/* The plan of the one matrix m, tagged tag, as text in memory (*mem, *len;
+ * the caller frees *mem). */
+static void save_plan(gcn_ctx *ctx, const gcn_csr *m, const char *tag, char **mem, size_t *len)
+{
+    *mem = NULL;
+    *len = 0;
+    FILE *f = open_memstream(mem, len);
+    cr_assert_not_null(f);
+    cr_assert_eq(gcn_spmm_plan_save(ctx, f, &m, &tag, 1), GCN_OK, "%s", gcn_last_error(ctx));
+    fclose(f);
+}
+
+/* ---- the prior row order ------------------------------------------------- */
 
 /* The rows the kernel below visited, in order (its last product). */
 static int32_t visited[6];
@@ -334,13 +354,9 @@ Test(adaptgear, prior_order_is_visited_and_checked)
 
     /* a plan file naming the strategy locks it on a matrix with the order
      * (the header as saved for this matrix, then a site line written here) */
-    char *mem = NULL, text[1024];
-    size_t len = 0;
-    FILE *ms = open_memstream(&mem, &len);
-    const gcn_csr *mats[1] = {a};
-    const char *tags[1] = {"gcn"};
-    cr_assert_eq(gcn_spmm_plan_save(ctx, ms, mats, tags, 1), GCN_OK, "%s", gcn_last_error(ctx));
-    fclose(ms);
+    char *mem, text[1024];
+    size_t len;
+    save_plan(ctx, a, "gcn", &mem, &len);
     cr_assert_null(strstr(mem, "site "), "still profiling: no site line yet");
     snprintf(text, sizeof text, "%ssite gcn A 1 auto in_order@prior\n", mem);
     free(mem);
@@ -373,16 +389,6 @@ Test(adaptgear, prior_order_is_visited_and_checked)
     gcn_ctx_free(&ctx);
 }
 
-/* Loads a plan kept in memory (len bytes at mem) for the one matrix m. */
-static gcn_status load_plan(gcn_ctx *ctx, char *mem, size_t len, const gcn_csr *m,
-                            const char *tag)
-{
-    FILE *f = fmemopen(mem, len, "r");
-    cr_assert_not_null(f);
-    gcn_status st = gcn_spmm_plan_load(ctx, f, "memory", &m, &tag, 1);
-    fclose(f);
-    return st;
-}
 
 /* gcn_spmm_self's sites (on the A + alpha I it keeps) go to plan files as
  * "A+<alpha>I" and come back on a fresh matrix, which builds its own. */
@@ -396,13 +402,9 @@ Test(adaptgear, plan_file_keeps_self_term_sites)
         cr_assert_eq(gcn_spmm_self(ctx, a, x, 1.5f, &y), GCN_OK, "%s", gcn_last_error(ctx));
         gcn_tensor_free(&y);
     }
-    char *mem = NULL;
-    size_t len = 0;
-    FILE *ms = open_memstream(&mem, &len);
-    const gcn_csr *mats[1] = {a};
-    const char *tags[1] = {"raw"};
-    cr_assert_eq(gcn_spmm_plan_save(ctx, ms, mats, tags, 1), GCN_OK, "%s", gcn_last_error(ctx));
-    fclose(ms);
+    char *mem;
+    size_t len;
+    save_plan(ctx, a, "raw", &mem, &len);
     cr_assert(strstr(mem, "site raw A+1.5I 1 auto cpu"), "%s", mem);
     gcn_csr *b = six(ctx, true);
     cr_assert_eq(load_plan(ctx, mem, len, b, "raw"), GCN_OK, "%s", gcn_last_error(ctx));
@@ -448,12 +450,9 @@ Test(adaptgear, plan_file_round_trip_and_mismatch)
     cr_assert(s.locked);
     cr_assert_eq(s.profiled_calls, 0);
     cr_assert_str_eq(s.chosen, "cpu");
-    char *mem = NULL;
-    size_t len = 0;
-    FILE *ms = open_memstream(&mem, &len);
-    mats[0] = a;
-    cr_assert_eq(gcn_spmm_plan_save(ctx, ms, mats, tags, 1), GCN_OK, "%s", gcn_last_error(ctx));
-    fclose(ms);
+    char *mem;
+    size_t len;
+    save_plan(ctx, a, "gcn", &mem, &len);
     gcn_csr *c = six(ctx, true);
     cr_assert_eq(load_plan(ctx, mem, len, c, "gcn"), GCN_OK, "%s", gcn_last_error(ctx));
     free(mem);
