@@ -1,21 +1,15 @@
 /* The selector's call sites: per (matrix, feature width, mode), the list of
- * candidate strategies (one kernel on the whole matrix, a community kernel
- * on a level view, or an intra kernel then an inter kernel on a level's
- * split), a selector that profiles them on real calls and locks the
- * fastest, and what it chose. */
+ * candidate strategies (spmm_candidates.c), a selector that profiles them
+ * on real calls and locks the fastest, and what it chose. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "adaptgear.h"
-#include "adaptgear/plan.h"
-#include "select.h"
-#include "spmm_auto.h"
 #include "spmm_halo.h"
+#include "spmm_site.h"
 
-#define MAX_CANDIDATES 64
 /* A product of fewer multiply-adds (non-zeros x F) than SMALL_WORK takes a
  * few microseconds on the GPU, about as long as the gap between the start
  * event and the kernel's launch, so each timed sample of it holds
@@ -23,40 +17,6 @@
  * kernel 21-27 % slower on two such graphs, docs/perf.md). */
 #define SMALL_WORK (1 << 24)
 #define SMALL_RUNS 8
-
-/* Run steps in order, every step after the first accumulating. */
-typedef struct strategy {
-    char name[64];
-    int n_steps;
-    const gcn_csr *mat[2];
-    const gcn_spmm_impl *impl[2];
-    bool dropped;   /* pruned or failed, and its plans freed */
-} strategy;
-
-struct gcn_spmm_site {
-    int feat;
-    char mode[64];  /* the context's kernel setting the site serves */
-    bool forced;    /* a strategy named by the user: locked from the start */
-    char only[64];  /* a plan file's choice: the one candidate built ("" for all) */
-    /* Profiling starts with the second product: the first runs the first
-     * whole-matrix kernel, so a product made once (a cached aggregation)
-     * builds no split and no selector. */
-    bool deferred, first_done;
-    bool reported;  /* the lock has been logged */
-    int runs;       /* back-to-back runs a timed sample holds (1 or SMALL_RUNS) */
-    double setup_ms; /* host time of its splits and plans until the lock */
-    int n_cand;
-    strategy cand[MAX_CANDIDATES];
-    gcn_selector *sel;
-    struct gcn_spmm_site *next;
-};
-
-struct gcn_spmm_state {
-    gcn_csr *intra[GCN_CSR_MAX_LEVELS], *inter[GCN_CSR_MAX_LEVELS];
-    gcn_csr *view[GCN_CSR_MAX_LEVELS];
-    gcn_csr *prior; /* the prior-order view */
-    gcn_spmm_site *sites, *last;
-};
 
 static void state_free(gcn_spmm_state *s)
 {
@@ -74,7 +34,7 @@ static void state_free(gcn_spmm_state *s)
     free(s);
 }
 
-static gcn_status state_of(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_state **out)
+gcn_status gcn_spmm_state_of(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_state **out)
 {
     if (!a->priv->spmm) {
         a->priv->spmm = calloc(1, sizeof *a->priv->spmm);
@@ -92,178 +52,11 @@ bool gcn_spmm_uses_sites(const char *kernel)
            strchr(kernel, '@') != NULL;
 }
 
-/* ---- the parts a strategy multiplies -------------------------------------- */
-
-/* The level's split of a; a stored transpose uses its owner's, transposed
- * (the transpose of a split is the split of the transpose). */
-static gcn_status get_split(gcn_ctx *ctx, const gcn_csr *a, int level, const gcn_csr **intra,
-                            const gcn_csr **inter)
-{
-    if (a->priv->owner) {
-        const gcn_csr *oi, *oe;
-        GCN_TRY(get_split(ctx, a->priv->owner, level, &oi, &oe));
-        *intra = gcn_csr_transpose(oi);
-        *inter = gcn_csr_transpose(oe);
-        return GCN_OK;
-    }
-    gcn_spmm_state *s = NULL;
-    GCN_TRY(state_of(ctx, a, &s));
-    if (!s->intra[level])
-        GCN_TRY(gcn_csr_split(ctx, a, level, &s->intra[level], &s->inter[level]));
-    *intra = s->intra[level];
-    *inter = s->inter[level];
-    return GCN_OK;
-}
-
-static gcn_status get_view(gcn_ctx *ctx, const gcn_csr *a, int level, const gcn_csr **view)
-{
-    gcn_spmm_state *s = NULL;
-    GCN_TRY(state_of(ctx, a, &s));
-    if (!s->view[level])
-        GCN_TRY(gcn_csr_level_view(ctx, a, level, &s->view[level]));
-    *view = s->view[level];
-    return GCN_OK;
-}
-
-static gcn_status get_prior_view(gcn_ctx *ctx, const gcn_csr *a, const gcn_csr **view)
-{
-    gcn_spmm_state *s = NULL;
-    GCN_TRY(state_of(ctx, a, &s));
-    if (!s->prior)
-        GCN_TRY(gcn_csr_prior_view(ctx, a, &s->prior));
-    *view = s->prior;
-    return GCN_OK;
-}
-
-/* ---- candidates ---------------------------------------------------------------- */
-
-/* The strategy a site is named after (forced, or from a plan file), or NULL. */
-static const char *named_strategy(const gcn_spmm_site *t)
-{
-    return t->forced ? t->mode : t->only[0] ? t->only : NULL;
-}
-
-/* Whether a strategy name is a kernel in the prior row order ("rowsplit@prior"). */
-static bool names_prior(const char *name)
-{
-    const char *at = name ? strchr(name, '@') : NULL;
-    return at && !strcmp(at + 1, "prior");
-}
-
-static void add(gcn_spmm_site *t, const char *name, const gcn_csr *m0, const gcn_spmm_impl *k0,
-                const gcn_csr *m1, const gcn_spmm_impl *k1)
-{
-    if (t->n_cand == MAX_CANDIDATES)
-        return;
-    strategy *s = &t->cand[t->n_cand++];
-    *s = (strategy){.n_steps = k1 ? 2 : 1, .mat = {m0, m1}, .impl = {k0, k1}};
-    snprintf(s->name, sizeof s->name, "%s", name);
-}
-
-/* Whether impl may serve role on m in this site's mode. */
-static bool fits(const gcn_ctx *ctx, const gcn_spmm_site *t, const gcn_spmm_impl *impl,
-                 unsigned role, const gcn_csr *m)
-{
-    bool det = !strcmp(t->mode, "auto-deterministic");
-    return (impl->roles & role) && impl->device == ctx->device && (!det || impl->deterministic) &&
-           impl->supports(m, t->feat);
-}
-
-/* The candidates of one community level: the community kernel on the
- * level view, and every intra kernel followed by every inter kernel.  A
- * level whose communities no intra kernel can use at this width (too large
- * to stage, too sparse for dense blocks) is not split at all. */
-static gcn_status add_level(gcn_ctx *ctx, const gcn_csr *a, int level, gcn_spmm_site *t)
-{
-    int n = gcn_spmm_count(ctx);
-    const gcn_csr *view, *intra, *inter;
-    const gcn_csr_level *lv = &a->priv->level[level];
-    char name[64];
-    GCN_TRY(get_view(ctx, a, level, &view));
-    for (int i = 0; i < n; i++) {
-        const gcn_spmm_impl *k = gcn_spmm_at(ctx, i);
-        if (fits(ctx, t, k, GCN_SPMM_ROLE_FUSED, view)) {
-            snprintf(name, sizeof name, "%s@%d", k->name, lv->size);
-            add(t, name, view, k, NULL, NULL);
-        }
-    }
-    if (ctx->device != GCN_DEVICE_CUDA ||
-        !gcn_level_worth_split(lv->part_ptr, lv->n_parts, lv->size, a->nnz, t->feat,
-                               GCN_SMEM_BYTES))
-        return GCN_OK;
-    GCN_TRY(get_split(ctx, a, level, &intra, &inter));
-    for (int i = 0; i < n; i++) {
-        const gcn_spmm_impl *ki = gcn_spmm_at(ctx, i);
-        for (int j = 0; j < n && fits(ctx, t, ki, GCN_SPMM_ROLE_INTRA, intra); j++) {
-            const gcn_spmm_impl *kj = gcn_spmm_at(ctx, j);
-            if (fits(ctx, t, kj, GCN_SPMM_ROLE_INTER, inter)) {
-                snprintf(name, sizeof name, "%s+%s@%d", ki->name, kj->name, lv->size);
-                add(t, name, intra, ki, inter, kj);
-            }
-        }
-    }
-    return GCN_OK;
-}
-
-/* The whole-matrix candidates for (a, feat) in the site's mode, unless the
- * site is named after a level's strategy. */
-static void add_whole(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t)
-{
-    int n = gcn_spmm_count(ctx);
-    const char *named = named_strategy(t);
-    for (int i = 0; i < n && !(named && strchr(named, '@')); i++)
-        if (fits(ctx, t, gcn_spmm_at(ctx, i), GCN_SPMM_ROLE_WHOLE, a))
-            add(t, gcn_spmm_at(ctx, i)->name, a, gcn_spmm_at(ctx, i), NULL, NULL);
-}
-
-/* The community levels' candidates; for a named strategy (forced, or from
- * a plan file) only the level it names, so no other level's split is
- * built. */
-static gcn_status add_levels(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t)
-{
-    const char *named = named_strategy(t);
-    const char *at = named ? strchr(named, '@') : NULL;
-    for (int l = 0; a->n_rows == a->n_cols && l < a->priv->n_levels && (!named || at) &&
-                    !names_prior(named);
-         l++)
-        if (!at || atoi(at + 1) == a->priv->level[l].size)
-            GCN_TRY(add_level(ctx, a, l, t));
-    return GCN_OK;
-}
-
-/* For a matrix that carries its rows' prior order, each kernel that can
- * follow it on the prior-order view ("rowsplit@prior"); for a named
- * strategy only when it names one of these. */
-static gcn_status add_prior(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t)
-{
-    const char *named = named_strategy(t);
-    if (!a->priv->prior_order || (named && !names_prior(named)))
-        return GCN_OK;
-    const gcn_csr *view;
-    char name[64];
-    GCN_TRY(get_prior_view(ctx, a, &view));
-    for (int i = 0; i < gcn_spmm_count(ctx); i++) {
-        const gcn_spmm_impl *k = gcn_spmm_at(ctx, i);
-        if (fits(ctx, t, k, GCN_SPMM_ROLE_PRIOR, view)) {
-            snprintf(name, sizeof name, "%s@prior", k->name);
-            add(t, name, view, k, NULL, NULL);
-        }
-    }
-    return GCN_OK;
-}
-
-/* The candidates that come after the whole-matrix ones. */
-static gcn_status add_more(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t)
-{
-    GCN_TRY(add_prior(ctx, a, t));
-    return add_levels(ctx, a, t);
-}
-
 /* The rest of a deferred site at its second product: the prior-order and
  * levels' candidates and the selector. */
 static gcn_status complete(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t)
 {
-    GCN_TRY(add_more(ctx, a, t));
+    GCN_TRY(gcn_spmm_add_more(ctx, a, t));
     if (t->n_cand == 0)
         return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "spmm: no kernel supports this %d x %d "
                          "matrix at width %d on %s", a->n_rows, a->n_cols, t->feat,
@@ -280,7 +73,7 @@ static gcn_status site_new(gcn_ctx *ctx, const gcn_csr *a, int feat, const char 
                            const char *only, gcn_spmm_site **out)
 {
     gcn_spmm_state *s = NULL;
-    GCN_TRY(state_of(ctx, a, &s));
+    GCN_TRY(gcn_spmm_state_of(ctx, a, &s));
     gcn_spmm_site *t = calloc(1, sizeof *t);
     if (!t)
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "spmm: out of host memory for a call site");
@@ -289,13 +82,13 @@ static gcn_status site_new(gcn_ctx *ctx, const gcn_csr *a, int feat, const char 
     t->forced = strcmp(mode, "auto") != 0 && strcmp(mode, "auto-deterministic") != 0;
     snprintf(t->only, sizeof t->only, "%s", only ? only : "");
     bool named = t->forced || t->only[0];
-    add_whole(ctx, a, t);
+    gcn_spmm_add_whole(ctx, a, t);
     t->deferred = !named && t->n_cand > 0;
     gcn_status st = GCN_OK;
     if (!named && !t->deferred)
         st = complete(ctx, a, t);
     if (named) { /* locked from the start: its selector never times */
-        st = add_more(ctx, a, t);
+        st = gcn_spmm_add_more(ctx, a, t);
         if (st == GCN_OK && t->n_cand > 0)
             st = gcn_selector_create(ctx, &t->sel, t->n_cand, NULL, gcn_select_host_clock());
         if (st == GCN_OK)
