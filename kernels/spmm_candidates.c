@@ -149,12 +149,17 @@ static gcn_status add_levels(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t)
 }
 
 /* For a matrix that carries its rows' prior order, each kernel that can
- * follow it on the prior-order view ("rowsplit@prior"); for a named
- * strategy only when it names one of these. */
+ * follow it on the prior-order view ("rowsplit@prior"), the view built only
+ * when the context has such a kernel; for a named strategy only when it
+ * names one of these. */
 static gcn_status add_prior(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t)
 {
     const char *named = named_strategy(t);
-    if (!a->priv->prior_order || (named && !names_prior(named)))
+    bool any = false; /* a kernel for this device that can follow the order */
+    for (int i = 0; i < gcn_spmm_count(ctx); i++)
+        any |= (gcn_spmm_at(ctx, i)->roles & GCN_SPMM_ROLE_PRIOR) &&
+               gcn_spmm_at(ctx, i)->device == ctx->device;
+    if (!any || !a->priv->prior_order || (named && !names_prior(named)))
         return GCN_OK;
     const gcn_csr *view;
     char name[64];

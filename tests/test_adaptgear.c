@@ -11,6 +11,7 @@
 #include "helpers.h"
 #include "kernels/adaptgear/plan.h"
 #include "kernels/spmm_auto.h"
+#include "kernels/spmm_site.h"
 
 /* A 6-node matrix with parts {0, 1, 2} {3} {4, 5}:
  *   row 0: 0 1 4    row 1: 1 2    row 2: 0 3    row 3: 3 5    row 4: 5    row 5: 4 0 */
@@ -315,6 +316,24 @@ static bool has_candidate(const gcn_spmm_site *t, const char *name)
         if (!strcmp(gcn_spmm_site_candidate_name(t, c), name))
             return true;
     return false;
+}
+
+/* Without a kernel that can follow it, a prior order adds no candidate
+ * and builds no view. */
+Test(adaptgear, prior_order_without_a_kernel_for_it)
+{
+    gcn_ctx *ctx = test_cpu_ctx(1);
+    gcn_csr *a = six(ctx, true);
+    const int32_t prior[] = {4, 0, 5, 2, 1, 3};
+    cr_assert_eq(gcn_csr_set_prior_order(ctx, a, prior), GCN_OK, "%s", gcn_last_error(ctx));
+    product(ctx, a);
+    product(ctx, a);
+    gcn_spmm_site_info s;
+    cr_assert_eq(gcn_spmm_sites(a, &s, 1), 1);
+    cr_assert_eq(s.n_candidates, 1, "cpu only");
+    cr_assert_null(a->priv->spmm->prior);
+    gcn_csr_free(&a);
+    gcn_ctx_free(&ctx);
 }
 
 /* A matrix with a prior order adds "<kernel>@prior" for each kernel with
