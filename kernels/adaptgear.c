@@ -248,26 +248,18 @@ cleanup:
     return st;
 }
 
-/* A copy of a permutation of 0..n - 1, or NULL with *bad the first index
- * that breaks it (n when out of memory). */
-static int32_t *permutation_copy(const int32_t *order, int32_t n, int32_t *bad)
+/* The first index at which order stops being a permutation of 0..n - 1:
+ * n when it is one, -1 when out of host memory. */
+static int32_t permutation_break(const int32_t *order, int32_t n)
 {
-    int32_t *copy = malloc(((size_t)n + 1) * sizeof *copy);
     unsigned char *seen = calloc((size_t)n + 1, 1);
-    *bad = n;
-    for (int32_t k = 0; copy && seen && k < n; k++) {
-        if (order[k] < 0 || order[k] >= n || seen[order[k]]) {
-            *bad = k;
-            break;
-        }
+    if (!seen)
+        return -1;
+    int32_t k = 0;
+    for (; k < n && order[k] >= 0 && order[k] < n && !seen[order[k]]; k++)
         seen[order[k]] = 1;
-        copy[k] = order[k];
-    }
     free(seen);
-    if (*bad == n && copy)
-        return copy;
-    free(copy);
-    return NULL;
+    return k;
 }
 
 /* Replaces m's prior order with a copy of order (NULL: none). */
@@ -296,20 +288,16 @@ gcn_status gcn_csr_set_prior_order(gcn_ctx *ctx, gcn_csr *a, const int32_t *orde
     if (a->priv->spmm || (a->priv->transpose && a->priv->transpose->priv->spmm))
         return GCN_ERROR(ctx, GCN_ERR_STATE,
                          "prior order: set it before the matrix's first product");
-    int32_t *copy = NULL, bad = a->n_rows;
-    if (order && !(copy = permutation_copy(order, a->n_rows, &bad)))
-        return bad < a->n_rows
-                   ? GCN_ERROR(ctx, GCN_ERR_INVALID_ARG,
-                               "prior order: entry %d (%d) is outside 0..%d or repeated",
-                               bad, order[bad], a->n_rows - 1)
-                   : GCN_ERROR(ctx, GCN_ERR_NOMEM, "prior order: out of host memory for %d rows",
-                               a->n_rows);
-    gcn_status st = GCN_OK;
-    if (a->priv->transpose)
-        st = attach_prior(ctx, a->priv->transpose, copy);
-    free(a->priv->prior_order);
-    a->priv->prior_order = copy;
-    return st;
+    int32_t bad = order ? permutation_break(order, a->n_rows) : a->n_rows;
+    if (bad < 0)
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "prior order: out of host memory for %d rows",
+                         a->n_rows);
+    if (bad < a->n_rows)
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG,
+                         "prior order: entry %d (%d) is outside 0..%d or repeated", bad,
+                         order[bad], a->n_rows - 1);
+    GCN_TRY(attach_prior(ctx, a, order));
+    return a->priv->transpose ? attach_prior(ctx, a->priv->transpose, order) : GCN_OK;
 }
 
 const int32_t *gcn_csr_visit_order(const gcn_csr *a)

@@ -140,9 +140,9 @@ static gcn_status add_levels(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t)
 {
     const char *named = named_strategy(t);
     const char *at = named ? strchr(named, '@') : NULL;
-    for (int l = 0; a->n_rows == a->n_cols && l < a->priv->n_levels && (!named || at) &&
-                    !names_prior(named);
-         l++)
+    if (a->n_rows != a->n_cols || (named && (!at || names_prior(named))))
+        return GCN_OK;
+    for (int l = 0; l < a->priv->n_levels; l++)
         if (!at || atoi(at + 1) == a->priv->level[l].size)
             GCN_TRY(add_level(ctx, a, l, t));
     return GCN_OK;
@@ -155,17 +155,15 @@ static gcn_status add_levels(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t)
 static gcn_status add_prior(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t)
 {
     const char *named = named_strategy(t);
-    bool any = false; /* a kernel for this device that can follow the order */
-    for (int i = 0; i < gcn_spmm_count(ctx); i++)
-        any |= (gcn_spmm_at(ctx, i)->roles & GCN_SPMM_ROLE_PRIOR) &&
-               gcn_spmm_at(ctx, i)->device == ctx->device;
-    if (!any || !a->priv->prior_order || (named && !names_prior(named)))
+    if (!a->priv->prior_order || (named && !names_prior(named)))
         return GCN_OK;
-    const gcn_csr *view;
     char name[64];
-    GCN_TRY(get_prior_view(ctx, a, &view));
     for (int i = 0; i < gcn_spmm_count(ctx); i++) {
         const gcn_spmm_impl *k = gcn_spmm_at(ctx, i);
+        const gcn_csr *view;
+        if (!(k->roles & GCN_SPMM_ROLE_PRIOR) || k->device != ctx->device)
+            continue;
+        GCN_TRY(get_prior_view(ctx, a, &view));
         if (fits(ctx, t, k, GCN_SPMM_ROLE_PRIOR, view)) {
             snprintf(name, sizeof name, "%s@prior", k->name);
             add(t, name, view, k, NULL, NULL);

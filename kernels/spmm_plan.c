@@ -50,9 +50,15 @@ static int pow2_ceil(int x)
     return p;
 }
 
+/* The SMs a rule counts with: sms, or 1 when the count is unknown (0). */
+static int64_t sm_count(int sms)
+{
+    return sms > 0 ? sms : 1;
+}
+
 int gcn_rowsplit_auto_chunk(int64_t nnz, int sms)
 {
-    int64_t per_warp = nnz / ((int64_t)(sms > 0 ? sms : 1) * GCN_ROWSPLIT_CHUNK_WARPS);
+    int64_t per_warp = nnz / (sm_count(sms) * GCN_ROWSPLIT_CHUNK_WARPS);
     int chunk = GCN_ROWSPLIT_CHUNK_MIN;
     while (chunk < GCN_ROWSPLIT_CHUNK_MAX && 2 * (int64_t)chunk <= per_warp)
         chunk *= 2;
@@ -90,12 +96,12 @@ int gcn_rowsplit_auto_narrow(gcn_rowsplit_shape s, int tile_floats, int64_t n_ro
     if (nnz_per_row >= GCN_ROWSPLIT_NARROW_ROW || s.group < 2)
         return 1;
     int64_t warps = n_rows / (64 / s.group); /* two rows a group's worth */
-    return warps >= (int64_t)(sms > 0 ? sms : 1) * GCN_ROWSPLIT_NARROW_WARPS ? 2 : 1;
+    return warps >= sm_count(sms) * GCN_ROWSPLIT_NARROW_WARPS ? 2 : 1;
 }
 
 int gcn_rowsplit_auto_min_blocks(gcn_rowsplit_shape s, int64_t warps, int sms)
 {
-    bool deep = s.group == 8 && warps >= (int64_t)(sms > 0 ? sms : 1) * GCN_ROWSPLIT_DEEP_WARPS;
+    bool deep = s.group == 8 && warps >= sm_count(sms) * GCN_ROWSPLIT_DEEP_WARPS;
     return s.group >= 16 || deep ? GCN_ROWSPLIT_BLOCKS_MANY : GCN_ROWSPLIT_BLOCKS_FEW;
 }
 
@@ -105,7 +111,7 @@ int gcn_rowsplit_auto_split(gcn_rowsplit_shape s, int64_t n_rows, double nnz_per
         nnz_per_row < GCN_ROWSPLIT_SPLIT_ROW)
         return 1;
     int64_t warps = n_rows / (32 / s.group);
-    return warps < (int64_t)(sms > 0 ? sms : 1) * GCN_ROWSPLIT_FULL_WARPS ? 2 : 1;
+    return warps < sm_count(sms) * GCN_ROWSPLIT_FULL_WARPS ? 2 : 1;
 }
 
 int gcn_rowsplit_widest_tile(int vec)

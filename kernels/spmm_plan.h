@@ -58,6 +58,12 @@ typedef struct gcn_rowsplit_shape {
     int split;
 } gcn_rowsplit_shape;
 
+/* Rows a warp of shape s serves at once. */
+static inline int gcn_rowsplit_rows_per_warp(gcn_rowsplit_shape s)
+{
+    return 32 / (s.group * s.split);
+}
+
 /* The smallest group covering `vecs` vectors with at most
  * GCN_ROWSPLIT_MAX_PER_LANE per lane; vecs <= 32 * that maximum. */
 gcn_rowsplit_shape gcn_rowsplit_shape_for(int vecs);

@@ -198,7 +198,7 @@ static gcn_status plan_layouts(gcn_ctx *ctx, const gcn_csr *a, rowsplit_plan *p,
         if (split == 2 && s.per_lane == 1 && s.group < 32)
             s.split = 2;
         p->shape[i] = s;
-        int64_t per_warp = 32 / (s.group * s.split);
+        int64_t per_warp = gcn_rowsplit_rows_per_warp(s);
         int64_t warps = (int64_t)p->lay[i].n_tiles * ((a->n_rows + per_warp - 1) / per_warp);
         p->min_blocks[i] = gcn_spmm_knob("GCN_ROWSPLIT_MINBLOCKS",
                                          gcn_rowsplit_auto_min_blocks(s, warps, sms),
@@ -279,11 +279,11 @@ static gcn_status rowsplit_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const
     rs_args args = {a->col_idx, p->rows, a->values, x, y, p->lr.chunks, p->lr.long_info,
                     p->lr.partial, p->lr.counter, p->n_short, p->lr.n_chunks, feat, l->tile,
                     l->n_tiles, accumulate};
-    int rows_per_warp = 32 / (p->shape[which].group * p->shape[which].split);
+    int rows_per_warp = gcn_rowsplit_rows_per_warp(p->shape[which]);
     int64_t warps = p->lr.n_chunks + ((int64_t)p->n_short + rows_per_warp - 1) / rows_per_warp;
     dim3 grid((unsigned)((warps + RS_WARPS - 1) / RS_WARPS), (unsigned)l->n_tiles);
-    pick_kernel(l->vec, p->shape[which], p->min_blocks[which])<<<grid, RS_THREADS, 0, cs->stream>>>(
-        args);
+    rs_kernel kernel = pick_kernel(l->vec, p->shape[which], p->min_blocks[which]);
+    kernel<<<grid, RS_THREADS, 0, cs->stream>>>(args);
     GCN_LAUNCHED("rowsplit_kernel");
     return GCN_OK;
 }
