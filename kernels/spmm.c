@@ -18,6 +18,7 @@ static const gcn_spmm_impl *const registry[] = {
     &gcn_spmm_cpu,
 #if GCN_WITH_CUDA /* a build without CUDA has none of these */
     &gcn_spmm_rowsplit,
+    &gcn_spmm_rowpack,
     &gcn_spmm_cusparse,
     &gcn_spmm_rowgroup,
     &gcn_spmm_accel,

@@ -19,6 +19,10 @@ extern const gcn_spmm_impl gcn_spmm_cusparse;
 /* "rowsplit": row-parallel CSR, deterministic (kernels/spmm_rowsplit.cu). */
 extern const gcn_spmm_impl gcn_spmm_rowsplit;
 
+/* "rowpack": consecutive rows packed into units of 32 or 64 non-zeros,
+ * deterministic (kernels/spmm_rowpack.cu). */
+extern const gcn_spmm_impl gcn_spmm_rowpack;
+
 /* "rowgroup": plan-free row-parallel CSR, deterministic, for matrices that
  * live one step (kernels/spmm_rowgroup.cu); no selector role. */
 extern const gcn_spmm_impl gcn_spmm_rowgroup;

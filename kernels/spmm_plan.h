@@ -1,6 +1,7 @@
-/* Host-side planning of the CUDA SpMM kernels (rowsplit, accel, mergepath):
- * tuning knobs, feature-tile layouts, long-row chunks, the Accel-GCN degree
- * sort and block partition, and the merge-path split.  Plain C, unit-tested
+/* Host-side planning of the CUDA SpMM kernels (rowsplit, rowpack, accel,
+ * mergepath): tuning knobs, feature-tile layouts, long-row chunks, rowpack's
+ * units, the Accel-GCN degree sort and block partition, and the merge-path
+ * split.  Plain C, unit-tested
  * without a GPU (tests/test_spmm_plan.c).  Internal. */
 #ifndef GCN_SPMM_PLAN_H
 #define GCN_SPMM_PLAN_H
@@ -192,6 +193,51 @@ void gcn_rowsplit_chunks_free(gcn_rowsplit_chunks *c);
 gcn_status gcn_rowsplit_order(gcn_ctx *ctx, const int32_t *row_ptr, int32_t n_rows, int32_t chunk,
                               int32_t window, const int32_t *visit, int32_t *perm,
                               int32_t *n_short);
+
+/* ---- rowpack -------------------------------------------------------------- */
+
+/* A unit holds at most this many non-zeros: its row-end mask has a bit each. */
+#define GCN_ROWPACK_MAX_UNIT 64
+/* Lanes a group needs for units of GCN_ROWPACK_MAX_UNIT (else units of 32). */
+#define GCN_ROWPACK_WIDE_GROUP 16
+
+/* The work of rowpack's groups of lanes, one unit each, in row order, each
+ * unit at most `cap` non-zeros (one round of a group's loads):
+ * - packed rows: consecutive non-empty rows whose non-zeros fit `cap`
+ *   together share a unit, so one group sums several short rows with the
+ *   same loads in flight; rows = the count (>= 1), ends = a bit at each
+ *   non-zero that ends a row (p: non-zero first + p);
+ * - an empty row: rows = 1, no non-zeros, ends = 0;
+ * - a piece of a row longer than `cap`, cut into the fewest equal pieces of
+ *   at most `cap`: rows = -1 - its scratch slot, ends = the long row's index
+ *   into long_info.  The last piece to finish sums the slots in order, so
+ *   the result does not depend on timing. */
+typedef struct gcn_rowpack_units {
+    int32_t n_units, n_long, n_pieces;
+    int32_t *unit;      /* [n_units][4]: first row, rows, first non-zero, end */
+    uint64_t *ends;     /* [n_units] */
+    int32_t *long_info; /* [n_long][2]: first scratch slot, number of pieces */
+} gcn_rowpack_units;
+
+/* Builds the units of a host CSR row_ptr for 1 <= cap <=
+ * GCN_ROWPACK_MAX_UNIT.  Caller frees with gcn_rowpack_units_free (also
+ * after a failure). */
+gcn_status gcn_rowpack_units_build(gcn_ctx *ctx, const int32_t *row_ptr, int32_t n_rows, int cap,
+                                   gcn_rowpack_units *out);
+void gcn_rowpack_units_free(gcn_rowpack_units *u);
+
+/* Resident blocks an SM the kernel is compiled for: FEW (80 registers) or
+ * MANY (64).  Automatic: MANY for 32-lane groups, whose tiles of 128
+ * columns make the most gathers and gain from more warps hiding them; FEW
+ * for narrower groups, which spill at 64 (H100 sweep, docs/kernels.md). */
+#define GCN_ROWPACK_BLOCKS_FEW 3
+#define GCN_ROWPACK_BLOCKS_MANY 4
+int gcn_rowpack_auto_min_blocks(int group);
+
+/* The automatic unit size for groups of `group` lanes over rows of per_row
+ * non-zeros on average: 64 when group >= GCN_ROWPACK_WIDE_GROUP and per_row
+ * >= 10, else 32 (H100 sweep, docs/kernels.md). */
+int gcn_rowpack_auto_unit(int group, double per_row);
 
 /* ---- accel (Accel-GCN) -------------------------------------------------- */
 

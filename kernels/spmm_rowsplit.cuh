@@ -21,6 +21,7 @@ typedef struct rs_args {
     int32_t n_short, n_chunks;
     int feat, tile, n_tiles;
     bool accumulate;
+    const unsigned long long *ends; /* rowpack's row-end masks, one a unit in `rows` */
 } rs_args;
 
 /* Lanes of the group that lane belongs to. */
@@ -177,14 +178,30 @@ static inline void gcn_rs_long_free(gcn_ctx *ctx, gcn_rs_long *l)
     memset(l, 0, sizeof *l);
 }
 
-/* Finds the long rows of a host row_ptr and uploads their pieces, scratch
- * rows for feat columns and zeroed counters for the feature tiles of either
- * layout.  On failure the caller still frees *l. */
+/* Scratch rows for n_slots pieces of feat columns and zeroed counters for
+ * l->n_long rows over the feature tiles of either layout. */
+static inline gcn_status gcn_rs_long_scratch(gcn_ctx *ctx, gcn_rs_long *l, int64_t n_slots,
+                                             int feat, const gcn_feat_layout lay[2])
+{
+    int tiles = lay[0].n_tiles > lay[1].n_tiles ? lay[0].n_tiles : lay[1].n_tiles;
+    l->partial_bytes = (size_t)n_slots * (size_t)feat * sizeof(float);
+    l->counter_bytes = (size_t)l->n_long * (size_t)tiles * sizeof(int);
+    GCN_TRY(gcn_mem_alloc(ctx, (void **)&l->partial, l->partial_bytes));
+    GCN_TRY(gcn_mem_alloc(ctx, (void **)&l->counter, l->counter_bytes));
+    if (l->counter_bytes == 0)
+        return GCN_OK;
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    return GCN_CUDA_ST(cudaMemsetAsync(l->counter, 0, l->counter_bytes, cs->stream));
+}
+
+/* Finds the long rows of a host row_ptr and uploads their pieces, with
+ * their scratch rows and counters (gcn_rs_long_scratch).  On failure the
+ * caller still frees *l. */
 static inline gcn_status gcn_rs_long_upload(gcn_ctx *ctx, const int32_t *row_ptr, int32_t n_rows,
                                             int32_t chunk, int feat,
                                             const gcn_feat_layout lay[2], gcn_rs_long *l)
 {
-    int tiles = lay[0].n_tiles > lay[1].n_tiles ? lay[0].n_tiles : lay[1].n_tiles;
     gcn_rowsplit_chunks ch = {0};
     gcn_status st;
     GCN_CHECK(gcn_rowsplit_chunks_build(ctx, row_ptr, n_rows, chunk, &ch));
@@ -192,17 +209,9 @@ static inline gcn_status gcn_rs_long_upload(gcn_ctx *ctx, const int32_t *row_ptr
     l->n_long = ch.n_long;
     l->chunks_bytes = (size_t)ch.n_chunks * sizeof(int4);
     l->long_bytes = (size_t)ch.n_long * sizeof(int2);
-    l->partial_bytes = (size_t)ch.n_chunks * (size_t)feat * sizeof(float);
-    l->counter_bytes = (size_t)ch.n_long * (size_t)tiles * sizeof(int);
     GCN_CHECK(gcn_spmm_upload(ctx, (void **)&l->chunks, ch.chunk, l->chunks_bytes));
     GCN_CHECK(gcn_spmm_upload(ctx, (void **)&l->long_info, ch.long_info, l->long_bytes));
-    GCN_CHECK(gcn_mem_alloc(ctx, (void **)&l->partial, l->partial_bytes));
-    GCN_CHECK(gcn_mem_alloc(ctx, (void **)&l->counter, l->counter_bytes));
-    if (l->counter_bytes > 0) {
-        gcn_cuda_state *cs;
-        GCN_CHECK(gcn_cuda_begin(ctx, &cs));
-        GCN_CHECK(GCN_CUDA_ST(cudaMemsetAsync(l->counter, 0, l->counter_bytes, cs->stream)));
-    }
+    GCN_CHECK(gcn_rs_long_scratch(ctx, l, ch.n_chunks, feat, lay));
 cleanup:
     gcn_rowsplit_chunks_free(&ch);
     return st;

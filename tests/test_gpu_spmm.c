@@ -255,6 +255,33 @@ Test(gpu_spmm, cusparse_registered)
     gpu_pair_close(&p);
 }
 
+/* rowpack addresses X with 32-bit offsets: it declines an X of more than
+ * 2^32 floats (here 2^25 + 1 rows of 128) in `supports`, which the
+ * selector's candidate lists consult, and in its plan, and takes the same
+ * matrix at F = 64. */
+Test(gpu_spmm, rowpack_declines_x_over_2_32_floats)
+{
+    GPU_REQUIRED();
+    const gcn_spmm_impl *impl = gcn_spmm_find(NULL, "rowpack");
+    cr_assert_not_null(impl);
+    gpu_pair p = gpu_pair_open(23, false);
+    const int32_t n_cols = (1 << 25) + 1;
+    gcn_csr *a = NULL;
+    cr_assert_eq(gcn_csr_create(p.gpu, &a, 2, n_cols, 2, (int32_t[]){0, 1, 2},
+                                (int32_t[]){0, n_cols - 1}, (float[]){1.0f, 2.0f}),
+                 GCN_OK, "%s", gcn_last_error(p.gpu));
+    cr_assert_not(impl->supports(a, 128));
+    cr_assert(impl->supports(a, 64));
+    void *plan = NULL;
+    cr_assert_eq(impl->plan(p.gpu, a, 128, &plan), GCN_ERR_UNSUPPORTED);
+    cr_assert_null(plan);
+    cr_assert(strstr(gcn_last_error(p.gpu), "2^32"), "%s", gcn_last_error(p.gpu));
+    cr_assert_eq(impl->plan(p.gpu, a, 64, &plan), GCN_OK, "%s", gcn_last_error(p.gpu));
+    impl->free_plan(plan);
+    gcn_csr_free(&a);
+    gpu_pair_close(&p);
+}
+
 /* loss = nll(log_softmax(spmm(A, X) W)) on a non-symmetric matrix: dX goes
  * through the stored transpose of A on each backend. */
 static float *spmm_grad(gcn_ctx *ctx, const host_mat *m, int f, float *loss)

@@ -253,6 +253,8 @@ Test(gpu_spmm_kernels, tuning_knobs)
         {"GCN_ROWSPLIT_MINBLOCKS", "3"},  {"GCN_ROWSPLIT_MINBLOCKS", "4"},
         {"GCN_ROWSPLIT_NARROW", "2"},     {"GCN_ROWSPLIT_NARROW", "4"},
         {"GCN_ROWSPLIT_SPLIT", "1"},      {"GCN_ROWSPLIT_SPLIT", "2"},
+        {"GCN_ROWPACK_UNIT", "32"},       {"GCN_ROWPACK_UNIT", "64"},
+        {"GCN_ROWPACK_MINBLOCKS", "4"},
         {"GCN_MERGEPATH_COST", "1"},      {"GCN_MERGEPATH_COST", "997"},
         {"GCN_MERGEPATH_TILE", "64"},     {"GCN_MERGEPATH_VEC", "1"},
         {"GCN_ACCEL_TILE", "64"},         {"GCN_ACCEL_TILE", "100000"},

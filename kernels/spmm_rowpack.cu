@@ -1,0 +1,325 @@
+/* "rowpack": the rows in the matrix's order as units of work for groups of
+ * lanes sized to the feature tile (spmm_plan.h, gcn_rowpack_units):
+ * consecutive short rows packed into units of at most 32 or 64 non-zeros,
+ * and equal pieces of the longer rows.  A group loads a unit's column
+ * indices and values once, gathers X rows across the row boundaries with
+ * the loads of several rows in flight, and writes each row as its last
+ * non-zero is summed, found from the unit's row-end mask.  Rows stay in
+ * order, so a block sums neighbouring rows, which on a community-ordered
+ * graph gather neighbouring rows of X.  The pieces of a long row go to
+ * scratch slots that the last piece sums in order: no float atomics,
+ * deterministic.  Host planning: spmm_rowpack.c; docs/kernels.md. */
+#include <stdlib.h>
+
+#include "spmm_rowsplit.cuh"
+#include "spmm_impls.h"
+
+#define RP_THREADS 256
+#define RP_WARPS (RP_THREADS / GCN_WARP)
+#define RP_LOADS 8     /* X vectors a lane has in flight */
+#define RP_MIN_GROUP 4 /* narrower groups would hold 16 or more pairs a lane */
+
+typedef struct rowpack_plan {
+    gcn_spmm_head head;       /* first member: the product the plan is for */
+    int unit;                 /* non-zeros a unit holds at most: 32 or 64 */
+    gcn_feat_layout lay[2];   /* [0] vectorised, [1] scalar for misaligned x or y */
+    int group[2];             /* lanes a unit, per layout */
+    int min_blocks[2];        /* resident blocks an SM the kernel is compiled for, per layout */
+    int32_t n_units;
+    int4 *units;              /* [n_units]: gcn_rowpack_units.unit */
+    unsigned long long *ends; /* [n_units]: gcn_rowpack_units.ends */
+    gcn_rs_long lr;           /* the long rows' info, scratch slots and counters */
+    size_t units_bytes, ends_bytes;
+} rowpack_plan;
+
+/* The piece in scratch slot `slot` of long row `lid` stores its partial
+ * row; the last of the row's pieces to finish (a counter per row and tile)
+ * sums the slots in order, writes the row and resets the counter. */
+template <int G, int V>
+__device__ __forceinline__ void piece_done(const rs_args &a, int64_t row, int slot, int lid,
+                                           int li, unsigned gmask, bool lane_on, int col0,
+                                           const float (&acc)[V])
+{
+    const int64_t off = col0 + li * V;
+    if (lane_on)
+        vstore<V>(a.partial + (int64_t)slot * a.feat + off, acc);
+    __threadfence();
+    __syncwarp(gmask);
+    const int2 info = a.long_info[lid];
+    int *counter = a.counter + (int64_t)lid * a.n_tiles + blockIdx.y;
+    int last = 0;
+    if (li == 0)
+        last = atomicAdd(counter, 1) == info.y - 1;
+    if (!__shfl_sync(gmask, last, 0, G))
+        return;
+    __threadfence();
+    if (lane_on) {
+        float sum[V];
+        vzero<V>(sum);
+#pragma unroll 8
+        for (int j = 0; j < info.y; j++) {
+            float t[V];
+            vload_cg<V>(a.partial + (int64_t)(info.x + j) * a.feat + off, t);
+#pragma unroll
+            for (int i = 0; i < V; i++)
+                sum[i] += t[i];
+        }
+        vwrite<V>(a.y + row * a.feat + off, sum, a.accumulate);
+    }
+    if (li == 0)
+        *counter = 0;
+}
+
+/* The G lanes of a group sum unit k: lane li loads pairs li, li + G, ...,
+ * and for each non-zero p (broadcast by shuffles) gathers its vector li of
+ * the tile.  In a unit of packed rows, after non-zero p with bit p of the
+ * mask set, the row ending there (the mask's set bits below p count the
+ * rows before it) is written and the sum restarts; a piece goes to
+ * piece_done, and an empty row is written as zeros.  The C positions are
+ * unrolled without an early exit or an outer loop, so the compiler keeps
+ * RP_LOADS gathers in flight across rows without spilling; positions past
+ * the unit's end load nothing. */
+template <int G, int V, int C>
+__device__ __forceinline__ void unit_task(const rs_args &a, int64_t uwarp, int lane, int col0,
+                                          int nvec)
+{
+    constexpr int M = C / G;
+    const int li = lane % G;
+    const int64_t k = uwarp * (GCN_WARP / G) + lane / G;
+    if (k >= a.n_short)
+        return;
+    const int4 q = __ldg(a.rows + k);
+    const unsigned long long tag = __ldg(a.ends + k);
+    const unsigned long long ends = q.y > 0 ? tag : 0ull;
+    const unsigned gmask = group_mask<G>(lane);
+    const int cnt = q.w - q.z;
+    const bool lane_on = li < nvec;
+    float *yt = a.y + col0 + li * V;
+    const float *xt = a.x + col0 + li * V;
+    int c[M];
+    float v[M];
+    load_pairs<G, M>(a, q.z, cnt, li, 0, c, v);
+    float acc[V];
+    vzero<V>(acc);
+#pragma unroll
+    for (int p0 = 0; p0 < C; p0 += RP_LOADS) {
+        float xv[RP_LOADS][V], w[RP_LOADS];
+#pragma unroll
+        for (int u = 0; u < RP_LOADS; u++) {
+            const int p = p0 + u;
+            const int col = __shfl_sync(gmask, c[p / G], p % G, G);
+            w[u] = __shfl_sync(gmask, v[p / G], p % G, G);
+            if (p < cnt && lane_on) /* a 32-bit offset: rowpack_supports */
+                vload_ro<V>(xt + (uint32_t)col * (uint32_t)a.feat, xv[u]);
+            else
+                vzero<V>(xv[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < RP_LOADS; u++) {
+            const int p = p0 + u;
+#pragma unroll
+            for (int t = 0; t < V; t++)
+                acc[t] = fmaf(w[u], xv[u][t], acc[t]);
+            if ((ends >> p) & 1ull) {
+                const int64_t row = q.x + __popcll(ends & ((1ull << p) - 1ull));
+                if (lane_on)
+                    vwrite<V>(yt + row * a.feat, acc, a.accumulate);
+                vzero<V>(acc);
+            }
+        }
+    }
+    if (q.y < 0)
+        piece_done<G, V>(a, q.x, -1 - q.y, (int)tag, li, gmask, lane_on, col0, acc);
+    else if (cnt == 0 && lane_on)
+        vwrite<V>(yt + (int64_t)q.x * a.feat, acc, a.accumulate);
+}
+
+/* Work mapping: blockIdx.y is the feature tile; along x, 8 warps a block,
+ * each taking the next 32 / G units, one a group of G lanes; lane l owns
+ * the tile's vector l (V floats). */
+template <int G, int V, int C, int MINB>
+__global__ void __launch_bounds__(RP_THREADS, MINB)
+    rowpack_kernel(const __grid_constant__ rs_args a)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t warp = (int64_t)blockIdx.x * RP_WARPS + (threadIdx.x / GCN_WARP);
+    const int col0 = (int)blockIdx.y * a.tile;
+    unit_task<G, V, C>(a, warp, lane, col0, min(a.tile, a.feat - col0) / V);
+}
+
+typedef void (*rp_kernel)(const rs_args);
+
+template <int V, int C, int MINB>
+static rp_kernel pick_group(int group)
+{
+    switch (group) {
+    case 4: return rowpack_kernel<4, V, C, MINB>;
+    case 8: return rowpack_kernel<8, V, C, MINB>;
+    case 16: return rowpack_kernel<16, V, C, MINB>;
+    default: return rowpack_kernel<32, V, C, MINB>;
+    }
+}
+
+/* Units of 64 only with groups of 16 or 32 lanes (choose_unit): narrower
+ * groups would hold 8 or more pairs a lane. */
+template <int V, int MINB>
+static rp_kernel pick_unit(int group, int unit)
+{
+    if (unit == GCN_ROWPACK_MAX_UNIT)
+        return group == 16 ? rowpack_kernel<16, V, GCN_ROWPACK_MAX_UNIT, MINB>
+                           : rowpack_kernel<32, V, GCN_ROWPACK_MAX_UNIT, MINB>;
+    return pick_group<V, 32, MINB>(group);
+}
+
+template <int MINB>
+static rp_kernel pick_vec(int vec, int group, int unit)
+{
+    return vec == 4 ? pick_unit<4, MINB>(group, unit)
+                    : vec == 2 ? pick_unit<2, MINB>(group, unit) : pick_unit<1, MINB>(group, unit);
+}
+
+static rp_kernel pick_kernel(int vec, int group, int unit, int min_blocks)
+{
+    return min_blocks == GCN_ROWPACK_BLOCKS_MANY ? pick_vec<GCN_ROWPACK_BLOCKS_MANY>(vec, group, unit)
+                                                 : pick_vec<GCN_ROWPACK_BLOCKS_FEW>(vec, group, unit);
+}
+
+/* ---- plan ----------------------------------------------------------------- */
+
+/* The gathers address X's rows with 32-bit offsets (a 64-bit multiply per
+ * gather cost 6 % on ogbn-arxiv at F = 128), so X may hold at most 2^32
+ * floats (16 GiB); larger products are left to the other kernels. */
+static bool rowpack_supports(const gcn_csr *a, int feat)
+{
+    return gcn_spmm_cuda_supports(a, feat) && (uint64_t)a->n_cols * (uint64_t)feat <= UINT32_MAX;
+}
+
+static void rowpack_free_plan(void *plan)
+{
+    rowpack_plan *p = (rowpack_plan *)plan;
+    if (!p)
+        return;
+    gcn_mem_release(p->head.ctx, p->units, p->units_bytes);
+    gcn_mem_release(p->head.ctx, p->ends, p->ends_bytes);
+    gcn_rs_long_free(p->head.ctx, &p->lr);
+    free(p);
+}
+
+/* One tile is what a warp's lanes hold, one vector each (the widest group);
+ * the group is the tile's vectors rounded up to a power of two, at least
+ * RP_MIN_GROUP. */
+static void plan_layouts(rowpack_plan *p)
+{
+    int feat = p->head.feat;
+    int vec = gcn_feat_vec(feat, 4);
+    p->lay[0] = gcn_feat_layout_make(feat, vec, GCN_WARP * vec);
+    p->lay[1] = gcn_feat_layout_make(feat, 1, GCN_WARP);
+    for (int i = 0; i < 2; i++) {
+        int g = gcn_rowsplit_shape_for(p->lay[i].vecs).group;
+        p->group[i] = g > RP_MIN_GROUP ? g : RP_MIN_GROUP;
+        p->min_blocks[i] = gcn_spmm_knob("GCN_ROWPACK_MINBLOCKS", gcn_rowpack_auto_min_blocks(g),
+                                         GCN_ROWPACK_BLOCKS_FEW, GCN_ROWPACK_BLOCKS_MANY);
+    }
+}
+
+/* The unit size: GCN_ROWPACK_UNIT (32 or 64) when set, else automatic from
+ * the rows' mean length.  Both layouts run on the same units, so 64 needs
+ * both layouts' groups to have GCN_ROWPACK_WIDE_GROUP lanes (pick_unit). */
+static int choose_unit(const gcn_csr *a, int group)
+{
+    int unit = gcn_spmm_knob("GCN_ROWPACK_UNIT",
+                             gcn_rowpack_auto_unit(group, (double)a->nnz / (double)a->n_rows), 32,
+                             GCN_ROWPACK_MAX_UNIT);
+    return unit == GCN_ROWPACK_MAX_UNIT && group >= GCN_ROWPACK_WIDE_GROUP ? unit : 32;
+}
+
+/* Units, masks, the long rows' info, and their scratch slots and counters
+ * (gcn_rs_long_scratch). */
+static gcn_status upload_units(gcn_ctx *ctx, rowpack_plan *p, const int32_t *row_ptr,
+                               int32_t n_rows)
+{
+    gcn_rowpack_units u;
+    gcn_rs_long *l = &p->lr;
+    gcn_status st;
+    GCN_CHECK(gcn_rowpack_units_build(ctx, row_ptr, n_rows, p->unit, &u));
+    p->n_units = u.n_units;
+    p->units_bytes = (size_t)u.n_units * sizeof(int4);
+    p->ends_bytes = (size_t)u.n_units * sizeof(unsigned long long);
+    l->n_long = u.n_long;
+    l->long_bytes = (size_t)u.n_long * sizeof(int2);
+    GCN_CHECK(gcn_spmm_upload(ctx, (void **)&p->units, u.unit, p->units_bytes));
+    GCN_CHECK(gcn_spmm_upload(ctx, (void **)&p->ends, u.ends, p->ends_bytes));
+    GCN_CHECK(gcn_spmm_upload(ctx, (void **)&l->long_info, u.long_info, l->long_bytes));
+    GCN_CHECK(gcn_rs_long_scratch(ctx, l, u.n_pieces, p->head.feat, p->lay));
+cleanup:
+    gcn_rowpack_units_free(&u);
+    return st;
+}
+
+static gcn_status build_plan(gcn_ctx *ctx, const gcn_csr *a, rowpack_plan *p)
+{
+    const int32_t *row_ptr;
+    plan_layouts(p);
+    GCN_TRY(gcn_spmm_check_tiles(ctx, "rowpack", p->lay));
+    p->unit = choose_unit(a, p->group[0] < p->group[1] ? p->group[0] : p->group[1]);
+    GCN_TRY(gcn_csr_host_row_ptr(ctx, a, &row_ptr));
+    return upload_units(ctx, p, row_ptr, a->n_rows);
+}
+
+static gcn_status rowpack_plan_create(gcn_ctx *ctx, const gcn_csr *a, int feat, void **plan)
+{
+    rowpack_plan *p = NULL;
+    GCN_TRY(gcn_spmm_plan_new(ctx, a, feat, "rowpack", sizeof *p, plan, (void **)&p));
+    if (!rowpack_supports(a, feat)) {
+        rowpack_free_plan(p);
+        return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED,
+                         "rowpack SpMM: X of %d x %d floats is over 2^32 (32-bit offsets)",
+                         a->n_cols, feat);
+    }
+    if (!p->head.empty) {
+        gcn_status st = build_plan(ctx, a, p);
+        if (st != GCN_OK) {
+            rowpack_free_plan(p);
+            return st;
+        }
+    }
+    *plan = p;
+    return GCN_OK;
+}
+
+/* ---- run ------------------------------------------------------------------ */
+
+
+static gcn_status rowpack_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const float *x,
+                              float *y, int feat, bool accumulate)
+{
+    rowpack_plan *p = (rowpack_plan *)plan;
+    gcn_cuda_state *cs;
+    bool done;
+    GCN_TRY(gcn_spmm_run_begin(ctx, p, a, y, feat, accumulate, "rowpack", &cs, &done));
+    if (done)
+        return GCN_OK;
+    int which = gcn_spmm_aligned(x, p->lay[0].vec) && gcn_spmm_aligned(y, p->lay[0].vec) ? 0 : 1;
+    const gcn_feat_layout *l = &p->lay[which];
+    int group = p->group[which];
+    rs_args args = {a->col_idx, p->units, a->values, x, y, NULL, p->lr.long_info,
+                    p->lr.partial, p->lr.counter, p->n_units, 0, feat, l->tile,
+                    l->n_tiles, accumulate, p->ends};
+    int64_t warps = ((int64_t)p->n_units + GCN_WARP / group - 1) / (GCN_WARP / group);
+    dim3 grid((unsigned)((warps + RP_WARPS - 1) / RP_WARPS), (unsigned)l->n_tiles);
+    pick_kernel(l->vec, group, p->unit, p->min_blocks[which])<<<grid, RP_THREADS, 0, cs->stream>>>(args);
+    GCN_LAUNCHED("rowpack_kernel");
+    return GCN_OK;
+}
+
+const gcn_spmm_impl gcn_spmm_rowpack = {
+    .size = sizeof(gcn_spmm_impl),
+    .name = "rowpack",
+    .device = GCN_DEVICE_CUDA,
+    .deterministic = true,
+    .roles = GCN_SPMM_ROLE_WHOLE,
+    .supports = rowpack_supports,
+    .plan = rowpack_plan_create,
+    .run = rowpack_run,
+    .free_plan = rowpack_free_plan,
+};
