@@ -1,8 +1,8 @@
 /* Host-side planning of the CUDA SpMM kernels (rowsplit, rowpack, accel,
  * mergepath): tuning knobs, feature-tile layouts, long-row chunks, rowpack's
  * units, the Accel-GCN degree sort and block partition, and the merge-path
- * split.  Plain C, unit-tested
- * without a GPU (tests/test_spmm_plan.c).  Internal. */
+ * split.  Plain C, unit-tested without a GPU (tests/test_spmm_plan.c,
+ * tests/test_spmm_rowpack.c).  Internal. */
 #ifndef GCN_SPMM_PLAN_H
 #define GCN_SPMM_PLAN_H
 
