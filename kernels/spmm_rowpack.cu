@@ -289,7 +289,6 @@ static gcn_status rowpack_plan_create(gcn_ctx *ctx, const gcn_csr *a, int feat, 
 
 /* ---- run ------------------------------------------------------------------ */
 
-
 static gcn_status rowpack_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const float *x,
                               float *y, int feat, bool accumulate)
 {
@@ -307,7 +306,8 @@ static gcn_status rowpack_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const 
                     l->n_tiles, accumulate, p->ends};
     int64_t warps = ((int64_t)p->n_units + GCN_WARP / group - 1) / (GCN_WARP / group);
     dim3 grid((unsigned)((warps + RP_WARPS - 1) / RP_WARPS), (unsigned)l->n_tiles);
-    pick_kernel(l->vec, group, p->unit, p->min_blocks[which])<<<grid, RP_THREADS, 0, cs->stream>>>(args);
+    rp_kernel kernel = pick_kernel(l->vec, group, p->unit, p->min_blocks[which]);
+    kernel<<<grid, RP_THREADS, 0, cs->stream>>>(args);
     GCN_LAUNCHED("rowpack_kernel");
     return GCN_OK;
 }
