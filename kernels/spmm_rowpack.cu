@@ -180,8 +180,9 @@ static rp_kernel pick_vec(int vec, int group, int unit)
 
 static rp_kernel pick_kernel(int vec, int group, int unit, int min_blocks)
 {
-    return min_blocks == GCN_ROWPACK_BLOCKS_MANY ? pick_vec<GCN_ROWPACK_BLOCKS_MANY>(vec, group, unit)
-                                                 : pick_vec<GCN_ROWPACK_BLOCKS_FEW>(vec, group, unit);
+    if (min_blocks == GCN_ROWPACK_BLOCKS_MANY)
+        return pick_vec<GCN_ROWPACK_BLOCKS_MANY>(vec, group, unit);
+    return pick_vec<GCN_ROWPACK_BLOCKS_FEW>(vec, group, unit);
 }
 
 /* ---- plan ----------------------------------------------------------------- */
