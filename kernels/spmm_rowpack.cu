@@ -79,7 +79,7 @@ __device__ __forceinline__ void piece_done(const rs_args &a, int64_t row, int sl
  * unrolled without an early exit or an outer loop, so the compiler keeps
  * RP_LOADS gathers in flight across rows without spilling; positions past
  * the unit's end load nothing. */
-template <int G, int V, int C>
+template <int G, int V, int C, bool FULL>
 __device__ __forceinline__ void unit_task(const rs_args &a, int64_t uwarp, int lane, int col0,
                                           int nvec)
 {
@@ -93,7 +93,7 @@ __device__ __forceinline__ void unit_task(const rs_args &a, int64_t uwarp, int l
     const unsigned long long ends = q.y > 0 ? tag : 0ull;
     const unsigned gmask = group_mask<G>(lane);
     const int cnt = q.w - q.z;
-    const bool lane_on = li < nvec;
+    const bool lane_on = FULL || li < nvec;
     float *yt = a.y + col0 + li * V;
     const float *xt = a.x + col0 + li * V;
     int c[M];
@@ -136,53 +136,64 @@ __device__ __forceinline__ void unit_task(const rs_args &a, int64_t uwarp, int l
 
 /* Work mapping: blockIdx.y is the feature tile; along x, 8 warps a block,
  * each taking the next 32 / G units, one a group of G lanes; lane l owns
- * the tile's vector l (V floats). */
-template <int G, int V, int C, int MINB>
+ * the tile's vector l (V floats).  FULL: every tile has a vector for each
+ * of the group's lanes, so no lane checks its own before it loads or
+ * writes (the check cost 3-11 % on ogbn-arxiv at F = 32 to 256). */
+template <int G, int V, int C, int MINB, bool FULL>
 __global__ void __launch_bounds__(RP_THREADS, MINB)
     rowpack_kernel(const __grid_constant__ rs_args a)
 {
     const int lane = threadIdx.x & 31;
     const int64_t warp = (int64_t)blockIdx.x * RP_WARPS + (threadIdx.x / GCN_WARP);
     const int col0 = (int)blockIdx.y * a.tile;
-    unit_task<G, V, C>(a, warp, lane, col0, min(a.tile, a.feat - col0) / V);
+    unit_task<G, V, C, FULL>(a, warp, lane, col0, min(a.tile, a.feat - col0) / V);
 }
 
 typedef void (*rp_kernel)(const rs_args);
 
-template <int V, int C, int MINB>
+template <int V, int C, int MINB, bool FULL>
 static rp_kernel pick_group(int group)
 {
     switch (group) {
-    case 4: return rowpack_kernel<4, V, C, MINB>;
-    case 8: return rowpack_kernel<8, V, C, MINB>;
-    case 16: return rowpack_kernel<16, V, C, MINB>;
-    default: return rowpack_kernel<32, V, C, MINB>;
+    case 4: return rowpack_kernel<4, V, C, MINB, FULL>;
+    case 8: return rowpack_kernel<8, V, C, MINB, FULL>;
+    case 16: return rowpack_kernel<16, V, C, MINB, FULL>;
+    default: return rowpack_kernel<32, V, C, MINB, FULL>;
     }
 }
 
 /* Units of 64 only with groups of 16 or 32 lanes (choose_unit): narrower
  * groups would hold 8 or more pairs a lane. */
-template <int V, int MINB>
+template <int V, int MINB, bool FULL>
 static rp_kernel pick_unit(int group, int unit)
 {
     if (unit == GCN_ROWPACK_MAX_UNIT)
-        return group == 16 ? rowpack_kernel<16, V, GCN_ROWPACK_MAX_UNIT, MINB>
-                           : rowpack_kernel<32, V, GCN_ROWPACK_MAX_UNIT, MINB>;
-    return pick_group<V, 32, MINB>(group);
+        return group == 16 ? rowpack_kernel<16, V, GCN_ROWPACK_MAX_UNIT, MINB, FULL>
+                           : rowpack_kernel<32, V, GCN_ROWPACK_MAX_UNIT, MINB, FULL>;
+    return pick_group<V, 32, MINB, FULL>(group);
 }
 
-template <int MINB>
+template <int MINB, bool FULL>
 static rp_kernel pick_vec(int vec, int group, int unit)
 {
-    return vec == 4 ? pick_unit<4, MINB>(group, unit)
-                    : vec == 2 ? pick_unit<2, MINB>(group, unit) : pick_unit<1, MINB>(group, unit);
+    return vec == 4 ? pick_unit<4, MINB, FULL>(group, unit)
+                    : vec == 2 ? pick_unit<2, MINB, FULL>(group, unit)
+                               : pick_unit<1, MINB, FULL>(group, unit);
 }
 
-static rp_kernel pick_kernel(int vec, int group, int unit, int min_blocks)
+template <bool FULL>
+static rp_kernel pick_blocks(int vec, int group, int unit, int min_blocks)
 {
     if (min_blocks == GCN_ROWPACK_BLOCKS_MANY)
-        return pick_vec<GCN_ROWPACK_BLOCKS_MANY>(vec, group, unit);
-    return pick_vec<GCN_ROWPACK_BLOCKS_FEW>(vec, group, unit);
+        return pick_vec<GCN_ROWPACK_BLOCKS_MANY, FULL>(vec, group, unit);
+    return pick_vec<GCN_ROWPACK_BLOCKS_FEW, FULL>(vec, group, unit);
+}
+
+static rp_kernel pick_kernel(const gcn_feat_layout *l, int group, int unit, int min_blocks)
+{
+    if (l->n_tiles * group * l->vec == l->feat)
+        return pick_blocks<true>(l->vec, group, unit, min_blocks);
+    return pick_blocks<false>(l->vec, group, unit, min_blocks);
 }
 
 /* ---- plan ----------------------------------------------------------------- */
@@ -307,7 +318,7 @@ static gcn_status rowpack_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const 
                     l->n_tiles, accumulate, p->ends};
     int64_t warps = ((int64_t)p->n_units + GCN_WARP / group - 1) / (GCN_WARP / group);
     dim3 grid((unsigned)((warps + RP_WARPS - 1) / RP_WARPS), (unsigned)l->n_tiles);
-    rp_kernel kernel = pick_kernel(l->vec, group, p->unit, p->min_blocks[which]);
+    rp_kernel kernel = pick_kernel(l, group, p->unit, p->min_blocks[which]);
     kernel<<<grid, RP_THREADS, 0, cs->stream>>>(args);
     GCN_LAUNCHED("rowpack_kernel");
     return GCN_OK;
