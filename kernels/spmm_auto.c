@@ -10,13 +10,24 @@
 #include "spmm_halo.h"
 #include "spmm_site.h"
 
-/* A product of fewer multiply-adds (non-zeros x F) than SMALL_WORK takes a
- * few microseconds on the GPU, about as long as the gap between the start
- * event and the kernel's launch, so each timed sample of it holds
- * SMALL_RUNS back-to-back runs (H100: without them the selector picked a
- * kernel 21-27 % slower on two such graphs, docs/perf.md). */
-#define SMALL_WORK (1 << 24)
-#define SMALL_RUNS 8
+/* A product of a few microseconds takes about as long on the GPU as the
+ * host's path through the call site and the launch, so a sample bracketing
+ * one run would time the host.  So a timed sample holds at least
+ * SAMPLE_WORK multiply-adds (non-zeros x F) in back-to-back runs, at most
+ * MAX_SAMPLE_RUNS of them (H100: without them the selector picked a kernel
+ * 21-27 % slower on two graphs of 5-us products; with 8 runs below 2^24
+ * and one above, products of 13-17 us at 2^24 still locked a kernel 8-17 %
+ * slower in 3 of 14 graph-runs; docs/perf.md). */
+#define SAMPLE_WORK (INT64_C(1) << 26)
+#define MAX_SAMPLE_RUNS 8
+
+int gcn_spmm_sample_runs(const gcn_csr *a, int feat)
+{
+    int64_t work = (int64_t)a->nnz * feat;
+    if (work * MAX_SAMPLE_RUNS <= SAMPLE_WORK)
+        return MAX_SAMPLE_RUNS;
+    return (int)((SAMPLE_WORK + work - 1) / work);
+}
 
 static void state_free(gcn_spmm_state *s)
 {
@@ -64,7 +75,7 @@ static gcn_status complete(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t)
     const gcn_select_clock *clock =
         ctx->device == GCN_DEVICE_CUDA ? gcn_select_cuda_clock() : gcn_select_host_clock();
     GCN_TRY(gcn_selector_create(ctx, &t->sel, t->n_cand, NULL, clock));
-    t->runs = (int64_t)a->nnz * t->feat < SMALL_WORK ? SMALL_RUNS : 1;
+    t->runs = gcn_spmm_sample_runs(a, t->feat);
     t->deferred = false;
     return GCN_OK;
 }

@@ -76,6 +76,11 @@ gcn_status gcn_spmm_site_prepare(gcn_ctx *ctx, const gcn_spmm_site *site, int ca
 gcn_status gcn_spmm_site_run(gcn_ctx *ctx, const gcn_spmm_site *site, int cand, const float *x,
                              float *y, bool accumulate);
 
+/* Back-to-back runs one timed sample of a's product at width feat holds,
+ * so that a product of a few microseconds is timed without the launch gap:
+ * the selector's samples, and benchmarks that compare with them. */
+int gcn_spmm_sample_runs(const gcn_csr *a, int feat);
+
 /* Whether the site has locked, and on which candidate. */
 bool gcn_spmm_site_locked(const gcn_spmm_site *site, int *cand);
 

@@ -32,7 +32,7 @@ struct gcn_spmm_site {
      * builds no split and no selector. */
     bool deferred, first_done;
     bool reported;  /* the lock has been logged */
-    int runs;       /* back-to-back runs a timed sample holds (1 or SMALL_RUNS) */
+    int runs;       /* back-to-back runs a timed sample holds (gcn_spmm_sample_runs) */
     double setup_ms; /* host time of its splits and plans until the lock */
     int n_cand;
     strategy cand[GCN_SITE_MAX_CANDIDATES];

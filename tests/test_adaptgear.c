@@ -233,6 +233,22 @@ Test(adaptgear, cpu_site_locks_its_one_kernel)
     gcn_ctx_free(&ctx);
 }
 
+/* Runs a timed sample holds: enough for 2^26 multiply-adds, 1 to 8.  The
+ * six-node matrix has 12 non-zeros. */
+Test(adaptgear, sample_runs_cover_the_launch)
+{
+    gcn_ctx *ctx = test_cpu_ctx(1);
+    gcn_csr *a = six(ctx, false);
+    cr_assert_eq(gcn_spmm_sample_runs(a, 1), 8, "a tiny product: the most runs");
+    cr_assert_eq(gcn_spmm_sample_runs(a, (1 << 23) / 12 + 1), 8, "8 runs reach 2^26");
+    cr_assert_eq(gcn_spmm_sample_runs(a, (1 << 24) / 12 + 1), 4, "just over 2^24: 4 runs");
+    cr_assert_eq(gcn_spmm_sample_runs(a, (1 << 25) / 12 + 1), 2);
+    cr_assert_eq(gcn_spmm_sample_runs(a, (1 << 26) / 12 + 1), 1, "over 2^26: one run");
+    cr_assert_eq(gcn_spmm_sample_runs(a, INT32_MAX), 1, "no overflow");
+    gcn_csr_free(&a);
+    gcn_ctx_free(&ctx);
+}
+
 /* Loads a plan kept in memory (len bytes at mem) for the one matrix m. */
 static gcn_status load_plan(gcn_ctx *ctx, char *mem, size_t len, const gcn_csr *m,
                             const char *tag)

@@ -3,9 +3,11 @@
  * default) with its levels attached; per width F: the selector's call site
  * profiled on real products until it locks, then every candidate timed
  * (checked against a float64 reference first; three passes, the lowest
- * median kept), and the pick's time over the oracle's and over cuSPARSE on the
- * original order (also two passes, each with its own plan, one before the
- * selector runs and one after the oracle). */
+ * median kept; a sample of a product of a few microseconds holds several
+ * back-to-back runs, as the selector's do), and the pick's time over the
+ * oracle's and over cuSPARSE on the original order (also two passes, each
+ * with its own plan, one before the selector runs and one after the
+ * oracle). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,18 +204,40 @@ static int make_ops(sel_bench *b, const sel_graph *g, int feat, sel_ops *op)
     return 0;
 }
 
-/* Median ms of `reps` timed runs of fn. */
-static gcn_status median_ms(sel_bench *b, gcn_bench_fn fn, void *user, double *ms)
+/* `runs` back-to-back runs of fn, timed as one sample. */
+typedef struct batch_call {
+    gcn_bench_fn fn;
+    void *user;
+    int runs;
+} batch_call;
+
+static gcn_status run_batch(gcn_ctx *ctx, void *user)
 {
+    const batch_call *c = user;
+    for (int r = 0; r < c->runs; r++)
+        GCN_TRY(c->fn(ctx, c->user));
+    return GCN_OK;
+}
+
+/* Median ms a run of `reps` timed samples of fn, each sample holding as
+ * many back-to-back runs as the selector's samples of a's product at width
+ * feat (gcn_spmm_sample_runs), so that the oracle and the selector time a
+ * product of a few microseconds alike; one run a sample with --flush,
+ * which flushes L2 before each. */
+static gcn_status median_ms(sel_bench *b, const gcn_csr *a, int feat, gcn_bench_fn fn,
+                            void *user, double *ms)
+{
+    batch_call c = {fn, user, b->cfg.run.flush ? 1 : gcn_spmm_sample_runs(a, feat)};
     float *t = malloc((size_t)b->cfg.run.reps * sizeof *t);
     if (!t)
         return GCN_ERROR(b->gpu, GCN_ERR_NOMEM, "out of host memory for timings");
-    gcn_status st = gcn_bench_time(b->gpu, fn, user, b->cfg.run.warmup, b->cfg.run.reps,
+    gcn_status st = gcn_bench_time(b->gpu, run_batch, &c, b->cfg.run.warmup, b->cfg.run.reps,
                                    b->cfg.run.flush, t);
     double min;
     *ms = NAN;
     if (st == GCN_OK)
         gcnbench_stats(t, b->cfg.run.reps, ms, &min);
+    *ms /= c.runs;
     free(t);
     return st;
 }
@@ -227,7 +251,7 @@ static gcn_status time_candidate(sel_bench *b, const sel_graph *g, sel_ops *op, 
     GCN_TRY(run_candidate(b->gpu, c));
     GCN_TRY(gcn_tensor_to_host(b->gpu, op->y, op->hy));
     *err = gcnbench_max_error(op->hy, g->sample, g->n_sample, op->feat, op->ref, op->mag);
-    return median_ms(b, run_candidate, c, ms);
+    return median_ms(b, g->a_re, op->feat, run_candidate, c, ms);
 }
 
 /* A whole-matrix kernel on the original order (the baselines). */
@@ -259,7 +283,7 @@ static gcn_status baseline(sel_bench *b, const char *name, const sel_graph *g, s
         return GCN_OK;
     double t;
     GCN_TRY(k.impl->plan(b->gpu, g->a_orig, op->feat, &k.plan));
-    gcn_status st = median_ms(b, run_kernel, &k, &t);
+    gcn_status st = median_ms(b, g->a_orig, op->feat, run_kernel, &k, &t);
     k.impl->free_plan(k.plan);
     GCN_TRY(st);
     if (isnan(*ms) || t < *ms)
