@@ -19,6 +19,7 @@ static const gcn_spmm_impl *const registry[] = {
 #if GCN_WITH_CUDA /* a build without CUDA has none of these */
     &gcn_spmm_rowsplit,
     &gcn_spmm_rowpack,
+    &gcn_spmm_rowpack_wide,
     &gcn_spmm_cusparse,
     &gcn_spmm_rowgroup,
     &gcn_spmm_accel,

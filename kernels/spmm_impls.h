@@ -23,6 +23,10 @@ extern const gcn_spmm_impl gcn_spmm_rowsplit;
  * deterministic (kernels/spmm_rowpack.cu). */
 extern const gcn_spmm_impl gcn_spmm_rowpack;
 
+/* "rowpack_wide": rowpack with units of 96 non-zeros for groups of 32
+ * lanes, in blocks of 512 threads (kernels/spmm_rowpack.cu). */
+extern const gcn_spmm_impl gcn_spmm_rowpack_wide;
+
 /* "rowgroup": plan-free row-parallel CSR, deterministic, for matrices that
  * live one step (kernels/spmm_rowgroup.cu); no selector role. */
 extern const gcn_spmm_impl gcn_spmm_rowgroup;

@@ -196,10 +196,15 @@ gcn_status gcn_rowsplit_order(gcn_ctx *ctx, const int32_t *row_ptr, int32_t n_ro
 
 /* ---- rowpack -------------------------------------------------------------- */
 
-/* A unit holds at most this many non-zeros: its row-end mask has a bit each. */
-#define GCN_ROWPACK_MAX_UNIT 64
-/* Lanes a group needs for units of GCN_ROWPACK_MAX_UNIT (else units of 32). */
+/* A unit holds at most this many non-zeros: its row-end mask (two 64-bit
+ * words) has a bit each.  "rowpack" takes units of 32 or 64 (groups of
+ * GCN_ROWPACK_WIDE_GROUP lanes or more); "rowpack_wide" units of
+ * GCN_ROWPACK_MAX_UNIT (groups of 32 lanes) in blocks of
+ * GCN_ROWPACK_WIDE_THREADS threads, the others 256. */
+#define GCN_ROWPACK_MAX_UNIT 96
+/* Lanes a group needs for units of 64 (else units of 32). */
 #define GCN_ROWPACK_WIDE_GROUP 16
+#define GCN_ROWPACK_WIDE_THREADS 512
 
 /* The work of rowpack's groups of lanes, one unit each, in row order, each
  * unit at most `cap` non-zeros (one round of a group's loads):
@@ -215,7 +220,8 @@ gcn_status gcn_rowsplit_order(gcn_ctx *ctx, const int32_t *row_ptr, int32_t n_ro
 typedef struct gcn_rowpack_units {
     int32_t n_units, n_long, n_pieces;
     int32_t *unit;      /* [n_units][4]: first row, rows, first non-zero, end */
-    uint64_t *ends;     /* [n_units] */
+    uint64_t *ends;     /* [n_units][2]: bits 0-63 and 64-127 of the mask, or the
+                         * long row's index and 0 */
     int32_t *long_info; /* [n_long][2]: first scratch slot, number of pieces */
 } gcn_rowpack_units;
 
@@ -234,9 +240,9 @@ void gcn_rowpack_units_free(gcn_rowpack_units *u);
 #define GCN_ROWPACK_BLOCKS_MANY 4
 int gcn_rowpack_auto_min_blocks(int group);
 
-/* The automatic unit size for groups of `group` lanes over rows of per_row
- * non-zeros on average: 64 when group >= GCN_ROWPACK_WIDE_GROUP and per_row
- * >= 10, else 32 (H100 sweep, docs/kernels.md). */
+/* rowpack's automatic unit size for groups of `group` lanes over rows of
+ * per_row non-zeros on average: 64 when group >= GCN_ROWPACK_WIDE_GROUP and
+ * per_row >= 10, else 32 (H100 sweep, docs/kernels.md). */
 int gcn_rowpack_auto_unit(int group, double per_row);
 
 /* ---- accel (Accel-GCN) -------------------------------------------------- */

@@ -10,7 +10,7 @@
 
 int gcn_rowpack_auto_unit(int group, double per_row)
 {
-    return group >= GCN_ROWPACK_WIDE_GROUP && per_row >= UNIT_WIDE_ROWS ? GCN_ROWPACK_MAX_UNIT : 32;
+    return group >= GCN_ROWPACK_WIDE_GROUP && per_row >= UNIT_WIDE_ROWS ? 64 : 32;
 }
 
 int gcn_rowpack_auto_min_blocks(int group)
@@ -19,23 +19,27 @@ int gcn_rowpack_auto_min_blocks(int group)
 }
 
 static void put_unit(gcn_rowpack_units *u, int32_t row, int32_t rows, int32_t b, int32_t e,
-                     uint64_t ends)
+                     uint64_t lo, uint64_t hi)
 {
-    int32_t *q = u->unit + 4 * (int64_t)u->n_units;
+    int64_t k = u->n_units++;
+    int32_t *q = u->unit + 4 * k;
     q[0] = row;
     q[1] = rows;
     q[2] = b;
     q[3] = e;
-    u->ends[u->n_units++] = ends;
+    u->ends[2 * k] = lo;
+    u->ends[2 * k + 1] = hi;
 }
 
 /* Rows [r0, r1) as one unit, with the mask of where they end. */
 static void put_packed(gcn_rowpack_units *u, const int32_t *row_ptr, int32_t r0, int32_t r1)
 {
-    uint64_t ends = 0;
-    for (int32_t r = r0; r < r1; r++)
-        ends |= (uint64_t)1 << (row_ptr[r + 1] - 1 - row_ptr[r0]);
-    put_unit(u, r0, r1 - r0, row_ptr[r0], row_ptr[r1], ends);
+    uint64_t ends[2] = {0, 0};
+    for (int32_t r = r0; r < r1; r++) {
+        int32_t bit = row_ptr[r + 1] - 1 - row_ptr[r0];
+        ends[bit / 64] |= (uint64_t)1 << (bit % 64);
+    }
+    put_unit(u, r0, r1 - r0, row_ptr[r0], row_ptr[r1], ends[0], ends[1]);
 }
 
 /* Row r's equal pieces of at most cap, their scratch slots next in line. */
@@ -46,7 +50,7 @@ static void put_pieces(gcn_rowpack_units *u, const int32_t *row_ptr, int32_t r, 
     u->long_info[2 * u->n_long + 1] = n;
     for (int32_t k = 0; k < n; k++)
         put_unit(u, r, -1 - u->n_pieces++, b + (int32_t)((int64_t)d * k / n),
-                 b + (int32_t)((int64_t)d * (k + 1) / n), (uint64_t)u->n_long);
+                 b + (int32_t)((int64_t)d * (k + 1) / n), (uint64_t)u->n_long, 0);
     u->n_long++;
 }
 
@@ -64,7 +68,7 @@ gcn_status gcn_rowpack_units_build(gcn_ctx *ctx, const int32_t *row_ptr, int32_t
         n_long += d > cap;
     }
     out->unit = malloc((size_t)(n_units > 0 ? n_units : 1) * 4 * sizeof(int32_t));
-    out->ends = malloc((size_t)(n_units > 0 ? n_units : 1) * sizeof(uint64_t));
+    out->ends = malloc((size_t)(n_units > 0 ? n_units : 1) * 2 * sizeof(uint64_t));
     out->long_info = malloc((size_t)(n_long > 0 ? n_long : 1) * 2 * sizeof(int32_t));
     if (!out->unit || !out->ends || !out->long_info)
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "rowpack: out of host memory for %lld units",
@@ -75,7 +79,7 @@ gcn_status gcn_rowpack_units_build(gcn_ctx *ctx, const int32_t *row_ptr, int32_t
         if (d > cap) {
             put_pieces(out, row_ptr, r, cap);
         } else if (d == 0) {
-            put_unit(out, r, 1, b, b, 0);
+            put_unit(out, r, 1, b, b, 0, 0);
         } else {
             while (r1 < n_rows && row_ptr[r1 + 1] > row_ptr[r1] && row_ptr[r1 + 1] - b <= cap)
                 r1++;

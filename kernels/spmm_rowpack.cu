@@ -8,9 +8,11 @@
  * order, so a block sums neighbouring rows, which on a community-ordered
  * graph gather neighbouring rows of X.  The pieces of a long row go to
  * scratch slots that the last piece sums in order: no float atomics,
- * deterministic.  Host planning: spmm_rowpack.c; the kernels:
- * spmm_rowpack.cuh, compiled one vector width a file (spmm_rowpack_v*.cu);
- * docs/kernels.md. */
+ * deterministic.  "rowpack_wide" is the same with units of 96 non-zeros
+ * for groups of 32 lanes, in blocks of 512 threads: faster on large
+ * community-ordered graphs, slower on small ones, so the selector times
+ * both.  Host planning: spmm_rowpack.c; the kernels: spmm_rowpack.cuh,
+ * compiled one vector width a file (spmm_rowpack_v*.cu); docs/kernels.md. */
 #include <stdlib.h>
 
 #include "spmm_impls.h"
@@ -20,13 +22,15 @@
 
 typedef struct rowpack_plan {
     gcn_spmm_head head;       /* first member: the product the plan is for */
-    int unit;                 /* non-zeros a unit holds at most: 32 or 64 */
+    const char *name;         /* "rowpack" or "rowpack_wide" */
+    int unit;                 /* non-zeros a unit holds at most: 32, 64 or GCN_ROWPACK_MAX_UNIT */
     gcn_feat_layout lay[2];   /* [0] vectorised, [1] scalar for misaligned x or y */
     int group[2];             /* lanes a unit, per layout */
-    int min_blocks[2];        /* resident blocks an SM the kernel is compiled for, per layout */
+    int min_blocks[2];        /* resident blocks an SM the kernel is compiled for, per layout
+                               * (units of GCN_ROWPACK_MAX_UNIT: always RP_WIDE_BLOCKS) */
     int32_t n_units;
     int4 *units;              /* [n_units]: gcn_rowpack_units.unit */
-    unsigned long long *ends; /* [n_units]: gcn_rowpack_units.ends */
+    unsigned long long *ends; /* [n_units][2]: gcn_rowpack_units.ends */
     gcn_rs_long lr;           /* the long rows' info, scratch slots and counters */
     size_t units_bytes, ends_bytes;
 } rowpack_plan;
@@ -64,30 +68,49 @@ static void rowpack_free_plan(void *plan)
 
 /* One tile is what a warp's lanes hold, one vector each (the widest group);
  * the group is the tile's vectors rounded up to a power of two, at least
- * RP_MIN_GROUP. */
-static void plan_layouts(rowpack_plan *p)
+ * RP_MIN_GROUP.  [0] vectorised, [1] scalar. */
+static void layouts_for(int feat, gcn_feat_layout lay[2], int group[2])
 {
-    int feat = p->head.feat;
     int vec = gcn_feat_vec(feat, 4);
-    p->lay[0] = gcn_feat_layout_make(feat, vec, GCN_WARP * vec);
-    p->lay[1] = gcn_feat_layout_make(feat, 1, GCN_WARP);
+    lay[0] = gcn_feat_layout_make(feat, vec, GCN_WARP * vec);
+    lay[1] = gcn_feat_layout_make(feat, 1, GCN_WARP);
     for (int i = 0; i < 2; i++) {
-        int g = gcn_rowsplit_shape_for(p->lay[i].vecs).group;
-        p->group[i] = g > RP_MIN_GROUP ? g : RP_MIN_GROUP;
-        p->min_blocks[i] = gcn_spmm_knob("GCN_ROWPACK_MINBLOCKS", gcn_rowpack_auto_min_blocks(g),
-                                         GCN_ROWPACK_BLOCKS_FEW, GCN_ROWPACK_BLOCKS_MANY);
+        int g = gcn_rowsplit_shape_for(lay[i].vecs).group;
+        group[i] = g > RP_MIN_GROUP ? g : RP_MIN_GROUP;
     }
 }
 
-/* The unit size: GCN_ROWPACK_UNIT (32 or 64) when set, else automatic from
- * the rows' mean length.  Both layouts run on the same units, so 64 needs
- * both layouts' groups to have GCN_ROWPACK_WIDE_GROUP lanes (pick_unit). */
-static int choose_unit(const gcn_csr *a, int group)
+static void plan_layouts(rowpack_plan *p)
 {
+    layouts_for(p->head.feat, p->lay, p->group);
+    for (int i = 0; i < 2; i++)
+        p->min_blocks[i] = gcn_spmm_knob("GCN_ROWPACK_MINBLOCKS",
+                                         gcn_rowpack_auto_min_blocks(p->group[i]),
+                                         GCN_ROWPACK_BLOCKS_FEW, GCN_ROWPACK_BLOCKS_MANY);
+}
+
+/* rowpack_wide's units are for groups of 32 lanes in both layouts: F >= 68
+ * in float4, >= 34 in float2, >= 17 in floats. */
+static bool wide_groups(int feat)
+{
+    gcn_feat_layout lay[2];
+    int group[2];
+    layouts_for(feat, lay, group);
+    return group[0] == GCN_WARP && group[1] == GCN_WARP;
+}
+
+/* rowpack's unit size: GCN_ROWPACK_UNIT (32 or 64) when set, else
+ * automatic from the rows' mean length.  Both layouts run on the same
+ * units, so 64 needs both layouts' groups to have GCN_ROWPACK_WIDE_GROUP
+ * lanes (pick_unit).  rowpack_wide's: GCN_ROWPACK_MAX_UNIT. */
+static int choose_unit(const gcn_csr *a, int group, bool wide)
+{
+    if (wide)
+        return GCN_ROWPACK_MAX_UNIT;
     int unit = gcn_spmm_knob("GCN_ROWPACK_UNIT",
                              gcn_rowpack_auto_unit(group, (double)a->nnz / (double)a->n_rows), 32,
-                             GCN_ROWPACK_MAX_UNIT);
-    return unit == GCN_ROWPACK_MAX_UNIT && group >= GCN_ROWPACK_WIDE_GROUP ? unit : 32;
+                             64);
+    return unit == 64 && group >= GCN_ROWPACK_WIDE_GROUP ? unit : 32;
 }
 
 /* Units, masks, the long rows' info, and their scratch slots and counters
@@ -101,7 +124,7 @@ static gcn_status upload_units(gcn_ctx *ctx, rowpack_plan *p, const int32_t *row
     GCN_CHECK(gcn_rowpack_units_build(ctx, row_ptr, n_rows, p->unit, &u));
     p->n_units = u.n_units;
     p->units_bytes = (size_t)u.n_units * sizeof(int4);
-    p->ends_bytes = (size_t)u.n_units * sizeof(unsigned long long);
+    p->ends_bytes = (size_t)u.n_units * 2 * sizeof(unsigned long long);
     l->n_long = u.n_long;
     l->long_bytes = (size_t)u.n_long * sizeof(int2);
     GCN_CHECK(gcn_spmm_upload(ctx, (void **)&p->units, u.unit, p->units_bytes));
@@ -113,28 +136,36 @@ cleanup:
     return st;
 }
 
-static gcn_status build_plan(gcn_ctx *ctx, const gcn_csr *a, rowpack_plan *p)
+static gcn_status build_plan(gcn_ctx *ctx, const gcn_csr *a, rowpack_plan *p, bool wide)
 {
     const int32_t *row_ptr;
     plan_layouts(p);
-    GCN_TRY(gcn_spmm_check_tiles(ctx, "rowpack", p->lay));
-    p->unit = choose_unit(a, p->group[0] < p->group[1] ? p->group[0] : p->group[1]);
+    GCN_TRY(gcn_spmm_check_tiles(ctx, p->name, p->lay));
+    p->unit = choose_unit(a, p->group[0] < p->group[1] ? p->group[0] : p->group[1], wide);
     GCN_TRY(gcn_csr_host_row_ptr(ctx, a, &row_ptr));
     return upload_units(ctx, p, row_ptr, a->n_rows);
 }
 
-static gcn_status rowpack_plan_create(gcn_ctx *ctx, const gcn_csr *a, int feat, void **plan)
+static gcn_status plan_create(gcn_ctx *ctx, const gcn_csr *a, int feat, void **plan, bool wide)
 {
     rowpack_plan *p = NULL;
-    GCN_TRY(gcn_spmm_plan_new(ctx, a, feat, "rowpack", sizeof *p, plan, (void **)&p));
+    const char *name = wide ? "rowpack_wide" : "rowpack";
+    GCN_TRY(gcn_spmm_plan_new(ctx, a, feat, name, sizeof *p, plan, (void **)&p));
+    p->name = name;
     if (!rowpack_supports(a, feat)) {
         rowpack_free_plan(p);
         return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED,
-                         "rowpack SpMM: X of %d x %d floats is over 2^32 (32-bit offsets)",
+                         "%s SpMM: X of %d x %d floats is over 2^32 (32-bit offsets)", name,
                          a->n_cols, feat);
     }
+    if (wide && !wide_groups(feat)) {
+        rowpack_free_plan(p);
+        return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED,
+                         "rowpack_wide SpMM: width %d gives groups of fewer than 32 lanes "
+                         "(F >= 68 in float4, >= 34 in float2, >= 17 otherwise)", feat);
+    }
     if (!p->head.empty) {
-        gcn_status st = build_plan(ctx, a, p);
+        gcn_status st = build_plan(ctx, a, p, wide);
         if (st != GCN_OK) {
             rowpack_free_plan(p);
             return st;
@@ -152,7 +183,7 @@ static gcn_status rowpack_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const 
     rowpack_plan *p = (rowpack_plan *)plan;
     gcn_cuda_state *cs;
     bool done;
-    GCN_TRY(gcn_spmm_run_begin(ctx, p, a, y, feat, accumulate, "rowpack", &cs, &done));
+    GCN_TRY(gcn_spmm_run_begin(ctx, p, a, y, feat, accumulate, p->name, &cs, &done));
     if (done)
         return GCN_OK;
     int which = gcn_spmm_aligned(x, p->lay[0].vec) && gcn_spmm_aligned(y, p->lay[0].vec) ? 0 : 1;
@@ -161,12 +192,28 @@ static gcn_status rowpack_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const 
     rs_args args = {a->col_idx, p->units, a->values, x, y, NULL, p->lr.long_info,
                     p->lr.partial, p->lr.counter, p->n_units, 0, feat, l->tile,
                     l->n_tiles, accumulate, p->ends};
+    int threads = rp_block_threads(p->unit), block_warps = threads / GCN_WARP;
     int64_t warps = ((int64_t)p->n_units + GCN_WARP / group - 1) / (GCN_WARP / group);
-    dim3 grid((unsigned)((warps + RP_WARPS - 1) / RP_WARPS), (unsigned)l->n_tiles);
+    dim3 grid((unsigned)((warps + block_warps - 1) / block_warps), (unsigned)l->n_tiles);
     rp_kernel kernel = pick_kernel(l, group, p->unit, p->min_blocks[which]);
-    kernel<<<grid, RP_THREADS, 0, cs->stream>>>(args);
+    kernel<<<grid, threads, 0, cs->stream>>>(args);
     GCN_LAUNCHED("rowpack_kernel");
     return GCN_OK;
+}
+
+static gcn_status rowpack_plan_create(gcn_ctx *ctx, const gcn_csr *a, int feat, void **plan)
+{
+    return plan_create(ctx, a, feat, plan, false);
+}
+
+static bool wide_supports(const gcn_csr *a, int feat)
+{
+    return rowpack_supports(a, feat) && wide_groups(feat);
+}
+
+static gcn_status wide_plan_create(gcn_ctx *ctx, const gcn_csr *a, int feat, void **plan)
+{
+    return plan_create(ctx, a, feat, plan, true);
 }
 
 const gcn_spmm_impl gcn_spmm_rowpack = {
@@ -177,6 +224,18 @@ const gcn_spmm_impl gcn_spmm_rowpack = {
     .roles = GCN_SPMM_ROLE_WHOLE,
     .supports = rowpack_supports,
     .plan = rowpack_plan_create,
+    .run = rowpack_run,
+    .free_plan = rowpack_free_plan,
+};
+
+const gcn_spmm_impl gcn_spmm_rowpack_wide = {
+    .size = sizeof(gcn_spmm_impl),
+    .name = "rowpack_wide",
+    .device = GCN_DEVICE_CUDA,
+    .deterministic = true,
+    .roles = GCN_SPMM_ROLE_WHOLE,
+    .supports = wide_supports,
+    .plan = wide_plan_create,
     .run = rowpack_run,
     .free_plan = rowpack_free_plan,
 };

@@ -7,9 +7,15 @@
 
 #include "spmm_rowsplit.cuh"
 
-#define RP_THREADS 256
-#define RP_WARPS (RP_THREADS / GCN_WARP)
+#define RP_THREADS 256 /* threads a block, but for units of GCN_ROWPACK_MAX_UNIT */
+#define RP_WIDE_BLOCKS 2 /* resident blocks an SM of GCN_ROWPACK_WIDE_THREADS (64 registers) */
 #define RP_LOADS 8 /* X vectors a lane has in flight */
+
+/* Threads a block of the kernel for units of `unit` non-zeros. */
+__host__ __device__ constexpr int rp_block_threads(int unit)
+{
+    return unit > 64 ? GCN_ROWPACK_WIDE_THREADS : RP_THREADS;
+}
 
 /* The piece in scratch slot `slot` of long row `lid` stores its partial
  * row; the last of the row's pieces to finish (a counter per row and tile)
@@ -49,6 +55,20 @@ __device__ __forceinline__ void piece_done(const rs_args &a, int64_t row, int sl
         *counter = 0;
 }
 
+/* Whether non-zero p of a unit ends a row, and the rows of the unit that
+ * end before it, from the unit's mask (lo: bits 0-63, hi: 64-127).  p is a
+ * constant once the caller's loop is unrolled, so one word is read. */
+__device__ __forceinline__ bool ends_row(unsigned long long lo, unsigned long long hi, int p)
+{
+    return p < 64 ? (lo >> p) & 1ull : (hi >> (p & 63)) & 1ull;
+}
+
+__device__ __forceinline__ int rows_before(unsigned long long lo, unsigned long long hi, int p)
+{
+    return p < 64 ? __popcll(lo & ((1ull << p) - 1ull))
+                  : __popcll(lo) + __popcll(hi & ((1ull << (p & 63)) - 1ull));
+}
+
 /* The G lanes of a group sum unit k: lane li loads pairs li, li + G, ...,
  * and for each non-zero p (broadcast by shuffles) gathers its vector li of
  * the tile.  In a unit of packed rows, after non-zero p with bit p of the
@@ -57,7 +77,8 @@ __device__ __forceinline__ void piece_done(const rs_args &a, int64_t row, int sl
  * piece_done, and an empty row is written as zeros.  The C positions are
  * unrolled without an early exit or an outer loop, so the compiler keeps
  * RP_LOADS gathers in flight across rows without spilling; positions past
- * the unit's end load nothing. */
+ * the unit's end load nothing.  Units of up to 64 non-zeros read only the
+ * mask's first word. */
 template <int G, int V, int C, bool FULL>
 __device__ __forceinline__ void unit_task(const rs_args &a, int64_t uwarp, int lane, int col0,
                                           int nvec)
@@ -68,8 +89,9 @@ __device__ __forceinline__ void unit_task(const rs_args &a, int64_t uwarp, int l
     if (k >= a.n_short)
         return;
     const int4 q = __ldg(a.rows + k);
-    const unsigned long long tag = __ldg(a.ends + k);
-    const unsigned long long ends = q.y > 0 ? tag : 0ull;
+    const unsigned long long tag = __ldg(a.ends + 2 * k);
+    const unsigned long long lo = q.y > 0 ? tag : 0ull;
+    const unsigned long long hi = C > 64 && q.y > 0 ? __ldg(a.ends + 2 * k + 1) : 0ull;
     const unsigned gmask = group_mask<G>(lane);
     const int cnt = q.w - q.z;
     const bool lane_on = FULL || li < nvec;
@@ -99,8 +121,8 @@ __device__ __forceinline__ void unit_task(const rs_args &a, int64_t uwarp, int l
 #pragma unroll
             for (int t = 0; t < V; t++)
                 acc[t] = fmaf(w[u], xv[u][t], acc[t]);
-            if ((ends >> p) & 1ull) {
-                const int64_t row = q.x + __popcll(ends & ((1ull << p) - 1ull));
+            if (ends_row(lo, hi, p)) {
+                const int64_t row = q.x + rows_before(lo, hi, p);
                 if (lane_on)
                     vwrite<V>(yt + row * a.feat, acc, a.accumulate);
                 vzero<V>(acc);
@@ -113,17 +135,19 @@ __device__ __forceinline__ void unit_task(const rs_args &a, int64_t uwarp, int l
         vwrite<V>(yt + (int64_t)q.x * a.feat, acc, a.accumulate);
 }
 
-/* Work mapping: blockIdx.y is the feature tile; along x, 8 warps a block,
- * each taking the next 32 / G units, one a group of G lanes; lane l owns
- * the tile's vector l (V floats).  FULL: every tile has a vector for each
- * of the group's lanes, so no lane checks its own before it loads or
- * writes (the check cost 3-11 % on ogbn-arxiv at F = 32 to 256). */
+/* Work mapping: blockIdx.y is the feature tile; along x, the block's warps
+ * (8, or 16 for units of GCN_ROWPACK_MAX_UNIT) each take the next 32 / G
+ * units, one a group of G lanes; lane l owns the tile's vector l (V floats).
+ * FULL: every tile has a vector for each of the group's lanes, so no lane
+ * checks its own before it loads or writes (the check cost 3-11 % on
+ * ogbn-arxiv at F = 32 to 256). */
 template <int G, int V, int C, int MINB, bool FULL>
-__global__ void __launch_bounds__(RP_THREADS, MINB)
+__global__ void __launch_bounds__(rp_block_threads(C), MINB)
     rowpack_kernel(const __grid_constant__ rs_args a)
 {
+    constexpr int block_warps = rp_block_threads(C) / GCN_WARP;
     const int lane = threadIdx.x & 31;
-    const int64_t warp = (int64_t)blockIdx.x * RP_WARPS + (threadIdx.x / GCN_WARP);
+    const int64_t warp = (int64_t)blockIdx.x * block_warps + (threadIdx.x / GCN_WARP);
     const int col0 = (int)blockIdx.y * a.tile;
     unit_task<G, V, C, FULL>(a, warp, lane, col0, min(a.tile, a.feat - col0) / V);
 }
@@ -146,15 +170,19 @@ static rp_kernel pick_group(int group)
 template <int V, int MINB, bool FULL>
 static rp_kernel pick_unit(int group, int unit)
 {
-    if (unit == GCN_ROWPACK_MAX_UNIT)
-        return group == 16 ? rowpack_kernel<16, V, GCN_ROWPACK_MAX_UNIT, MINB, FULL>
-                           : rowpack_kernel<32, V, GCN_ROWPACK_MAX_UNIT, MINB, FULL>;
+    if (unit == 64)
+        return group == 16 ? rowpack_kernel<16, V, 64, MINB, FULL>
+                           : rowpack_kernel<32, V, 64, MINB, FULL>;
     return pick_group<V, 32, MINB, FULL>(group);
 }
 
+/* Units of GCN_ROWPACK_MAX_UNIT only with groups of 32 lanes, in blocks of
+ * GCN_ROWPACK_WIDE_THREADS, RP_WIDE_BLOCKS an SM whatever min_blocks says. */
 template <int V, bool FULL>
 static rp_kernel pick_blocks(int group, int unit, int min_blocks)
 {
+    if (unit == GCN_ROWPACK_MAX_UNIT)
+        return rowpack_kernel<32, V, GCN_ROWPACK_MAX_UNIT, RP_WIDE_BLOCKS, FULL>;
     if (min_blocks == GCN_ROWPACK_BLOCKS_MANY)
         return pick_unit<V, GCN_ROWPACK_BLOCKS_MANY, FULL>(group, unit);
     return pick_unit<V, GCN_ROWPACK_BLOCKS_FEW, FULL>(group, unit);

@@ -21,7 +21,7 @@ typedef struct rs_args {
     int32_t n_short, n_chunks;
     int feat, tile, n_tiles;
     bool accumulate;
-    const unsigned long long *ends; /* rowpack's row-end masks, one a unit in `rows` */
+    const unsigned long long *ends; /* rowpack's row-end masks, two words a unit in `rows` */
 } rs_args;
 
 /* Lanes of the group that lane belongs to. */

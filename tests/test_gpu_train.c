@@ -29,12 +29,17 @@ Test(gpu_train, fp32_matches_cpu_loss_curve_and_accuracy, .timeout = 300)
     free(gpu);
 }
 
+/* The A X call site runs once an epoch (X needs no gradient), and its
+ * selector needs about 60 calls (five candidates: a warm-up and five samples
+ * each, five more for those within 1.5x of the best, calls answered while
+ * samples are in flight), fewer when it prunes: it locked at epoch 51 once
+ * (H100), so the bound is half the run, leaving the other half to check. */
 Test(gpu_train, steady_state_steps_make_no_cuda_malloc, .timeout = 300)
 {
     GPU_REQUIRED();
     run_result *r = calloc(1, sizeof *r);
     sbm_train(GCN_DEVICE_CUDA, false, 7, r);
-    cr_assert(r->steady_epoch >= 0 && r->steady_epoch < EPOCHS / 4,
+    cr_assert(r->steady_epoch >= 0 && r->steady_epoch < EPOCHS / 2,
               "the selector locked after epoch %d", r->steady_epoch);
     cr_assert_gt(r->steady.device_allocs, 0);
     cr_assert_eq(r->at_end.device_allocs, r->steady.device_allocs,

@@ -31,10 +31,29 @@ Test(spmm_rowpack, hand_computed_units)
     for (int k = 0; k < 10; k++) {
         for (int i = 0; i < 4; i++)
             cr_assert_eq(u.unit[4 * k + i], unit[k][i], "unit %d field %d", k, i);
-        cr_assert_eq(u.ends[k], ends[k], "unit %d mask %#llx", k, (unsigned long long)u.ends[k]);
+        cr_assert_eq(u.ends[2 * k], ends[k], "unit %d mask %#llx", k,
+                     (unsigned long long)u.ends[2 * k]);
+        cr_assert_eq(u.ends[2 * k + 1], 0, "unit %d: no bit past 63", k);
     }
     gcn_rowpack_units_free(&u);
     cr_assert_null(u.unit);
+    gcn_ctx_free(&ctx);
+}
+
+/* Units of 96: degrees 60, 30 and 5 share one unit, their ends at non-zeros
+ * 59, 89 and 94 (bits 25 and 30 of the second word); row 3 (2) does not fit. */
+Test(spmm_rowpack, mask_past_64)
+{
+    static const int32_t rp[] = {0, 60, 90, 95, 97};
+    gcn_ctx *ctx = test_cpu_ctx(1);
+    gcn_rowpack_units u;
+    cr_assert_eq(gcn_rowpack_units_build(ctx, rp, 4, 96, &u), GCN_OK);
+    cr_assert_eq(u.n_units, 2);
+    cr_assert(u.unit[0] == 0 && u.unit[1] == 3 && u.unit[2] == 0 && u.unit[3] == 95);
+    cr_assert_eq(u.ends[0], (uint64_t)1 << 59);
+    cr_assert_eq(u.ends[1], ((uint64_t)1 << 25) | ((uint64_t)1 << 30));
+    cr_assert(u.ends[2] == 2 && u.ends[3] == 0, "row 3 alone, ending at its second");
+    gcn_rowpack_units_free(&u);
     gcn_ctx_free(&ctx);
 }
 
@@ -43,14 +62,15 @@ Test(spmm_rowpack, hand_computed_units)
 static int32_t check_pieces(const gcn_rowpack_units *u, const int32_t *rp, int32_t k, int cap)
 {
     const int32_t *q = u->unit + 4 * (int64_t)k;
-    int32_t row = q[0], lid = (int32_t)u->ends[k], d = rp[row + 1] - rp[row];
+    int32_t row = q[0], lid = (int32_t)u->ends[2 * k], d = rp[row + 1] - rp[row];
     int32_t first = u->long_info[2 * lid], n = u->long_info[2 * lid + 1];
     cr_assert(d > cap && n == (d + cap - 1) / cap, "row %d: %d pieces", row, n);
     int32_t at = rp[row];
     for (int32_t j = 0; j < n; j++, q += 4) {
         cr_assert(q[0] == row && q[1] == -1 - (first + j) && q[2] == at, "row %d piece %d", row, j);
         cr_assert(q[3] - q[2] >= d / n && q[3] - q[2] <= cap, "row %d piece %d", row, j);
-        cr_assert_eq(u->ends[k + j], (uint64_t)lid);
+        cr_assert(u->ends[2 * (k + j)] == (uint64_t)lid && u->ends[2 * (k + j) + 1] == 0,
+                  "row %d piece %d", row, j);
         at = q[3];
     }
     cr_assert_eq(at, rp[row + 1], "row %d not covered to its end", row);
@@ -79,13 +99,16 @@ static void check_cover(const int32_t *rp, int32_t n, int cap)
         }
         cr_assert(q[1] >= 1 && q[2] == rp[q[0]] && q[3] == rp[q[0] + q[1]]);
         cr_assert_leq(q[3] - q[2], cap);
-        uint64_t want = 0;
+        uint64_t want[2] = {0, 0};
         for (int32_t r = q[0]; r < q[0] + q[1]; r++) {
             cr_assert(rp[r + 1] > rp[r] || q[1] == 1, "cap %d: empty row %d in unit %d", cap, r, k);
-            if (rp[r + 1] > rp[r])
-                want |= (uint64_t)1 << (rp[r + 1] - 1 - q[2]);
+            if (rp[r + 1] > rp[r]) {
+                int32_t bit = rp[r + 1] - 1 - q[2];
+                want[bit / 64] |= (uint64_t)1 << (bit % 64);
+            }
         }
-        cr_assert_eq(u.ends[k], want, "cap %d: unit %d", cap, k);
+        cr_assert(u.ends[2 * k] == want[0] && u.ends[2 * k + 1] == want[1], "cap %d: unit %d",
+                  cap, k);
         next = q[0] + q[1];
         k++;
     }
