@@ -252,7 +252,7 @@ DATA ?= ../shared/data
 bench: bundle
 	OUT=$(BUILD)/bench BUNDLE=$(BUNDLE) DATA=$(DATA) PHASES=main tools/bench_spmm.sh
 
-# ---- CPU backend (issue 18) ---------------------------------------------------
+# ---- CPU backend -------------------------------------------------------------
 # Threads through OpenMP (GCC's libgomp), and dense products on OpenBLAS's
 # OpenMP build (Debian's libopenblas-openmp-dev), which runs on the same
 # threads instead of starting a pool of its own.  Its folder and the rpath
@@ -265,12 +265,12 @@ CPPFLAGS   += $(BLAS_CPPFLAGS)
 CFLAGS     += -fopenmp
 LDLIBS     += $(BLAS_LIBS)
 
-# ---- datasets (issue 4) -----------------------------------------------------
+# ---- datasets ----------------------------------------------------------------
 # datasets/ reads gzip files and checksums its cache with zlib, and
 # reorders nodes with METIS.
 LDLIBS += -lz -lmetis
 
-# ---- fuzz (issue 4): one libFuzzer target per dataset parser ---------------
+# ---- fuzz: one libFuzzer target per dataset parser ---------------------------
 #   make fuzz        build/fuzz/fuzz_{edgelist,mtx,textdir,ogb,cache}
 #   mkdir -p /tmp/ogb && build/fuzz/fuzz_ogb -max_total_time=300 -timeout=10 /tmp/ogb fuzz/corpus/ogb
 # (new inputs go to the first folder, so the seed corpus stays as it is)

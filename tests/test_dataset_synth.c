@@ -225,7 +225,7 @@ Test(dataset_synth, chung_lu_follows_the_weights)
     gcn_ctx_free(&ctx);
 }
 
-/* The arxiv-sized graphs of the issue: 169,343 nodes, 1,166,243 edges. */
+/* Graphs of ogbn-arxiv's size: 169,343 nodes, 1,166,243 edges. */
 Test(dataset_synth, arxiv_sized_generators, .timeout = 60)
 {
     gcn_ctx *ctx = test_cpu_ctx(1);
