@@ -23,6 +23,12 @@ static const struct {
     {"proteins", "proteins", 8 * GIB},
 };
 
+/* Planetoid (Yang et al. 2016) as PyG's Planetoid class fetches it. */
+static const char *const planetoid[] = {"cora", "citeseer", "pubmed"};
+const char *const gcn_planetoid_parts[8] = {"x", "y", "tx", "ty", "allx", "ally", "graph",
+                                            "test.index"};
+
+static const char planetoid_base[] = "https://github.com/kimiyoung/planetoid/raw/master/data";
 static const char ogb_base[] = "http://snap.stanford.edu/ogb/data/nodeproppred";
 static const char tu_base[] = "https://www.chrsmrrs.com/graphkerneldatasets";
 
@@ -33,18 +39,19 @@ const char *gcn_catalog_mirror(const gcn_fetch_opts *opts)
 }
 
 /* "<base>/<file>", or "<mirror>/<group>/<file>" (the mirror's trailing
- * slashes dropped). */
+ * slashes dropped); without "/<file>" when file is "". */
 static bool make_url(gcn_catalog_entry *e, const char *mirror, const char *base,
-                     const char *group)
+                     const char *group, const char *file)
 {
+    const char *slash = file[0] ? "/" : "";
     int n;
     if (mirror) {
         size_t len = strlen(mirror);
         while (len > 1 && mirror[len - 1] == '/')
             len--;
-        n = snprintf(e->url, sizeof e->url, "%.*s/%s/%s", (int)len, mirror, group, e->file);
+        n = snprintf(e->url, sizeof e->url, "%.*s/%s%s%s", (int)len, mirror, group, slash, file);
     } else {
-        n = snprintf(e->url, sizeof e->url, "%s/%s", base, e->file);
+        n = snprintf(e->url, sizeof e->url, "%s%s%s", base, slash, file);
     }
     return n > 0 && (size_t)n < sizeof e->url;
 }
@@ -76,8 +83,17 @@ bool gcn_catalog_find(const char *spec, const char *mirror, gcn_catalog_entry *e
         snprintf(e->top, sizeof e->top, "%s", name);
         snprintf(e->dest, sizeof e->dest, "%s", name);
         e->max_unpacked = 3 * GIB;
-        return make_url(e, mirror, tu_base, "tu");
+        return make_url(e, mirror, tu_base, "tu", e->file);
     }
+    for (size_t i = 0; i < sizeof planetoid / sizeof *planetoid; i++)
+        if (strcmp(spec, planetoid[i]) == 0) {
+            e->kind = GCN_FETCH_PLANETOID;
+            snprintf(e->name, sizeof e->name, "%s", spec);
+            snprintf(e->file, sizeof e->file, "ind.%s", spec);
+            snprintf(e->subdir, sizeof e->subdir, "planetoid");
+            snprintf(e->dest, sizeof e->dest, "%s", spec);
+            return make_url(e, mirror, planetoid_base, "planetoid", "");
+        }
     if (strncmp(spec, "ogbn-", 5) != 0 && strncmp(spec, "ogbn_", 5) != 0)
         return false;
     for (size_t i = 0; i < sizeof ogb / sizeof *ogb; i++)
@@ -87,7 +103,7 @@ bool gcn_catalog_find(const char *spec, const char *mirror, gcn_catalog_entry *e
             snprintf(e->top, sizeof e->top, "%s", ogb[i].top);
             snprintf(e->dest, sizeof e->dest, "ogbn_%s", ogb[i].name);
             e->max_unpacked = ogb[i].max_unpacked;
-            return make_url(e, mirror, ogb_base, "ogb");
+            return make_url(e, mirror, ogb_base, "ogb", e->file);
         }
     return false;
 }
@@ -106,5 +122,8 @@ int gcn_dataset_fetch_url(const char *spec, const gcn_fetch_opts *opts, char *bu
         return -1;
     if (!gcn_catalog_find(spec, gcn_catalog_mirror(&o), &e))
         return -1;
+    if (e.kind == GCN_FETCH_PLANETOID)
+        return snprintf(buf, size, "%s/%s.{x,y,tx,ty,allx,ally,graph,test.index}", e.url,
+                        e.file);
     return snprintf(buf, size, "%s", e.url);
 }

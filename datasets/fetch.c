@@ -100,6 +100,52 @@ static gcn_status check_loads(gcn_ctx *ctx, const gcn_catalog_entry *e, const ch
     return GCN_OK;
 }
 
+/* tmp/files, the folder the data is staged in. */
+static gcn_status files_dir(gcn_ctx *ctx, const char *tmp, char *files, size_t size)
+{
+    snprintf(files, size, "%s/files", tmp);
+    if (mkdir(files, 0777) != 0)
+        return GCN_ERROR(ctx, GCN_ERR_IO, "%s: %s", files, strerror(errno));
+    return GCN_OK;
+}
+
+/* The archive downloaded into tmp, unpacked into tmp/files and removed;
+ * staged is the folder to rename into place. */
+static gcn_status fetch_zip(gcn_ctx *ctx, const gcn_catalog_entry *e, const gcn_fetch_opts *o,
+                            const char *tmp, char *staged, size_t size, int64_t *bytes)
+{
+    char path[PATH_MAX], files[PATH_MAX / 2 + 256];
+    snprintf(path, sizeof path, "%s/%s", tmp, e->file);
+    GCN_TRY(gcn_transfer(ctx, e->url, path, o, bytes));
+    GCN_TRY(files_dir(ctx, tmp, files, sizeof files));
+    GCN_TRY(gcn_archive_unpack(ctx, path, e->file, files, e->max_unpacked));
+    unlink(path);
+    return stage(ctx, e, files, staged, size);
+}
+
+/* Planetoid's eight files downloaded into tmp/files/NAME/raw and turned
+ * into the plain-text folder tmp/files/NAME. */
+static gcn_status fetch_planetoid(gcn_ctx *ctx, const gcn_catalog_entry *e,
+                                  const gcn_fetch_opts *o, const char *tmp, char *staged,
+                                  size_t size, int64_t *bytes)
+{
+    char files[PATH_MAX / 2 + 256], raw[PATH_MAX + 128], url[sizeof e->url + 128], path[PATH_MAX + 256];
+    GCN_TRY(files_dir(ctx, tmp, files, sizeof files));
+    snprintf(staged, size, "%s/%s", files, e->dest);
+    snprintf(raw, sizeof raw, "%s/raw", staged);
+    if (mkdir(staged, 0777) != 0 || mkdir(raw, 0777) != 0)
+        return GCN_ERROR(ctx, GCN_ERR_IO, "%s: %s", raw, strerror(errno));
+    *bytes = 0;
+    for (int k = 0; k < 8; k++) {
+        int64_t got = 0;
+        snprintf(url, sizeof url, "%s/%s.%s", e->url, e->file, gcn_planetoid_parts[k]);
+        snprintf(path, sizeof path, "%s/%s.%s", raw, e->file, gcn_planetoid_parts[k]);
+        GCN_TRY(gcn_transfer(ctx, url, path, o, &got));
+        *bytes += got;
+    }
+    return gcn_planetoid_convert(ctx, staged, e->dest);
+}
+
 gcn_status gcn_dataset_fetch(gcn_ctx *ctx, const char *spec, const char *root,
                              const gcn_fetch_opts *opts, bool *fetched)
 {
@@ -115,10 +161,9 @@ gcn_status gcn_dataset_fetch(gcn_ctx *ctx, const char *spec, const char *root,
     if (!gcn_catalog_find(spec, gcn_catalog_mirror(&o), &e))
         return GCN_ERROR(ctx, GCN_ERR_NOT_FOUND,
                          "'%s': no download is known for this name (known: ogbn-arxiv, "
-                         "ogbn-products, ogbn-proteins, tu:NAME)", spec);
+                         "ogbn-products, ogbn-proteins, cora, citeseer, pubmed, tu:NAME)", spec);
     /* parent is short enough for every path built below it to fit. */
-    char parent[PATH_MAX / 2], dest[PATH_MAX], tmp[PATH_MAX] = "", path[PATH_MAX],
-        staged[PATH_MAX];
+    char parent[PATH_MAX / 2], dest[PATH_MAX], tmp[PATH_MAX / 2 + 128] = "", staged[PATH_MAX];
     int n = snprintf(parent, sizeof parent, "%s%s%s", root, e.subdir[0] ? "/" : "", e.subdir);
     if (n < 0 || (size_t)n >= sizeof parent)
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "%s: path too long", root);
@@ -137,17 +182,9 @@ gcn_status gcn_dataset_fetch(gcn_ctx *ctx, const char *spec, const char *root,
         goto cleanup;
     }
     gcn_log(ctx, GCN_LOG_INFO, "%s: downloading %s into %s", e.name, e.url, dest);
-    snprintf(path, sizeof path, "%s/%s", tmp, e.file);
-    GCN_CHECK(gcn_transfer(ctx, e.url, path, &o, &bytes));
-    char files[PATH_MAX / 2 + 128];
-    snprintf(files, sizeof files, "%s/files", tmp);
-    if (mkdir(files, 0777) != 0) {
-        st = GCN_ERROR(ctx, GCN_ERR_IO, "%s: %s", files, strerror(errno));
-        goto cleanup;
-    }
-    GCN_CHECK(gcn_archive_unpack(ctx, path, e.file, files, e.max_unpacked));
-    unlink(path);
-    GCN_CHECK(stage(ctx, &e, files, staged, sizeof staged));
+    GCN_CHECK(e.kind == GCN_FETCH_ZIP ? fetch_zip(ctx, &e, &o, tmp, staged, sizeof staged, &bytes)
+                                      : fetch_planetoid(ctx, &e, &o, tmp, staged, sizeof staged,
+                                                        &bytes));
     GCN_CHECK(check_loads(ctx, &e, staged));
     if (rename(staged, dest) != 0 && !((errno == EEXIST || errno == ENOTEMPTY) &&
                                        gcn_path_is_dir(dest))) {

@@ -24,7 +24,7 @@ typedef int (*gcn_fetch_progress_fn)(int64_t done, int64_t total, void *user);
 typedef struct gcn_fetch_opts {
     size_t size; /* sizeof in the caller's build, set by gcn_fetch_default_opts */
     /* The base address that replaces every publisher's: files are then
-     * <mirror>/ogb/<file>, <mirror>/tu/<file>.  NULL: the environment's
+     * <mirror>/ogb/<file>, <mirror>/tu/<file>, <mirror>/planetoid/<file>.  NULL: the environment's
      * GCN_DATASET_MIRROR when set, else the publishers' own addresses. */
     const char *mirror;
     bool allow_large;   /* permit a download over 5 GB (gcntrain --download) */
@@ -36,7 +36,8 @@ typedef struct gcn_fetch_opts {
 GCN_API gcn_fetch_opts gcn_fetch_default_opts(void);
 
 /* Whether spec names a dataset gcn_dataset_fetch knows how to download:
- * ogbn-arxiv, ogbn-products, ogbn-proteins (or ogbn_X), tu:NAME. */
+ * ogbn-arxiv, ogbn-products, ogbn-proteins (or ogbn_X), cora, citeseer,
+ * pubmed, tu:NAME. */
 GCN_API bool gcn_dataset_fetchable(const char *spec);
 
 /* The address spec is downloaded from with opts (NULL: defaults), written

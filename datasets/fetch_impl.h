@@ -10,12 +10,21 @@
 #include "../core/internal.h"
 #include "fetch.h"
 
+/* How a dataset is published: one zip archive, or Planetoid's raw files
+ * (ind.NAME.x, ...) in one folder. */
+typedef enum gcn_fetch_kind { GCN_FETCH_ZIP, GCN_FETCH_PLANETOID } gcn_fetch_kind;
+
+/* The raw files of a Planetoid dataset, ind.NAME.<part>. */
+extern const char *const gcn_planetoid_parts[8];
+
 /* Where a named dataset comes from and where it goes under the root. */
 typedef struct gcn_catalog_entry {
-    char name[80];        /* "ogbn-arxiv", "tu:PROTEINS" */
-    char url[1200];       /* the archive's address (the mirror's when one is set) */
-    char file[96];        /* the archive's file name: "arxiv.zip" */
-    char subdir[8];       /* the folder under root holding the dataset: "" or "tu" */
+    gcn_fetch_kind kind;
+    char name[80];        /* "ogbn-arxiv", "tu:PROTEINS", "cora" */
+    char url[1200];       /* the archive's address, or the folder of Planetoid's files
+                           * (the mirror's when one is set) */
+    char file[96];        /* the archive's file name ("arxiv.zip"), or "ind.cora" */
+    char subdir[16];      /* the folder under root holding it: "", "tu" or "planetoid" */
     char top[64];         /* the folder the archive unpacks to: "arxiv" */
     char dest[64];        /* the folder the loader reads: "ogbn_arxiv" */
     int64_t max_unpacked; /* a larger declared uncompressed size is refused */
@@ -43,5 +52,11 @@ gcn_status gcn_transfer(gcn_ctx *ctx, const char *url, const char *path,
  * Messages name `label` (the archive) and the entry. */
 gcn_status gcn_archive_unpack(gcn_ctx *ctx, const char *path, const char *label,
                               const char *dest, int64_t max_bytes);
+
+/* Converts the Planetoid raw files dir/raw/ind.name.* (Python pickles)
+ * into the plain-text folder dir/ that the loader reads (edges.txt,
+ * features.txt, labels.txt, train/val/test.txt, meta.txt).  Errors name
+ * the file. */
+gcn_status gcn_planetoid_convert(gcn_ctx *ctx, const char *dir, const char *name);
 
 #endif

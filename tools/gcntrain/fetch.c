@@ -13,6 +13,7 @@ typedef struct progress {
     bool tty, drawn;  /* a terminal; the line in place is on the screen */
     double t0, last;  /* when the download began; the last report */
     int64_t next;     /* not a terminal: report when this many bytes have come */
+    int64_t seen;     /* the last report's bytes: fewer now means the next file */
 } progress;
 
 static void human(char *buf, size_t size, double bytes)
@@ -33,6 +34,9 @@ static int64_t step(int64_t total)
 static int on_progress(int64_t done, int64_t total, void *user)
 {
     progress *p = user;
+    if (done < p->seen)
+        p->next = 0;
+    p->seen = done;
     double t = now_s(), rate = done / (t - p->t0 > 1e-3 ? t - p->t0 : 1e-3);
     char got[32], all[32], speed[32];
     human(got, sizeof got, (double)done);
