@@ -461,3 +461,72 @@ Test(fetch, publishers_addresses)
     cr_assert(!gcn_dataset_fetchable("ogbn-mag"));
     cr_assert_eq(gcn_dataset_fetch_url("synthetic", NULL, url, sizeof url), -1);
 }
+
+/* Serves the real Planetoid raw files of the shared data under
+ * /planetoid/; false when they are absent. */
+static bool serve_planetoid(http_server *srv, const char *name, const char *cut_part)
+{
+    for (int k = 0; k < 8; k++) {
+        static const char *const parts[8] = {"x", "y", "tx", "ty", "allx", "ally", "graph",
+                                             "test.index"};
+        char path[256], url[128];
+        snprintf(path, sizeof path, SHARED_DATA "/planetoid/%s/raw/ind.%s.%s", name, name,
+                 parts[k]);
+        FILE *f = fopen(path, "rb");
+        if (!f)
+            return false;
+        static unsigned char buf[1 << 20];
+        size_t n = fread(buf, 1, sizeof buf, f);
+        fclose(f);
+        if (cut_part && strcmp(parts[k], cut_part) == 0)
+            n /= 2;
+        snprintf(url, sizeof url, "/planetoid/ind.%s.%s", name, parts[k]);
+        http_add(srv, url, buf, n);
+    }
+    return true;
+}
+
+Test(fetch, planetoid_converted_as_the_reference_loader, .timeout = 60)
+{
+    fixture f;
+    open_fixture(&f);
+    if (!serve_planetoid(&f.srv, "citeseer", NULL)) {
+        ds_rmtree(f.dir);
+        free(f.dir);
+        cr_skip_test("no Planetoid raw files under " SHARED_DATA);
+    }
+    http_start(&f.srv, HTTP_NORMAL);
+    gcntrain(&f, "models/gcn-cora.json", "citeseer", (const char *[]){"--quiet", NULL});
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_assert_eq(atomic_load(&f.srv.requests), 8);
+    /* what the pickles became is what numpy and scipy made of them */
+    gcn_ctx *ctx = ds_logging_ctx(0);
+    gcn_dataset_opts o = ds_opts(f.root);
+    gcn_dataset *got = ds_load_ok(ctx, "citeseer", &o);
+    o.root = SHARED_DATA;
+    gcn_dataset *want = ds_load_ok(ctx, "citeseer", &o);
+    cr_assert(ds_same(got, want));
+    cr_assert_eq(got->n_nodes, 3327);
+    gcn_dataset_free(&got);
+    gcn_dataset_free(&want);
+    gcn_ctx_free(&ctx);
+    close_fixture(&f);
+}
+
+Test(fetch, planetoid_damaged_pickle, .timeout = 30)
+{
+    fixture f;
+    open_fixture(&f);
+    if (!serve_planetoid(&f.srv, "cora", "allx")) {
+        ds_rmtree(f.dir);
+        free(f.dir);
+        cr_skip_test("no Planetoid raw files under " SHARED_DATA);
+    }
+    http_start(&f.srv, HTTP_NORMAL);
+    gcntrain(&f, "models/gcn-cora.json", "cora", (const char *[]){"--quiet", NULL});
+    cr_assert_eq(r.code, 2, "%s", r.err);
+    tool_expect_one_line(r.err);
+    cr_assert(strstr(r.err, "/raw/ind.cora.allx: byte "), "%s", r.err);
+    expect_nothing_under(f.root);
+    close_fixture(&f);
+}
