@@ -456,7 +456,10 @@ Test(fetch, publishers_addresses)
     o.mirror = "http://mirror.example/data//";
     gcn_dataset_fetch_url("ogbn-proteins", &o, url, sizeof url);
     cr_assert_str_eq(url, "http://mirror.example/data/ogb/proteins.zip");
-    cr_assert(!gcn_dataset_fetchable("cora"));
+    gcn_dataset_fetch_url("cora", NULL, url, sizeof url);
+    cr_assert_str_eq(url, "https://github.com/kimiyoung/planetoid/raw/master/data/"
+                          "ind.cora.{x,y,tx,ty,allx,ally,graph,test.index}");
+    cr_assert(!gcn_dataset_fetchable("Wiki-Vote"));
     cr_assert(!gcn_dataset_fetchable("tu:../x"));
     cr_assert(!gcn_dataset_fetchable("ogbn-mag"));
     cr_assert_eq(gcn_dataset_fetch_url("synthetic", NULL, url, sizeof url), -1);
