@@ -275,7 +275,7 @@ DATASET_FETCH_LIBS := -lcurl -lzip
 LDLIBS += $(DATASET_FETCH_LIBS)
 
 # ---- fuzz (issue 4): one libFuzzer target per dataset parser ---------------
-#   make fuzz        build/fuzz/fuzz_{edgelist,mtx,textdir,ogb,cache}
+#   make fuzz        build/fuzz/fuzz_{edgelist,mtx,textdir,ogb,tu,cache,pickle}
 #   mkdir -p /tmp/ogb && build/fuzz/fuzz_ogb -max_total_time=300 -timeout=10 /tmp/ogb fuzz/corpus/ogb
 # (new inputs go to the first folder, so the seed corpus stays as it is)
 # Built with clang, ASan and UBSan, from the datasets and the C core only
