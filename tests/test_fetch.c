@@ -105,6 +105,8 @@ typedef struct fixture {
     char *dir;
     char src[512], root[512];
     http_server srv;
+    unsigned char *zip; /* what open_arxiv serves */
+    size_t zip_len;
 } fixture;
 
 static void open_fixture(fixture *f)
@@ -116,8 +118,20 @@ static void open_fixture(fixture *f)
     cr_assert_eq(mkdir(f->src, 0777), 0);
 }
 
+/* open_fixture, then the toy arxiv.zip served in mode (HTTP_CUT_ONCE:
+ * cut at half its length). */
+static void open_arxiv(fixture *f, http_mode mode)
+{
+    open_fixture(f);
+    f->zip = ogb_zip(f->src, NULL, &f->zip_len);
+    http_add(&f->srv, "/ogb/arxiv.zip", f->zip, f->zip_len);
+    f->srv.cut_at = f->zip_len / 2;
+    http_start(&f->srv, mode);
+}
+
 static void close_fixture(fixture *f)
 {
+    free(f->zip);
     http_stop(&f->srv);
     ds_rmtree(f->dir);
     free(f->dir);
@@ -139,11 +153,7 @@ static void gcntrain(fixture *f, const char *config, const char *spec, const cha
 Test(fetch, ogb_downloaded_trained_then_cached, .timeout = 60)
 {
     fixture f;
-    open_fixture(&f);
-    size_t len;
-    unsigned char *zip = ogb_zip(f.src, NULL, &len);
-    http_add(&f.srv, "/ogb/arxiv.zip", zip, len);
-    http_start(&f.srv, HTTP_NORMAL);
+    open_arxiv(&f, HTTP_NORMAL);
     gcntrain(&f, "models/gcn.json", "ogbn-arxiv", NULL);
     cr_assert_eq(r.code, 0, "%s", r.err);
     cr_assert(strstr(r.err, "arxiv.zip: 100% ("), "a progress line every 10%%: %s", r.err);
@@ -158,7 +168,6 @@ Test(fetch, ogb_downloaded_trained_then_cached, .timeout = 60)
     cr_assert_eq(r.code, 0, "%s", r.err);
     cr_assert(strstr(r.out, "read from the cache"), "%s", r.out);
     cr_assert_eq(atomic_load(&f.srv.requests), 1, "no request once the data is there");
-    free(zip);
     close_fixture(&f);
 }
 
@@ -203,12 +212,7 @@ static bool same_file(const char *a, const char *b)
 Test(fetch, dropped_connection_resumes_with_range, .timeout = 60)
 {
     fixture f;
-    open_fixture(&f);
-    size_t len;
-    unsigned char *zip = ogb_zip(f.src, NULL, &len);
-    http_add(&f.srv, "/ogb/arxiv.zip", zip, len);
-    f.srv.cut_at = len / 2;
-    http_start(&f.srv, HTTP_CUT_ONCE);
+    open_arxiv(&f, HTTP_CUT_ONCE);
     gcntrain(&f, "models/gcn.json", "ogbn-arxiv", NULL);
     cr_assert_eq(r.code, 0, "%s", r.err);
     cr_assert(strstr(r.err, "connection lost after"), "%s", r.err);
@@ -222,7 +226,6 @@ Test(fetch, dropped_connection_resumes_with_range, .timeout = 60)
         snprintf(b, sizeof b, "%s/ogbn_arxiv/%s", f.root, files[i]);
         cr_assert(same_file(a, b), "%s differs from what was served", b);
     }
-    free(zip);
     close_fixture(&f);
 }
 
@@ -250,61 +253,36 @@ Test(fetch, not_found, .timeout = 30)
     close_fixture(&f);
 }
 
-Test(fetch, stalled_server_times_out, .timeout = 30)
-{
-    fixture f;
-    open_fixture(&f);
-    size_t len;
-    unsigned char *zip = ogb_zip(f.src, NULL, &len);
-    http_add(&f.srv, "/ogb/arxiv.zip", zip, len);
-    expect_failure(&f, HTTP_STALL, "/ogb/arxiv.zip: Operation too slow");
-    free(zip);
-    close_fixture(&f);
-}
+/* What is done to the toy arxiv.zip before it is served. */
+typedef enum damage {
+    INTACT,
+    HALF,     /* only its first half */
+    FLIP_EDGE /* one byte of the stored edge file changed: its CRC-32 no longer holds */
+} damage;
 
-Test(fetch, truncated_archive, .timeout = 30)
+/* The toy arxiv.zip with the extra (name, text) entries, damaged as asked
+ * and served in mode: the fetch must fail with needle in its one line. */
+static void expect_archive_failure(http_mode mode, const char *const *extra, damage d,
+                                   const char *needle)
 {
     fixture f;
     open_fixture(&f);
     size_t len;
-    unsigned char *zip = ogb_zip(f.src, NULL, &len);
-    http_add(&f.srv, "/ogb/arxiv.zip", zip, len / 2);
-    expect_failure(&f, HTTP_NORMAL, "arxiv.zip: not a readable zip archive");
-    free(zip);
-    close_fixture(&f);
-}
-
-Test(fetch, checksum_mismatch, .timeout = 30)
-{
-    fixture f;
-    open_fixture(&f);
-    size_t len;
-    unsigned char *zip = ogb_zip(f.src, NULL, &len);
-    /* one byte of the stored edge file changed: its CRC-32 no longer holds */
-    char path[700];
-    static char edges[4096];
-    snprintf(path, sizeof path, "%s/arxiv/raw/edge.csv.gz", f.src);
-    FILE *e = fopen(path, "rb");
-    size_t n = fread(edges, 1, sizeof edges, e);
-    fclose(e);
-    unsigned char *at = memmem(zip, len, edges, n);
-    cr_assert_not_null(at);
-    at[n / 2] ^= 0x20;
-    http_add(&f.srv, "/ogb/arxiv.zip", zip, len);
-    expect_failure(&f, HTTP_NORMAL, "arxiv.zip: entry 'arxiv/raw/edge.csv.gz': CRC error");
-    free(zip);
-    close_fixture(&f);
-}
-
-Test(fetch, entry_leaving_the_folder, .timeout = 30)
-{
-    fixture f;
-    open_fixture(&f);
-    size_t len;
-    unsigned char *zip = ogb_zip(f.src, (const char *[]){"arxiv/../../evil.txt", "x", NULL},
-                                 &len);
-    http_add(&f.srv, "/ogb/arxiv.zip", zip, len);
-    expect_failure(&f, HTTP_NORMAL, "arxiv.zip: entry 'arxiv/../../evil.txt': a '..' component");
+    unsigned char *zip = ogb_zip(f.src, extra, &len);
+    if (d == FLIP_EDGE) {
+        char path[700];
+        static char edges[4096];
+        snprintf(path, sizeof path, "%s/arxiv/raw/edge.csv.gz", f.src);
+        FILE *e = fopen(path, "rb");
+        cr_assert_not_null(e);
+        size_t n = fread(edges, 1, sizeof edges, e);
+        fclose(e);
+        unsigned char *at = memmem(zip, len, edges, n);
+        cr_assert_not_null(at);
+        at[n / 2] ^= 0x20;
+    }
+    http_add(&f.srv, "/ogb/arxiv.zip", zip, d == HALF ? len / 2 : len);
+    expect_failure(&f, mode, needle);
     char evil[700];
     snprintf(evil, sizeof evil, "%s/evil.txt", f.dir);
     cr_assert(!tool_exists(evil));
@@ -312,19 +290,33 @@ Test(fetch, entry_leaving_the_folder, .timeout = 30)
     close_fixture(&f);
 }
 
+Test(fetch, stalled_server_times_out, .timeout = 30)
+{
+    expect_archive_failure(HTTP_STALL, NULL, INTACT, "/ogb/arxiv.zip: Operation too slow");
+}
+
+Test(fetch, truncated_archive, .timeout = 30)
+{
+    expect_archive_failure(HTTP_NORMAL, NULL, HALF, "arxiv.zip: not a readable zip archive");
+}
+
+Test(fetch, checksum_mismatch, .timeout = 30)
+{
+    expect_archive_failure(HTTP_NORMAL, NULL, FLIP_EDGE,
+                           "arxiv.zip: entry 'arxiv/raw/edge.csv.gz': CRC error");
+}
+
+Test(fetch, entry_leaving_the_folder, .timeout = 30)
+{
+    expect_archive_failure(HTTP_NORMAL, (const char *[]){"arxiv/../../evil.txt", "x", NULL},
+                           INTACT, "arxiv.zip: entry 'arxiv/../../evil.txt': a '..' component");
+}
+
 Test(fetch, entry_with_absolute_path, .timeout = 30)
 {
-    fixture f;
-    open_fixture(&f);
-    size_t len;
-    unsigned char *zip = ogb_zip(f.src, (const char *[]){"/tmp/gcn-fetch-evil.txt", "x", NULL},
-                                 &len);
-    http_add(&f.srv, "/ogb/arxiv.zip", zip, len);
-    expect_failure(&f, HTTP_NORMAL,
-                   "arxiv.zip: entry '/tmp/gcn-fetch-evil.txt': an absolute path");
+    expect_archive_failure(HTTP_NORMAL, (const char *[]){"/tmp/gcn-fetch-evil.txt", "x", NULL},
+                           INTACT, "arxiv.zip: entry '/tmp/gcn-fetch-evil.txt': an absolute path");
     cr_assert(!tool_exists("/tmp/gcn-fetch-evil.txt"));
-    free(zip);
-    close_fixture(&f);
 }
 
 Test(fetch, over_5_gb_needs_download, .timeout = 30)
@@ -339,11 +331,7 @@ Test(fetch, over_5_gb_needs_download, .timeout = 30)
 Test(fetch, sigint_during_download, .timeout = 30)
 {
     fixture f;
-    open_fixture(&f);
-    size_t len;
-    unsigned char *zip = ogb_zip(f.src, NULL, &len);
-    http_add(&f.srv, "/ogb/arxiv.zip", zip, len);
-    http_start(&f.srv, HTTP_STALL);
+    open_arxiv(&f, HTTP_STALL);
     tool_proc p;
     tool_start(&p, "gcntrain",
                (const char *[]){"models/gcn.json", "--dataset", "ogbn-arxiv", "--root", f.root,
@@ -356,7 +344,6 @@ Test(fetch, sigint_during_download, .timeout = 30)
     cr_assert_eq(r.code, 130, "%s", r.err);
     cr_assert(strstr(r.err, "download interrupted; nothing kept"), "%s", r.err);
     expect_nothing_under(f.root);
-    free(zip);
     close_fixture(&f);
 }
 
@@ -404,11 +391,7 @@ static int count_progress(int64_t done, int64_t total, void *user)
 Test(fetch, api_with_progress_and_mirror_variable, .timeout = 30)
 {
     fixture f;
-    open_fixture(&f);
-    size_t len;
-    unsigned char *zip = ogb_zip(f.src, NULL, &len);
-    http_add(&f.srv, "/ogb/arxiv.zip", zip, len);
-    http_start(&f.srv, HTTP_NORMAL);
+    open_arxiv(&f, HTTP_NORMAL);
     cr_assert_eq(setenv("GCN_DATASET_MIRROR", f.srv.url, 1), 0);
     gcn_ctx *ctx = ds_logging_ctx(0);
     seen s = {.cancel = true};
@@ -427,8 +410,8 @@ Test(fetch, api_with_progress_and_mirror_variable, .timeout = 30)
                  gcn_last_error(ctx));
     cr_assert(fetched);
     cr_assert_gt(s.calls, 0);
-    cr_assert_eq(s.done, (int64_t)len);
-    cr_assert_eq(s.total, (int64_t)len);
+    cr_assert_eq(s.done, (int64_t)f.zip_len);
+    cr_assert_eq(s.total, (int64_t)f.zip_len);
     cr_assert_eq(gcn_dataset_fetch(ctx, "ogbn-arxiv", f.root, &o, &fetched), GCN_OK);
     cr_assert(!fetched, "already there");
     cr_assert_eq(atomic_load(&f.srv.requests), before + 1);
@@ -439,7 +422,6 @@ Test(fetch, api_with_progress_and_mirror_variable, .timeout = 30)
     gcn_dataset_free(&ds);
     unsetenv("GCN_DATASET_MIRROR");
     gcn_ctx_free(&ctx);
-    free(zip);
     close_fixture(&f);
 }
 
