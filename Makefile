@@ -180,7 +180,8 @@ tsan:
 setup:
 	apt-get update
 	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-	    make gcc libmetis-dev zlib1g-dev libcjson-dev libcriterion-dev libopenblas-openmp-dev
+	    make gcc libmetis-dev zlib1g-dev libcjson-dev libcriterion-dev libopenblas-openmp-dev \
+	    libcurl4-openssl-dev libzip-dev
 	@test -x $(NVCC) || { echo "setup: nvcc not found at $(NVCC) (set CUDA_HOME)" >&2; exit 1; }
 	@$(NVCC) --version | tail -n 1
 
@@ -269,9 +270,12 @@ LDLIBS     += $(BLAS_LIBS)
 # datasets/ reads gzip files and checksums its cache with zlib, and
 # reorders nodes with METIS.
 LDLIBS += -lz -lmetis
+# Datasets fetched on first use: libcurl downloads, libzip unpacks.
+DATASET_FETCH_LIBS := -lcurl -lzip
+LDLIBS += $(DATASET_FETCH_LIBS)
 
 # ---- fuzz: one libFuzzer target per dataset parser ---------------------------
-#   make fuzz        build/fuzz/fuzz_{edgelist,mtx,textdir,ogb,cache}
+#   make fuzz        build/fuzz/fuzz_{edgelist,mtx,textdir,ogb,tu,cache,pickle}
 #   mkdir -p /tmp/ogb && build/fuzz/fuzz_ogb -max_total_time=300 -timeout=10 /tmp/ogb fuzz/corpus/ogb
 # (new inputs go to the first folder, so the seed corpus stays as it is)
 # Built with clang, ASan and UBSan, from the datasets and the C core only
@@ -295,4 +299,4 @@ $(BUILD)/fuzz/obj/%.o: %.c
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
 
 $(BUILD)/fuzz/fuzz_%: $(BUILD)/fuzz/obj/fuzz/fuzz_%.o $(FUZZ_OBJ)
-	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined -o $@ $^ -lz -lmetis $(BLAS_LIBS) -lm
+	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined -o $@ $^ -lz -lmetis $(DATASET_FETCH_LIBS) $(BLAS_LIBS) -lm

@@ -50,5 +50,6 @@
 #include "datasets/partition.h"
 #include "datasets/dataset.h"
 #include "datasets/export.h"
+#include "datasets/fetch.h"
 
 #endif

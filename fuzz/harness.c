@@ -12,6 +12,7 @@
 #include <zlib.h>
 
 #include "datasets/internal.h"
+#include "datasets/pickle.h"
 #include "gcn.h"
 #include "harness.h"
 
@@ -318,6 +319,31 @@ cleanup:
     gcn_ctx_free(&ctx);
     if (dir)
         rmtree(dir);
+    free(dir);
+    return st;
+}
+
+gcn_status gcn_fuzz_pickle(const uint8_t *data, size_t size)
+{
+    char *dir = scratch();
+    if (!dir)
+        return GCN_ERR_IO;
+    write_file(dir, "p.pkl", data, size, false, 0);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/p.pkl", dir);
+    pk_file f;
+    pk_array a;
+    gcn_status st = pk_load(NULL, path, &f);
+    if (st == GCN_OK && pk_is(f.root, "numpy.core.multiarray._reconstruct")) {
+        gcn_status arr = pk_array_of(NULL, "fuzz", f.root, &a);
+        for (int64_t k = 0; arr == GCN_OK && k < a.rows * a.cols; k++)
+            (void)pk_array_at(&a, k);
+        pk_free(&f);
+        st = arr;
+    } else if (st == GCN_OK) {
+        pk_free(&f);
+    }
+    rmtree(dir);
     free(dir);
     return st;
 }

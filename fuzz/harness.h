@@ -47,4 +47,8 @@ gcn_status gcn_fuzz_tu(const uint8_t *data, size_t size);
  * refuses (it logs why and would rebuild the cache) is GCN_ERR_FORMAT. */
 gcn_status gcn_fuzz_cache(const uint8_t *data, size_t size);
 
+/* The bytes as one of Planetoid's pickles (datasets/pickle.h): unpickled,
+ * then read as a NumPy array when it is one. */
+gcn_status gcn_fuzz_pickle(const uint8_t *data, size_t size);
+
 #endif

@@ -48,6 +48,7 @@ gcn_model_config gcn_model_config_default(void)
     strcpy(c.reorder, "auto");
     strcpy(c.root, "data");
     strcpy(c.features, "file");
+    c.download = true;
     c.batch_size = GCN_GRAPH_BATCH_SIZE;
     return c;
 }
@@ -321,6 +322,8 @@ static gcn_status parse_dataset(parser *p, const cJSON *obj, gcn_model_config *c
             GCN_TRY(get_features(p, v, path, cfg->features, sizeof cfg->features));
         else if (!strcmp(v->string, "normalize_features"))
             GCN_TRY(get_bool(p, v, path, &cfg->normalize_features));
+        else if (!strcmp(v->string, "download"))
+            GCN_TRY(get_bool(p, v, path, &cfg->download));
         else if (!strcmp(v->string, "seed")) {
             int64_t seed;
             GCN_TRY(get_int(p, v, path, 0, 9007199254740991.0, &seed));

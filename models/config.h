@@ -86,6 +86,8 @@ typedef struct gcn_model_config {
     bool normalize_features;
     uint64_t data_seed;    /* seeds generated datasets, substitute features and
                             * drawn splits, independently of the training seed */
+    bool download;         /* gcntrain downloads a named dataset missing under root
+                            * (default on; gcn_dataset_fetch) */
 } gcn_model_config;
 
 /* Every field at its default: no layers, Adam lr 0.01, 200 epochs, 1 run,

@@ -113,3 +113,4 @@ Test(dataset_fuzz, textdir) { replay("textdir", gcn_fuzz_textdir); }
 Test(dataset_fuzz, ogb) { replay("ogb", gcn_fuzz_ogb); }
 Test(dataset_fuzz, tu) { replay("tu", gcn_fuzz_tu); }
 Test(dataset_fuzz, cache) { replay("cache", gcn_fuzz_cache); }
+Test(dataset_fuzz, pickle) { replay("pickle", gcn_fuzz_pickle); }

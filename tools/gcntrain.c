@@ -14,6 +14,14 @@ static const char usage[] =
     "usage: gcntrain CONFIG [options]\n"
     "  --dataset NAME|PATH   dataset name, folder, graph file or generator (default: synthetic)\n"
     "  --root DIR            where dataset names resolve (default: the config's, else data)\n"
+    "  --no-download         never download: a named dataset missing under the root is an\n"
+    "                        error (default: downloaded on first use: ogbn-arxiv, cora,\n"
+    "                        tu:NAME, ...; the config's dataset.download)\n"
+    "  --download            allow a download over 5 GB\n"
+    "  --mirror URL          base address for every download (default: $GCN_DATASET_MIRROR,\n"
+    "                        else each publisher's): URL/ogb/arxiv.zip, URL/tu/NAME.zip,\n"
+    "                        URL/planetoid/ind.cora.x, ...\n"
+    "  --download-timeout S  give up a download after S seconds without data (default 60)\n"
     "  --cache-dir DIR       keep dataset caches and the reorderings of generated graphs\n"
     "                        (METIS, parts) in DIR (default: each dataset's processed/)\n"
     "  --epochs N --runs R --seed S\n"
@@ -111,6 +119,8 @@ static bool parse_flag(const char *o, args *a)
                  : !strcmp(o, "--force")     ? &a->force
                  : !strcmp(o, "--append")    ? &a->append
                  : !strcmp(o, "--eval-only") ? &a->eval_only
+                 : !strcmp(o, "--download")  ? &a->download
+                 : !strcmp(o, "--no-download") ? &a->no_download
                                              : NULL;
     if (flag)
         *flag = true;
@@ -125,12 +135,13 @@ static bool parse_value(const char *o, const char *v, args *a)
                                         "--sparse-input", "--features", "--log", "--save", "--resume",
                                         "--export-data", "--predict", "--folds-file",
                                         "--protocol", "--threads", "--ranks", "--gpus",
-                                        "--cache-dir"};
+                                        "--cache-dir", "--mirror"};
     const char **fields[] = {&a->dataset, &a->root, &a->device, &a->spmm,
                              &a->reorder, &a->spmm_plan, &a->cuda_graph,
                              &a->sparse_input, &a->features, &a->log, &a->save, &a->resume,
                              &a->export_dir, &a->predict, &a->folds_file,
-                             &a->protocol, &a->threads, &a->ranks, &a->gpus, &a->cache_dir};
+                             &a->protocol, &a->threads, &a->ranks, &a->gpus, &a->cache_dir,
+                             &a->mirror};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(o, names[i])) {
             *fields[i] = v;
@@ -143,6 +154,8 @@ static bool parse_value(const char *o, const char *v, args *a)
     else if (!strcmp(o, "--save-every") && parse_long(v, 1, 10000000, &n)) a->save_every = n;
     else if (!strcmp(o, "--folds") && parse_long(v, 2, 1000000, &n)) a->folds = n;
     else if (!strcmp(o, "--fold") && parse_long(v, 0, 1000000, &n)) a->fold = n;
+    else if (!strcmp(o, "--download-timeout") && parse_long(v, 1, 86400, &n))
+        a->download_timeout = n;
     else return false;
     return true;
 }
@@ -159,6 +172,8 @@ static int check_combinations(const args *a)
     if (a->ranks && a->gpus)
         return usage_error("%s: --ranks runs every rank on one device, --gpus one rank per "
                            "GPU; give one", "--ranks with --gpus");
+    if (a->download && a->no_download)
+        return usage_error("%s: give one", "--download with --no-download");
     if (a->protocol && strcmp(a->protocol, "gin") && strcmp(a->protocol, "errica"))
         return usage_error("--protocol %s: expected gin or errica", a->protocol);
     return 0;
@@ -341,10 +356,13 @@ static int load_dataset(session *s)
 {
     double t0 = now_s();
     const char *spec = s->a.dataset ? s->a.dataset : "synthetic";
+    int rc = fetch_dataset(s, spec);
+    if (rc)
+        return rc;
     gcn_status st = gcn_model_config_load_dataset(s->ctx, &s->cfg, spec, &s->ds);
     s->t_load = now_s() - t0;
     if (st != GCN_OK)
-        return fail(s, st, PHASE_INPUT, "dataset");
+        return fetch_load_failed(s, spec, st);
     if (!s->a.export_dir)
         return 0;
     signals_hold(true);

@@ -28,9 +28,12 @@ typedef struct args {
                 *sparse_input;
     const char *log, *save, *resume, *export_dir, *spmm_plan, *predict;
     const char *folds_file, *protocol, *threads, *ranks, *gpus, *cache_dir;
+    const char *mirror; /* --mirror: the datasets' base address */
     long epochs, runs, save_every, folds, fold; /* folds, fold: -1 when not given */
+    long download_timeout; /* seconds; 0: the library's default */
     long long seed;
     bool quiet, force, append, eval_only;
+    bool download, no_download; /* allow downloads over 5 GB / forbid any */
 } args;
 
 /* The JSON-lines log: checked at the start, created by its first line. */
@@ -190,6 +193,17 @@ const char *json_number(char *buf, size_t size, const char *fmt, double v);
 
 /* Closes the log; false when closing it failed. */
 bool log_close(run_log *l);
+
+/* ---- fetch.c ---- */
+
+/* A named dataset missing under the root is downloaded (unless --no-download
+ * or "download": false), with progress on stderr.  Returns 0, an exit code
+ * after saying why, or 128 + the signal that interrupted it. */
+int fetch_dataset(session *s, const char *spec);
+
+/* A failed load's message and exit code; when the dataset could have been
+ * downloaded but downloads are off, the message says how. */
+int fetch_load_failed(session *s, const char *spec, gcn_status st);
 
 /* ---- signals.c ---- */
 
