@@ -4,6 +4,7 @@
 #ifndef GCN_DATASETS_INTERNAL_H
 #define GCN_DATASETS_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -337,10 +338,12 @@ gcn_status gcn_reorder_parts(gcn_ctx *ctx, const gcn_graph *g, const gcn_reorder
  * level. */
 gcn_status gcn_reorder_count_cut(gcn_ctx *ctx, const gcn_graph *g, gcn_reorder *r);
 
-/* gcn_reorder_compute with the METIS seed given. */
+/* gcn_reorder_compute with the METIS seed given.  stop (may be NULL) is
+ * polled between METIS calls: once set, the computation ends with
+ * GCN_ERR_STATE ("stopped") within one METIS call. */
 gcn_status gcn_reorder_compute_seeded(gcn_ctx *ctx, const gcn_graph *g,
                                       const gcn_reorder_opts *o, uint32_t seed,
-                                      gcn_reorder **out);
+                                      const atomic_bool *stop, gcn_reorder **out);
 
 /* gcn_reorder_compute_seeded through the permutation file beside the
  * dataset cache `cache`: read when it holds this graph's reordering for o
@@ -349,7 +352,12 @@ gcn_status gcn_reorder_compute_seeded(gcn_ctx *ctx, const gcn_graph *g,
  * where computing would not. */
 gcn_status gcn_reorder_cached(gcn_ctx *ctx, const gcn_graph *g, const gcn_reorder_opts *o,
                               uint32_t seed, const char *cache, bool can_write,
-                              gcn_reorder **out);
+                              const atomic_bool *stop, gcn_reorder **out);
+
+/* dst = src with every node-indexed array renumbered by r, in new
+ * allocations (dst->reorder NULL).  On failure dst holds nothing. */
+gcn_status gcn_ds_permuted(gcn_ctx *ctx, const gcn_dataset *src, const gcn_reorder *r,
+                           gcn_dataset *dst);
 
 /* gcn_dataset_reorder, through gcn_reorder_cached when cache is not NULL. */
 gcn_status gcn_ds_reorder(gcn_ctx *ctx, gcn_dataset *ds, const gcn_reorder_opts *o,

@@ -241,6 +241,13 @@ static gcn_status degree_order(gcn_ctx *ctx, const gcn_graph *g, int32_t *order)
 
 /* ---- nested METIS communities ------------------------------------------ */
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 /* A graph of more than CUT_FACTOR * CUT_FACTOR / 4 times the coarsest
  * community size nodes is first cut into parts CUT_FACTOR times that size
  * (and those, if needed, into parts CUT_FACTOR times smaller...): levels
@@ -263,6 +270,9 @@ typedef struct nest {
     gcn_i32vec ptr[GCN_REORDER_MAX_LEVELS + MAX_CUT_LEVELS]; /* part starts of each level */
     int32_t *order;
     int32_t pos;          /* next slot of order */
+    const atomic_bool *stop; /* polled before each cut; NULL: never stopped */
+    double metis_s[GCN_REORDER_MAX_LEVELS + MAX_CUT_LEVELS]; /* METIS's time at each level */
+    int32_t calls[GCN_REORDER_MAX_LEVELS + MAX_CUT_LEVELS];  /* and its calls */
 } nest;
 
 /* The subgraph of sym induced by set[0, n), in local ids. */
@@ -344,6 +354,8 @@ static gcn_status cut(nest *t, const int32_t *set, int32_t n, int k)
 {
     if (n == 0)
         return GCN_OK;
+    if (t->stop && atomic_load(t->stop))
+        return GCN_ERROR(t->ctx, GCN_ERR_STATE, "reorder: stopped before METIS finished");
     if (k < 0) {
         memcpy(t->order + t->pos, set, (size_t)n * sizeof *set);
         t->pos += n;
@@ -359,9 +371,13 @@ static gcn_status cut(nest *t, const int32_t *set, int32_t n, int k)
         if (xadj[n] == 0)
             for (int32_t i = 0; i < n; i++)
                 part[i] = i / size;
-        else
+        else {
+            double t0 = now_s();
             GCN_CHECK(gcn_metis_kway(t->ctx, n, xadj, adjncy, NULL, nparts, (uint32_t)t->seed,
                                      part));
+            t->metis_s[k] += now_s() - t0;
+            t->calls[k]++;
+        }
         free(xadj);
         free(adjncy);
         xadj = adjncy = NULL;
@@ -406,7 +422,8 @@ static gcn_status keep_levels(nest *t, int n_levels, gcn_reorder *r)
 /* Connected nodes, cut level by level from the coarsest size that leaves
  * two or more parts, then the isolated ones, cut into chunks alike. */
 static gcn_status metis_order(gcn_ctx *ctx, const gcn_graph *g, const int32_t *sizes,
-                              int n_sizes, uint32_t seed, gcn_reorder *r)
+                              int n_sizes, uint32_t seed, const atomic_bool *stop,
+                              gcn_reorder *r)
 {
     int32_t n = g->n_nodes, *set = NULL, n_conn = 0;
     int32_t all[GCN_REORDER_MAX_LEVELS + MAX_CUT_LEVELS];
@@ -418,7 +435,7 @@ static gcn_status metis_order(gcn_ctx *ctx, const gcn_graph *g, const int32_t *s
                            (int64_t)all[n_cut - 1] * CUT_FACTOR * CUT_FACTOR / 4 < n;
          n_cut++)
         all[n_cut] = all[n_cut - 1] * CUT_FACTOR;
-    nest t = {.ctx = ctx, .seed = (idx_t)seed, .size = all, .order = r->order};
+    nest t = {.ctx = ctx, .seed = (idx_t)seed, .size = all, .order = r->order, .stop = stop};
     gcn_graph *u = NULL, *sym = NULL;
     gcn_status st = GCN_OK;
     GCN_CHECK(gcn_graph_symmetrize(ctx, g, &u));
@@ -437,6 +454,9 @@ static gcn_status metis_order(gcn_ctx *ctx, const gcn_graph *g, const int32_t *s
     GCN_CHECK(cut(&t, set, n_conn, n_cut - 1));
     GCN_CHECK(cut(&t, set + n_conn, n - n_conn, n_cut - 1));
     GCN_CHECK(keep_levels(&t, n_levels, r));
+    for (int k = n_cut - 1; k >= 0; k--)
+        gcn_log(ctx, GCN_LOG_INFO, "metis: parts of %d nodes: %d call%s, %.3f s", all[k],
+                t.calls[k], t.calls[k] == 1 ? "" : "s", t.metis_s[k]);
 cleanup:
     for (int k = 0; k < GCN_REORDER_MAX_LEVELS + MAX_CUT_LEVELS; k++)
         free(t.ptr[k].data);
@@ -447,16 +467,9 @@ cleanup:
     return st;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 gcn_status gcn_reorder_compute_seeded(gcn_ctx *ctx, const gcn_graph *g,
                                       const gcn_reorder_opts *o, uint32_t seed,
-                                      gcn_reorder **out)
+                                      const atomic_bool *stop, gcn_reorder **out)
 {
     GCN_ARG(ctx, g && o && out);
     *out = NULL;
@@ -471,7 +484,7 @@ gcn_status gcn_reorder_compute_seeded(gcn_ctx *ctx, const gcn_graph *g,
     if (o->method == GCN_REORDER_DEGREE)
         GCN_CHECK(degree_order(ctx, g, r->order));
     else if (o->method == GCN_REORDER_METIS)
-        GCN_CHECK(metis_order(ctx, g, sizes, n_sizes, seed, r));
+        GCN_CHECK(metis_order(ctx, g, sizes, n_sizes, seed, stop, r));
     else if (o->method == GCN_REORDER_PARTS)
         GCN_CHECK(gcn_reorder_parts(ctx, g, o, seed, r));
     else
@@ -497,5 +510,5 @@ gcn_status gcn_reorder_compute(gcn_ctx *ctx, const gcn_graph *g, const gcn_reord
     GCN_TRY(gcn_struct_import(ctx, "gcn_reorder_opts", &ro, &ro, sizeof ro, o));
     uint32_t seed;
     GCN_TRY(gcn_reorder_seed(ctx, &ro, &seed));
-    return gcn_reorder_compute_seeded(ctx, g, &ro, seed, out);
+    return gcn_reorder_compute_seeded(ctx, g, &ro, seed, NULL, out);
 }

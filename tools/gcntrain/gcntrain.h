@@ -29,6 +29,7 @@ typedef struct args {
     const char *log, *save, *resume, *export_dir, *spmm_plan, *predict;
     const char *folds_file, *protocol, *threads, *ranks, *gpus, *cache_dir;
     long epochs, runs, save_every, folds, fold; /* folds, fold: -1 when not given */
+    long switch_at;       /* --reorder-switch-at K, -1 when not given */
     long long seed;
     bool quiet, force, append, eval_only;
 } args;
@@ -62,6 +63,10 @@ typedef struct session {
     int32_t *pred_classes; /* --predict: the best-validation model's so far */
     float *pred_probs;
     double pred_valid;     /* its validation accuracy (-1: none yet) */
+    gcn_reorder_job *order_job; /* the reordering computed while training (order.c) */
+    gcn_dataset *reordered;     /* its dataset while both orders are timed */
+    gcn_order_trial trial;
+    bool trial_on;              /* the orders are being timed */
 } session;
 
 /* Prints "gcntrain: what: the context's last error" (kept for the log) and
@@ -105,6 +110,22 @@ int eval_only(session *s);
 /* The summary on stdout and as the log's last line (marked interrupted
  * when a signal stopped the run). */
 void print_results(session *s);
+
+/* ---- order.c ---- */
+
+/* Under --reorder auto on a GPU (or with --reorder-switch-at): applies a
+ * saved decision, or starts computing the reordering on a host thread for
+ * the first run to time.  0 or an exit code. */
+int order_begin(session *s);
+
+/* After each epoch of a run: switches order when the trial (or
+ * --reorder-switch-at) says so, and reports the decision.  0 or an exit
+ * code. */
+int order_epoch(session *s, int run, gcn_trainer *tr, const gcn_epoch_stats *es);
+
+/* At a run's end (and on every exit): stops a reordering still being
+ * computed and frees what the trial holds. */
+void order_end(session *s);
 
 /* ---- ranks.c ---- */
 
