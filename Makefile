@@ -112,9 +112,9 @@ $(BUILD)/gcntrain: tools/gcntrain.c $(GCNTRAIN_OBJ) $(BUILD)/libgcn.a
 	$(CC) $(CPPFLAGS) $(CFLAGS) $< -o $@ $(GCNTRAIN_OBJ) $(BUILD)/libgcn.a $(LDLIBS)
 
 # The tests see the library's METIS calls (--wrap), to make one fail.
+TEST_WRAP := -Wl,--wrap=METIS_PartGraphKway
 $(BUILD)/gcn_tests: $(TEST_OBJ) $(BUILD)/libgcn.a
-	$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(BUILD)/libgcn.a -Wl,--wrap=METIS_PartGraphKway \
-	    $(LDLIBS) $(TEST_LIBS)
+	$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(BUILD)/libgcn.a $(TEST_WRAP) $(LDLIBS) $(TEST_LIBS)
 
 # ---- examples: short programs on the public API, linked against libgcn.so
 # (which exports nothing else); tests/test_examples.c runs them.
@@ -224,7 +224,7 @@ bundle: all examples $(BUILD)/gcn_tests
 	mkdir -p $(BUNDLE)/lib
 	cp $(BUILD)/dev/libgcn.so $(BUNDLE)/lib/
 	cp -r $(BUILD)/examples $(BUNDLE)/
-	$(CC) $(CFLAGS) -o $(BUNDLE)/gcn_tests $(TEST_OBJ) $(BUNDLE_LINK) $(TEST_LIBS)
+	$(CC) $(CFLAGS) -o $(BUNDLE)/gcn_tests $(TEST_OBJ) $(TEST_WRAP) $(BUNDLE_LINK) $(TEST_LIBS)
 	$(CC) $(CFLAGS) -o $(BUNDLE)/gcnbench $(GCNBENCH_OBJ) $(BUNDLE_LINK)
 	$(CC) -I. $(CFLAGS) tools/gcntrain.c -o $(BUNDLE)/gcntrain $(GCNTRAIN_OBJ) $(BUNDLE_LINK)
 	for t in $(filter-out tools/gcntrain.c,$(wildcard tools/*.c)); do \

@@ -329,6 +329,24 @@ gcn_status gcn_reorder_alloc(gcn_ctx *ctx, gcn_reorder_method method, int32_t n_
 gcn_status gcn_metis_kway(gcn_ctx *ctx, int32_t n, int32_t *xadj, int32_t *adjncy,
                           int32_t *vwgt, int32_t nparts, uint32_t seed, int32_t *part);
 
+/* The error of a METIS_PartGraphKway call that returned rc. */
+gcn_status gcn_metis_error(gcn_ctx *ctx, int rc, int32_t n, int32_t edges, int32_t nparts);
+
+/* A stoppable reordering cuts sets of at least this many nodes with
+ * gcn_metis_kway_child: one such METIS call takes seconds to minutes. */
+#define GCN_METIS_CHILD_NODES (1 << 16)
+
+/* gcn_metis_kway (no vertex weights) in a child process, which a set *stop
+ * ends at once (polled every 20 ms): GCN_ERR_STATE, as gcn_reorder_stopped
+ * says.  The child runs METIS alone and sends the parts back through a
+ * pipe; the caller's other threads never notice it. */
+gcn_status gcn_metis_kway_child(gcn_ctx *ctx, int32_t n, int32_t *xadj, int32_t *adjncy,
+                                int32_t nparts, uint32_t seed, const atomic_bool *stop,
+                                int32_t *part);
+
+/* The error of a reordering stopped before it was done. */
+gcn_status gcn_reorder_stopped(gcn_ctx *ctx);
+
 /* The PARTS reordering of g into r (allocated for g->n_nodes, no levels):
  * order and its one level, as gcn_reorder_compute documents. */
 gcn_status gcn_reorder_parts(gcn_ctx *ctx, const gcn_graph *g, const gcn_reorder_opts *o,

@@ -311,6 +311,17 @@ static const char *metis_code(int rc)
     return "an unknown code";
 }
 
+gcn_status gcn_metis_error(gcn_ctx *ctx, int rc, int32_t n, int32_t edges, int32_t nparts)
+{
+    gcn_status st = rc == METIS_ERROR_MEMORY  ? GCN_ERR_NOMEM
+                    : rc == METIS_ERROR_INPUT ? GCN_ERR_INVALID_ARG
+                                              : GCN_ERR_UNSUPPORTED;
+    return GCN_ERROR(ctx, st,
+                     "METIS_PartGraphKway returned %s (%d) cutting a graph of %d nodes and %d "
+                     "edges into %d parts",
+                     metis_code(rc), rc, n, edges, nparts);
+}
+
 gcn_status gcn_metis_kway(gcn_ctx *ctx, int32_t n, int32_t *xadj, int32_t *adjncy,
                           int32_t *vwgt, int32_t nparts, uint32_t seed, int32_t *part)
 {
@@ -321,15 +332,7 @@ gcn_status gcn_metis_kway(gcn_ctx *ctx, int32_t n, int32_t *xadj, int32_t *adjnc
     idx_t nvtxs = n, ncon = 1, np = nparts, objval = 0;
     int rc = METIS_PartGraphKway(&nvtxs, &ncon, xadj, adjncy, vwgt, NULL, NULL, &np, NULL, NULL,
                                  options, &objval, part);
-    if (rc == METIS_OK)
-        return GCN_OK;
-    gcn_status st = rc == METIS_ERROR_MEMORY  ? GCN_ERR_NOMEM
-                    : rc == METIS_ERROR_INPUT ? GCN_ERR_INVALID_ARG
-                                              : GCN_ERR_UNSUPPORTED;
-    return GCN_ERROR(ctx, st,
-                     "METIS_PartGraphKway returned %s (%d) cutting a graph of %d nodes and %d "
-                     "edges into %d parts",
-                     metis_code(rc), rc, n, xadj[n], nparts);
+    return rc == METIS_OK ? GCN_OK : gcn_metis_error(ctx, rc, n, xadj[n], nparts);
 }
 
 /* Stable counting sort of set by part: sorted[start[p], start[p + 1]) holds
@@ -355,7 +358,7 @@ static gcn_status cut(nest *t, const int32_t *set, int32_t n, int k)
     if (n == 0)
         return GCN_OK;
     if (t->stop && atomic_load(t->stop))
-        return GCN_ERROR(t->ctx, GCN_ERR_STATE, "reorder: stopped before METIS finished");
+        return gcn_reorder_stopped(t->ctx);
     if (k < 0) {
         memcpy(t->order + t->pos, set, (size_t)n * sizeof *set);
         t->pos += n;
@@ -373,8 +376,12 @@ static gcn_status cut(nest *t, const int32_t *set, int32_t n, int k)
                 part[i] = i / size;
         else {
             double t0 = now_s();
-            GCN_CHECK(gcn_metis_kway(t->ctx, n, xadj, adjncy, NULL, nparts, (uint32_t)t->seed,
-                                     part));
+            if (t->stop && n >= GCN_METIS_CHILD_NODES)
+                GCN_CHECK(gcn_metis_kway_child(t->ctx, n, xadj, adjncy, nparts,
+                                               (uint32_t)t->seed, t->stop, part));
+            else
+                GCN_CHECK(gcn_metis_kway(t->ctx, n, xadj, adjncy, NULL, nparts,
+                                         (uint32_t)t->seed, part));
             t->metis_s[k] += now_s() - t0;
             t->calls[k]++;
         }
