@@ -154,7 +154,8 @@ asan:
 # make tsan: a data-race check of the threaded CPU code under ThreadSanitizer:
 # gcntrain, in a CPU-only build with clang, trains models that take every
 # threaded path (SpMM, the epilogue and batch norm, dropout, losses, the
-# optimiser, OpenBLAS) on 3 and 4 threads.  LLVM's OpenMP runtime
+# optimiser, OpenBLAS) on 3 and 4 threads, and the METIS thread of a node
+# order switched mid-run or stopped by the run's end.  LLVM's OpenMP runtime
 # (libomp-dev) stands in for GCC's libgomp, which is not instrumented: it
 # loads its TSan annotations (libarcher) through OMP_TOOL_LIBRARIES, so the
 # runtime's own barriers are not reported as races, and OpenBLAS runs on it
@@ -164,7 +165,9 @@ TSAN_CC    ?= clang
 ARCHER     ?= $(firstword $(wildcard /usr/lib/llvm-*/lib/libarcher.so))
 TSAN_RUNS  := "models/gcn.json --dataset sbm:nodes=4000 --threads 4" \
               "models/gin.json --dataset sbm:nodes=4000 --threads 3" \
-              "models/gcn-cora.json --dataset sbm:nodes=20000,features=300 --threads 4"
+              "models/gcn-cora.json --dataset sbm:nodes=20000,features=300 --threads 4" \
+              "models/gcn.json --dataset sbm:nodes=4000 --threads 2 --reorder-switch-at 1" \
+              "models/gcn-cora.json --dataset sbm:nodes=70000,features=8 --reorder-switch-at 9"
 .PHONY: tsan
 tsan:
 	@test -n "$(ARCHER)" || { echo "tsan: libarcher.so not found (apt-get install clang libomp-dev)" >&2; exit 1; }
