@@ -329,6 +329,11 @@ gcn_status gcn_reorder_alloc(gcn_ctx *ctx, gcn_reorder_method method, int32_t n_
 gcn_status gcn_metis_kway(gcn_ctx *ctx, int32_t n, int32_t *xadj, int32_t *adjncy,
                           int32_t *vwgt, int32_t nparts, uint32_t seed, int32_t *part);
 
+/* METIS_PartGraphKway with the seed, parts numbered from 0: its return
+ * code (gcn_metis_kway's call). */
+int gcn_metis_run(int32_t n, int32_t *xadj, int32_t *adjncy, int32_t *vwgt, int32_t nparts,
+                  uint32_t seed, int32_t *part);
+
 /* The error of a METIS_PartGraphKway call that returned rc. */
 gcn_status gcn_metis_error(gcn_ctx *ctx, int rc, int32_t n, int32_t edges, int32_t nparts);
 

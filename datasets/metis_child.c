@@ -42,13 +42,7 @@ static void child(int fd, int32_t n, int32_t *xadj, int32_t *adjncy, int32_t npa
     prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the parent */
     signal(SIGINT, SIG_IGN);          /* the parent decides, and kills it */
     signal(SIGTERM, SIG_IGN);
-    idx_t options[METIS_NOPTIONS];
-    METIS_SetDefaultOptions(options);
-    options[METIS_OPTION_SEED] = (idx_t)seed;
-    options[METIS_OPTION_NUMBERING] = 0;
-    idx_t nvtxs = n, ncon = 1, np = nparts, objval = 0;
-    int rc = METIS_PartGraphKway(&nvtxs, &ncon, xadj, adjncy, NULL, NULL, NULL, &np, NULL, NULL,
-                                 options, &objval, part);
+    int rc = gcn_metis_run(n, xadj, adjncy, NULL, nparts, seed, part);
     bool ok = write_all(fd, &rc, sizeof rc) &&
               (rc != METIS_OK || write_all(fd, part, (size_t)n * sizeof *part));
     _exit(ok ? 0 : 1);

@@ -322,16 +322,22 @@ gcn_status gcn_metis_error(gcn_ctx *ctx, int rc, int32_t n, int32_t edges, int32
                      metis_code(rc), rc, n, edges, nparts);
 }
 
-gcn_status gcn_metis_kway(gcn_ctx *ctx, int32_t n, int32_t *xadj, int32_t *adjncy,
-                          int32_t *vwgt, int32_t nparts, uint32_t seed, int32_t *part)
+int gcn_metis_run(int32_t n, int32_t *xadj, int32_t *adjncy, int32_t *vwgt, int32_t nparts,
+                  uint32_t seed, int32_t *part)
 {
     idx_t options[METIS_NOPTIONS];
     METIS_SetDefaultOptions(options);
     options[METIS_OPTION_SEED] = (idx_t)seed;
     options[METIS_OPTION_NUMBERING] = 0;
     idx_t nvtxs = n, ncon = 1, np = nparts, objval = 0;
-    int rc = METIS_PartGraphKway(&nvtxs, &ncon, xadj, adjncy, vwgt, NULL, NULL, &np, NULL, NULL,
-                                 options, &objval, part);
+    return METIS_PartGraphKway(&nvtxs, &ncon, xadj, adjncy, vwgt, NULL, NULL, &np, NULL, NULL,
+                               options, &objval, part);
+}
+
+gcn_status gcn_metis_kway(gcn_ctx *ctx, int32_t n, int32_t *xadj, int32_t *adjncy,
+                          int32_t *vwgt, int32_t nparts, uint32_t seed, int32_t *part)
+{
+    int rc = gcn_metis_run(n, xadj, adjncy, vwgt, nparts, seed, part);
     return rc == METIS_OK ? GCN_OK : gcn_metis_error(ctx, rc, n, xadj[n], nparts);
 }
 
