@@ -111,8 +111,10 @@ $(BUILD)/gcnbench: $(GCNBENCH_OBJ) $(BUILD)/libgcn.a
 $(BUILD)/gcntrain: tools/gcntrain.c $(GCNTRAIN_OBJ) $(BUILD)/libgcn.a
 	$(CC) $(CPPFLAGS) $(CFLAGS) $< -o $@ $(GCNTRAIN_OBJ) $(BUILD)/libgcn.a $(LDLIBS)
 
+# The tests see the library's METIS calls (--wrap), to make one fail.
+TEST_WRAP := -Wl,--wrap=METIS_PartGraphKway
 $(BUILD)/gcn_tests: $(TEST_OBJ) $(BUILD)/libgcn.a
-	$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(BUILD)/libgcn.a $(LDLIBS) $(TEST_LIBS)
+	$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(BUILD)/libgcn.a $(TEST_WRAP) $(LDLIBS) $(TEST_LIBS)
 
 # ---- examples: short programs on the public API, linked against libgcn.so
 # (which exports nothing else); tests/test_examples.c runs them.
@@ -152,7 +154,8 @@ asan:
 # make tsan: a data-race check of the threaded CPU code under ThreadSanitizer:
 # gcntrain, in a CPU-only build with clang, trains models that take every
 # threaded path (SpMM, the epilogue and batch norm, dropout, losses, the
-# optimiser, OpenBLAS) on 3 and 4 threads.  LLVM's OpenMP runtime
+# optimiser, OpenBLAS) on 3 and 4 threads, and the METIS thread of a node
+# order switched mid-run or stopped by the run's end.  LLVM's OpenMP runtime
 # (libomp-dev) stands in for GCC's libgomp, which is not instrumented: it
 # loads its TSan annotations (libarcher) through OMP_TOOL_LIBRARIES, so the
 # runtime's own barriers are not reported as races, and OpenBLAS runs on it
@@ -162,7 +165,9 @@ TSAN_CC    ?= clang
 ARCHER     ?= $(firstword $(wildcard /usr/lib/llvm-*/lib/libarcher.so))
 TSAN_RUNS  := "models/gcn.json --dataset sbm:nodes=4000 --threads 4" \
               "models/gin.json --dataset sbm:nodes=4000 --threads 3" \
-              "models/gcn-cora.json --dataset sbm:nodes=20000,features=300 --threads 4"
+              "models/gcn-cora.json --dataset sbm:nodes=20000,features=300 --threads 4" \
+              "models/gcn.json --dataset sbm:nodes=4000 --threads 2 --reorder-switch-at 1" \
+              "models/gcn-cora.json --dataset sbm:nodes=70000,features=8 --reorder-switch-at 9"
 .PHONY: tsan
 tsan:
 	@test -n "$(ARCHER)" || { echo "tsan: libarcher.so not found (apt-get install clang libomp-dev)" >&2; exit 1; }
@@ -223,7 +228,7 @@ bundle: all examples $(BUILD)/gcn_tests
 	mkdir -p $(BUNDLE)/lib
 	cp $(BUILD)/dev/libgcn.so $(BUNDLE)/lib/
 	cp -r $(BUILD)/examples $(BUNDLE)/
-	$(CC) $(CFLAGS) -o $(BUNDLE)/gcn_tests $(TEST_OBJ) $(BUNDLE_LINK) $(TEST_LIBS)
+	$(CC) $(CFLAGS) -o $(BUNDLE)/gcn_tests $(TEST_OBJ) $(TEST_WRAP) $(BUNDLE_LINK) $(TEST_LIBS)
 	$(CC) $(CFLAGS) -o $(BUNDLE)/gcnbench $(GCNBENCH_OBJ) $(BUNDLE_LINK)
 	$(CC) -I. $(CFLAGS) tools/gcntrain.c -o $(BUNDLE)/gcntrain $(GCNTRAIN_OBJ) $(BUNDLE_LINK)
 	for t in $(filter-out tools/gcntrain.c,$(wildcard tools/*.c)); do \

@@ -45,6 +45,7 @@
 #include "models/model.h"
 #include "models/trainer.h"
 #include "models/setup.h"
+#include "models/order_trial.h"
 #include "datasets/graph.h"
 #include "datasets/reorder.h"
 #include "datasets/partition.h"

@@ -27,10 +27,12 @@ __device__ static void store(float *p, int64_t i, const float *v, int n)
         p[i] = v[0];
 }
 
-/* Dropout factors of V elements from flat index i: 1 without dropout, else
- * 1 / (1 - p) or 0 by the mask (V = 4: i is a multiple of four). */
+/* Dropout factors of V elements from flat index i = r cols + c0: 1 without
+ * dropout, else 1 / (1 - p) or 0 by the mask (V = 4: cols and c0 are
+ * multiples of four, so the row gives the words without a division). */
 template <int V>
-__device__ static void drop_factors(const gcn_epilogue_args &a, float scale, int64_t i, float *f)
+__device__ static void drop_factors(const gcn_epilogue_args &a, float scale, int64_t i,
+                                    int64_t r, int64_t c0, float *f)
 {
     if (a.p == 0.0f) {
         for (int v = 0; v < V; v++)
@@ -38,7 +40,11 @@ __device__ static void drop_factors(const gcn_epilogue_args &a, float scale, int
         return;
     }
     uint32_t w[4];
-    gcn_draw_words(a.offset, a.key, gcn_draw_first(a.offset), i - i % 4, a.rows * a.cols, w);
+    if (V == 4)
+        gcn_draw_words_row(a.offset, a.key, gcn_draw_first(a.offset), i, r, c0, w);
+    else
+        gcn_draw_words(a.offset, a.key, gcn_draw_first(a.offset), i - i % 4, a.rows * a.cols,
+                       w);
     for (int v = 0; v < V; v++)
         f[v] = gcn_epi_kept(w[(i + v) % 4], a.p) ? scale : 0.0f;
 }
@@ -217,7 +223,7 @@ struct forward_elems {
         int64_t i = r * a.cols + c0;
         float xv[V], f[V], y[V];
         load(a.x, i, xv, V);
-        drop_factors<V>(a, scale, i, f);
+        drop_factors<V>(a, scale, i, r, c0, f);
         for (int v = 0; v < V; v++) {
             gcn_epi_col k = gcn_epi_column(a.bias, a.gamma, a.beta, a.mean, a.invstd, c0 + v);
             float act = gcn_epi_act(gcn_epi_pre(xv[v], k), a.act, a.alpha);
@@ -250,12 +256,12 @@ gcn_status gcn_cuda_epilogue_forward(gcn_ctx *ctx, const gcn_epilogue_args *a, f
  * ((v - mean) invstd, in double; 0 without batch norm). */
 template <int V>
 __device__ static void pre_grads(const gcn_epilogue_args &a, float scale, const float *dout,
-                                 int64_t i, int64_t c0, float *g, double *xhat)
+                                 int64_t i, int64_t r, int64_t c0, float *g, double *xhat)
 {
     float xv[V], dv[V], f[V];
     load(a.x, i, xv, V);
     load(dout, i, dv, V);
-    drop_factors<V>(a, scale, i, f);
+    drop_factors<V>(a, scale, i, r, c0, f);
     for (int v = 0; v < V; v++) {
         gcn_epi_col k = gcn_epi_column(a.bias, a.gamma, a.beta, a.mean, a.invstd, c0 + v);
         float pre = gcn_epi_pre(xv[v], k);
@@ -277,7 +283,7 @@ struct grad_terms {
     {
         float g[V];
         double xhat[V];
-        pre_grads<V>(a, scale, dout, r * a.cols + c0, c0, g, xhat);
+        pre_grads<V>(a, scale, dout, r * a.cols + c0, r, c0, g, xhat);
         for (int v = 0; v < V; v++) {
             acc[0][v] += g[v];
             acc[1][v] += (double)g[v] * xhat[v];
@@ -320,7 +326,7 @@ struct dx_elems {
         int64_t i = r * a.cols + c0;
         float g[V], out[V], old[V];
         double xhat[V];
-        pre_grads<V>(a, scale, dout, i, c0, g, xhat);
+        pre_grads<V>(a, scale, dout, i, r, c0, g, xhat);
         if (dx && acc)
             load(dx, i, old, V);
         for (int v = 0; v < V; v++) {

@@ -112,6 +112,17 @@ GCN_HD void gcn_draw_words(gcn_draw_offset o, const uint32_t key[2], uint64_t fi
     }
 }
 
+/* gcn_draw_words for elements c0 .. c0 + 3 of row r (flat index i = r cols
+ * + c0, with cols and c0 multiples of four), from the row and column the
+ * caller has: no division of the flat index by cols, which in 64 bits
+ * costs an elementwise kernel more than its loads. */
+GCN_HD void gcn_draw_words_row(gcn_draw_offset o, const uint32_t key[2], uint64_t first,
+                               int64_t i, int64_t r, int64_t c0, uint32_t w[4])
+{
+    int64_t j = o.row_ids ? (int64_t)o.row_ids[r] * o.cols + c0 : i;
+    gcn_draw_counter(key, first + (uint64_t)j / 4, w);
+}
+
 /* The mask word of element (r, c) of a [rows, cols] draw that starts at
  * counter first: the word gcn_draw_words gives that element (row r taking
  * row_ids[r]'s words when the offset has them). */

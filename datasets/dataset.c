@@ -426,6 +426,10 @@ gcn_status gcn_dataset_load(gcn_ctx *ctx, gcn_dataset **out, const char *spec,
     GCN_CHECK(apply_graph_opts(ctx, ds, &o));
     GCN_CHECK(apply_feature_opts(ctx, ds, generated ? NULL : &s, &o));
     GCN_CHECK(apply_split_opts(ctx, ds, &o));
+    if (cache && strlen(cache) < sizeof ds->cache_path) {
+        strcpy(ds->cache_path, cache);
+        ds->cache_writable = can_write;
+    }
     GCN_CHECK(gcn_ds_reorder(ctx, ds, &reorder, cache, can_write));
     gcn_log(ctx, GCN_LOG_INFO, "%s: loaded in %.0f ms (%s)", ds->name, now_ms() - t0,
             generated ? "generated" : ds->from_cache ? "from the cache" : "parsed");

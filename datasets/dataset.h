@@ -35,6 +35,10 @@ typedef struct gcn_dataset {
     /* The reordering applied to every array above (NULL: original order);
      * owned by the dataset. */
     gcn_reorder *reorder;
+    /* The binary cache's path, beside which reorderings are kept ("": none,
+     * or longer than the field), and whether that folder is writable. */
+    char cache_path[1024];
+    bool cache_writable;
     /* A collection of graphs (TU): graph g holds nodes [graph_ptr[g],
      * graph_ptr[g + 1]) and no edge leaves it.  n_graphs 0 and the arrays
      * NULL for a single graph. */
@@ -99,6 +103,34 @@ GCN_API void gcn_dataset_free(gcn_dataset **ds);
  * A dataset already reordered is GCN_ERR_STATE.  On failure ds is as it
  * was. */
 GCN_API gcn_status gcn_dataset_reorder(gcn_ctx *ctx, gcn_dataset *ds, const gcn_reorder_opts *o);
+
+/* A reordering computed on a host thread of its own, so a run can train on
+ * the dataset as loaded meanwhile. */
+typedef struct gcn_reorder_job gcn_reorder_job;
+
+/* Starts computing the reordering o (degree or METIS) of ds->graph on a
+ * new thread, through the permutation file beside ds's cache (read when it
+ * is current, else written), then the renumbered copy of ds.  METIS's seed
+ * is drawn now from the context's GCN_RNG_PARTITION stream, as
+ * gcn_dataset_reorder draws it, so both share the cached file.  ds must
+ * stay unchanged until the job is freed.  Messages go to ctx's log
+ * function from the job's thread.  Caller frees with gcn_reorder_job_free. */
+GCN_API gcn_status gcn_reorder_job_start(gcn_ctx *ctx, const gcn_dataset *ds,
+                                         const gcn_reorder_opts *o, gcn_reorder_job **out);
+
+/* Whether the job has ended (successfully or not); never waits. */
+GCN_API bool gcn_reorder_job_done(const gcn_reorder_job *job);
+
+/* Waits for the job to end, then gives the renumbered copy of the dataset
+ * (ds with ->reorder set), which the caller then owns and frees with
+ * gcn_dataset_free; the job's error (METIS's, an I/O or memory failure)
+ * otherwise.  GCN_ERR_STATE when the copy was taken already. */
+GCN_API gcn_status gcn_reorder_job_take(gcn_ctx *ctx, gcn_reorder_job *job, gcn_dataset **out);
+
+/* Stops the job at its next METIS call (a running call finishes first),
+ * waits for its thread and frees what it holds.  Accepts NULL and sets
+ * *job to NULL. */
+GCN_API void gcn_reorder_job_free(gcn_reorder_job **job);
 
 /* One paragraph: name, nodes, edges, degree statistics, features, classes,
  * split, reordering.  Writes at most size bytes (NUL-terminated) and

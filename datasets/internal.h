@@ -4,6 +4,7 @@
 #ifndef GCN_DATASETS_INTERNAL_H
 #define GCN_DATASETS_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -328,6 +329,29 @@ gcn_status gcn_reorder_alloc(gcn_ctx *ctx, gcn_reorder_method method, int32_t n_
 gcn_status gcn_metis_kway(gcn_ctx *ctx, int32_t n, int32_t *xadj, int32_t *adjncy,
                           int32_t *vwgt, int32_t nparts, uint32_t seed, int32_t *part);
 
+/* METIS_PartGraphKway with the seed, parts numbered from 0: its return
+ * code (gcn_metis_kway's call). */
+int gcn_metis_run(int32_t n, int32_t *xadj, int32_t *adjncy, int32_t *vwgt, int32_t nparts,
+                  uint32_t seed, int32_t *part);
+
+/* The error of a METIS_PartGraphKway call that returned rc. */
+gcn_status gcn_metis_error(gcn_ctx *ctx, int rc, int32_t n, int32_t edges, int32_t nparts);
+
+/* A stoppable reordering cuts sets of at least this many nodes with
+ * gcn_metis_kway_child: one such METIS call takes seconds to minutes. */
+#define GCN_METIS_CHILD_NODES (1 << 16)
+
+/* gcn_metis_kway (no vertex weights) in a child process, which a set *stop
+ * ends at once (polled every 20 ms): GCN_ERR_STATE, as gcn_reorder_stopped
+ * says.  The child runs METIS alone and sends the parts back through a
+ * pipe; the caller's other threads never notice it. */
+gcn_status gcn_metis_kway_child(gcn_ctx *ctx, int32_t n, int32_t *xadj, int32_t *adjncy,
+                                int32_t nparts, uint32_t seed, const atomic_bool *stop,
+                                int32_t *part);
+
+/* The error of a reordering stopped before it was done. */
+gcn_status gcn_reorder_stopped(gcn_ctx *ctx);
+
 /* The PARTS reordering of g into r (allocated for g->n_nodes, no levels):
  * order and its one level, as gcn_reorder_compute documents. */
 gcn_status gcn_reorder_parts(gcn_ctx *ctx, const gcn_graph *g, const gcn_reorder_opts *o,
@@ -337,10 +361,12 @@ gcn_status gcn_reorder_parts(gcn_ctx *ctx, const gcn_graph *g, const gcn_reorder
  * level. */
 gcn_status gcn_reorder_count_cut(gcn_ctx *ctx, const gcn_graph *g, gcn_reorder *r);
 
-/* gcn_reorder_compute with the METIS seed given. */
+/* gcn_reorder_compute with the METIS seed given.  stop (may be NULL) is
+ * polled between METIS calls: once set, the computation ends with
+ * GCN_ERR_STATE ("stopped") within one METIS call. */
 gcn_status gcn_reorder_compute_seeded(gcn_ctx *ctx, const gcn_graph *g,
                                       const gcn_reorder_opts *o, uint32_t seed,
-                                      gcn_reorder **out);
+                                      const atomic_bool *stop, gcn_reorder **out);
 
 /* gcn_reorder_compute_seeded through the permutation file beside the
  * dataset cache `cache`: read when it holds this graph's reordering for o
@@ -349,7 +375,12 @@ gcn_status gcn_reorder_compute_seeded(gcn_ctx *ctx, const gcn_graph *g,
  * where computing would not. */
 gcn_status gcn_reorder_cached(gcn_ctx *ctx, const gcn_graph *g, const gcn_reorder_opts *o,
                               uint32_t seed, const char *cache, bool can_write,
-                              gcn_reorder **out);
+                              const atomic_bool *stop, gcn_reorder **out);
+
+/* dst = src with every node-indexed array renumbered by r, in new
+ * allocations (dst->reorder NULL).  On failure dst holds nothing. */
+gcn_status gcn_ds_permuted(gcn_ctx *ctx, const gcn_dataset *src, const gcn_reorder *r,
+                           gcn_dataset *dst);
 
 /* gcn_dataset_reorder, through gcn_reorder_cached when cache is not NULL. */
 gcn_status gcn_ds_reorder(gcn_ctx *ctx, gcn_dataset *ds, const gcn_reorder_opts *o,

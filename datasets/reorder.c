@@ -241,6 +241,13 @@ static gcn_status degree_order(gcn_ctx *ctx, const gcn_graph *g, int32_t *order)
 
 /* ---- nested METIS communities ------------------------------------------ */
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 /* A graph of more than CUT_FACTOR * CUT_FACTOR / 4 times the coarsest
  * community size nodes is first cut into parts CUT_FACTOR times that size
  * (and those, if needed, into parts CUT_FACTOR times smaller...): levels
@@ -263,6 +270,9 @@ typedef struct nest {
     gcn_i32vec ptr[GCN_REORDER_MAX_LEVELS + MAX_CUT_LEVELS]; /* part starts of each level */
     int32_t *order;
     int32_t pos;          /* next slot of order */
+    const atomic_bool *stop; /* polled before each cut; NULL: never stopped */
+    double metis_s[GCN_REORDER_MAX_LEVELS + MAX_CUT_LEVELS]; /* METIS's time at each level */
+    int32_t calls[GCN_REORDER_MAX_LEVELS + MAX_CUT_LEVELS];  /* and its calls */
 } nest;
 
 /* The subgraph of sym induced by set[0, n), in local ids. */
@@ -301,25 +311,34 @@ static const char *metis_code(int rc)
     return "an unknown code";
 }
 
-gcn_status gcn_metis_kway(gcn_ctx *ctx, int32_t n, int32_t *xadj, int32_t *adjncy,
-                          int32_t *vwgt, int32_t nparts, uint32_t seed, int32_t *part)
+gcn_status gcn_metis_error(gcn_ctx *ctx, int rc, int32_t n, int32_t edges, int32_t nparts)
 {
-    idx_t options[METIS_NOPTIONS];
-    METIS_SetDefaultOptions(options);
-    options[METIS_OPTION_SEED] = (idx_t)seed;
-    options[METIS_OPTION_NUMBERING] = 0;
-    idx_t nvtxs = n, ncon = 1, np = nparts, objval = 0;
-    int rc = METIS_PartGraphKway(&nvtxs, &ncon, xadj, adjncy, vwgt, NULL, NULL, &np, NULL, NULL,
-                                 options, &objval, part);
-    if (rc == METIS_OK)
-        return GCN_OK;
     gcn_status st = rc == METIS_ERROR_MEMORY  ? GCN_ERR_NOMEM
                     : rc == METIS_ERROR_INPUT ? GCN_ERR_INVALID_ARG
                                               : GCN_ERR_UNSUPPORTED;
     return GCN_ERROR(ctx, st,
                      "METIS_PartGraphKway returned %s (%d) cutting a graph of %d nodes and %d "
                      "edges into %d parts",
-                     metis_code(rc), rc, n, xadj[n], nparts);
+                     metis_code(rc), rc, n, edges, nparts);
+}
+
+int gcn_metis_run(int32_t n, int32_t *xadj, int32_t *adjncy, int32_t *vwgt, int32_t nparts,
+                  uint32_t seed, int32_t *part)
+{
+    idx_t options[METIS_NOPTIONS];
+    METIS_SetDefaultOptions(options);
+    options[METIS_OPTION_SEED] = (idx_t)seed;
+    options[METIS_OPTION_NUMBERING] = 0;
+    idx_t nvtxs = n, ncon = 1, np = nparts, objval = 0;
+    return METIS_PartGraphKway(&nvtxs, &ncon, xadj, adjncy, vwgt, NULL, NULL, &np, NULL, NULL,
+                               options, &objval, part);
+}
+
+gcn_status gcn_metis_kway(gcn_ctx *ctx, int32_t n, int32_t *xadj, int32_t *adjncy,
+                          int32_t *vwgt, int32_t nparts, uint32_t seed, int32_t *part)
+{
+    int rc = gcn_metis_run(n, xadj, adjncy, vwgt, nparts, seed, part);
+    return rc == METIS_OK ? GCN_OK : gcn_metis_error(ctx, rc, n, xadj[n], nparts);
 }
 
 /* Stable counting sort of set by part: sorted[start[p], start[p + 1]) holds
@@ -344,6 +363,8 @@ static gcn_status cut(nest *t, const int32_t *set, int32_t n, int k)
 {
     if (n == 0)
         return GCN_OK;
+    if (t->stop && atomic_load(t->stop))
+        return gcn_reorder_stopped(t->ctx);
     if (k < 0) {
         memcpy(t->order + t->pos, set, (size_t)n * sizeof *set);
         t->pos += n;
@@ -359,9 +380,17 @@ static gcn_status cut(nest *t, const int32_t *set, int32_t n, int k)
         if (xadj[n] == 0)
             for (int32_t i = 0; i < n; i++)
                 part[i] = i / size;
-        else
-            GCN_CHECK(gcn_metis_kway(t->ctx, n, xadj, adjncy, NULL, nparts, (uint32_t)t->seed,
-                                     part));
+        else {
+            double t0 = now_s();
+            if (t->stop && n >= GCN_METIS_CHILD_NODES)
+                GCN_CHECK(gcn_metis_kway_child(t->ctx, n, xadj, adjncy, nparts,
+                                               (uint32_t)t->seed, t->stop, part));
+            else
+                GCN_CHECK(gcn_metis_kway(t->ctx, n, xadj, adjncy, NULL, nparts,
+                                         (uint32_t)t->seed, part));
+            t->metis_s[k] += now_s() - t0;
+            t->calls[k]++;
+        }
         free(xadj);
         free(adjncy);
         xadj = adjncy = NULL;
@@ -406,7 +435,8 @@ static gcn_status keep_levels(nest *t, int n_levels, gcn_reorder *r)
 /* Connected nodes, cut level by level from the coarsest size that leaves
  * two or more parts, then the isolated ones, cut into chunks alike. */
 static gcn_status metis_order(gcn_ctx *ctx, const gcn_graph *g, const int32_t *sizes,
-                              int n_sizes, uint32_t seed, gcn_reorder *r)
+                              int n_sizes, uint32_t seed, const atomic_bool *stop,
+                              gcn_reorder *r)
 {
     int32_t n = g->n_nodes, *set = NULL, n_conn = 0;
     int32_t all[GCN_REORDER_MAX_LEVELS + MAX_CUT_LEVELS];
@@ -418,7 +448,7 @@ static gcn_status metis_order(gcn_ctx *ctx, const gcn_graph *g, const int32_t *s
                            (int64_t)all[n_cut - 1] * CUT_FACTOR * CUT_FACTOR / 4 < n;
          n_cut++)
         all[n_cut] = all[n_cut - 1] * CUT_FACTOR;
-    nest t = {.ctx = ctx, .seed = (idx_t)seed, .size = all, .order = r->order};
+    nest t = {.ctx = ctx, .seed = (idx_t)seed, .size = all, .order = r->order, .stop = stop};
     gcn_graph *u = NULL, *sym = NULL;
     gcn_status st = GCN_OK;
     GCN_CHECK(gcn_graph_symmetrize(ctx, g, &u));
@@ -437,6 +467,9 @@ static gcn_status metis_order(gcn_ctx *ctx, const gcn_graph *g, const int32_t *s
     GCN_CHECK(cut(&t, set, n_conn, n_cut - 1));
     GCN_CHECK(cut(&t, set + n_conn, n - n_conn, n_cut - 1));
     GCN_CHECK(keep_levels(&t, n_levels, r));
+    for (int k = n_cut - 1; k >= 0; k--)
+        gcn_log(ctx, GCN_LOG_INFO, "metis: parts of %d nodes: %d call%s, %.3f s", all[k],
+                t.calls[k], t.calls[k] == 1 ? "" : "s", t.metis_s[k]);
 cleanup:
     for (int k = 0; k < GCN_REORDER_MAX_LEVELS + MAX_CUT_LEVELS; k++)
         free(t.ptr[k].data);
@@ -447,16 +480,9 @@ cleanup:
     return st;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 gcn_status gcn_reorder_compute_seeded(gcn_ctx *ctx, const gcn_graph *g,
                                       const gcn_reorder_opts *o, uint32_t seed,
-                                      gcn_reorder **out)
+                                      const atomic_bool *stop, gcn_reorder **out)
 {
     GCN_ARG(ctx, g && o && out);
     *out = NULL;
@@ -471,7 +497,7 @@ gcn_status gcn_reorder_compute_seeded(gcn_ctx *ctx, const gcn_graph *g,
     if (o->method == GCN_REORDER_DEGREE)
         GCN_CHECK(degree_order(ctx, g, r->order));
     else if (o->method == GCN_REORDER_METIS)
-        GCN_CHECK(metis_order(ctx, g, sizes, n_sizes, seed, r));
+        GCN_CHECK(metis_order(ctx, g, sizes, n_sizes, seed, stop, r));
     else if (o->method == GCN_REORDER_PARTS)
         GCN_CHECK(gcn_reorder_parts(ctx, g, o, seed, r));
     else
@@ -497,5 +523,5 @@ gcn_status gcn_reorder_compute(gcn_ctx *ctx, const gcn_graph *g, const gcn_reord
     GCN_TRY(gcn_struct_import(ctx, "gcn_reorder_opts", &ro, &ro, sizeof ro, o));
     uint32_t seed;
     GCN_TRY(gcn_reorder_seed(ctx, &ro, &seed));
-    return gcn_reorder_compute_seeded(ctx, g, &ro, seed, out);
+    return gcn_reorder_compute_seeded(ctx, g, &ro, seed, NULL, out);
 }

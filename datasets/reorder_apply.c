@@ -115,10 +115,8 @@ static gcn_status map_ids(gcn_ctx *ctx, const int32_t *position, const int32_t *
     return GCN_OK;
 }
 
-/* dst = src with every node-indexed array renumbered by r, in new
- * allocations (dst->reorder NULL).  On failure dst holds nothing. */
-static gcn_status permute_into(gcn_ctx *ctx, const gcn_dataset *src, const gcn_reorder *r,
-                               gcn_dataset *dst)
+gcn_status gcn_ds_permuted(gcn_ctx *ctx, const gcn_dataset *src, const gcn_reorder *r,
+                           gcn_dataset *dst)
 {
     *dst = *src;
     dst->graph = NULL;
@@ -169,10 +167,10 @@ gcn_status gcn_ds_reorder(gcn_ctx *ctx, gcn_dataset *ds, const gcn_reorder_opts 
     gcn_dataset moved;
     gcn_status st = GCN_OK;
     if (cache)
-        GCN_CHECK(gcn_reorder_cached(ctx, ds->graph, o, seed, cache, can_write, &r));
+        GCN_CHECK(gcn_reorder_cached(ctx, ds->graph, o, seed, cache, can_write, NULL, &r));
     else
-        GCN_CHECK(gcn_reorder_compute_seeded(ctx, ds->graph, o, seed, &r));
-    GCN_CHECK(permute_into(ctx, ds, r, &moved));
+        GCN_CHECK(gcn_reorder_compute_seeded(ctx, ds->graph, o, seed, NULL, &r));
+    GCN_CHECK(gcn_ds_permuted(ctx, ds, r, &moved));
     gcn_ds_clear(ds);
     *ds = moved;
     ds->reorder = r;
@@ -196,5 +194,5 @@ gcn_status gcn_ds_original(gcn_ctx *ctx, const gcn_dataset *ds, gcn_dataset *out
     gcn_reorder inverse = *ds->reorder;
     inverse.order = ds->reorder->position;
     inverse.position = ds->reorder->order;
-    return permute_into(ctx, ds, &inverse, out);
+    return gcn_ds_permuted(ctx, ds, &inverse, out);
 }

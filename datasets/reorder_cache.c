@@ -268,7 +268,7 @@ static gcn_status perm_read(gcn_ctx *ctx, const char *path, const perm_header *k
 
 gcn_status gcn_reorder_cached(gcn_ctx *ctx, const gcn_graph *g, const gcn_reorder_opts *o,
                               uint32_t seed, const char *cache, bool can_write,
-                              gcn_reorder **out)
+                              const atomic_bool *stop, gcn_reorder **out)
 {
     GCN_ARG(ctx, g && o && cache && out);
     *out = NULL;
@@ -294,7 +294,7 @@ gcn_status gcn_reorder_cached(gcn_ctx *ctx, const gcn_graph *g, const gcn_reorde
             gcn_reorder_free(out);
         goto cleanup;
     }
-    GCN_CHECK(gcn_reorder_compute_seeded(ctx, g, o, seed, out));
+    GCN_CHECK(gcn_reorder_compute_seeded(ctx, g, o, seed, stop, out));
     if (!can_write)
         gcn_log(ctx, GCN_LOG_INFO, "%s not written: the folder is read-only", path);
     else if (perm_write(ctx, path, &key, *out) != GCN_OK)

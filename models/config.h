@@ -72,7 +72,8 @@ typedef struct gcn_model_config {
                             * "devices" (one GPU each, NCCL) or "ranks" (all on the
                             * device, the local transport) */
     bool nccl;             /* the ranks are GPUs joined by NCCL */
-    char reorder[64];      /* "auto" (METIS on a GPU, none on the CPU) or a
+    char reorder[64];      /* "auto" (the order as loaded, METIS's tried by epoch
+                            * time on a GPU: gcntrain) or a
                             * datasets/reorder.h spec: "none", "degree", "metis",
                             * "metis:S,...", "parts:N" */
     gcn_readout_config readout;

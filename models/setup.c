@@ -136,11 +136,9 @@ gcn_status gcn_model_config_load_dataset(gcn_ctx *ctx, const gcn_model_config *c
     if (cfg->ranks > 1 || cfg->nccl) {
         GCN_TRY(ranks_reorder(ctx, cfg, parts, sizeof parts));
         o.reorder = parts;
-    } else if (!strcmp(cfg->reorder, "auto")) { /* graph-level models train on batches of graphs */
-        o.reorder = gcn_ctx_device(ctx) == GCN_DEVICE_CUDA && !cfg->readout.enabled ? "metis"
-                                                                                   : NULL;
-    } else {
-        o.reorder = strcmp(cfg->reorder, "none") ? cfg->reorder : NULL;
+    } else { /* auto: the order as loaded (gcntrain then times METIS's against it) */
+        o.reorder = strcmp(cfg->reorder, "none") && strcmp(cfg->reorder, "auto") ? cfg->reorder
+                                                                                  : NULL;
     }
     gcn_rng_seed(ctx, cfg->data_seed);
     return gcn_dataset_load(ctx, ds, spec, &o);

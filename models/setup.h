@@ -29,7 +29,8 @@ GCN_API gcn_status gcn_model_config_ctx_opts(const gcn_model_config *cfg, gcn_ct
 
 /* Loads the dataset spec (gcn_dataset_load) as the configuration says: its
  * root, substitute features and feature normalisation, its reordering
- * ("auto" is METIS for a node-level model on a CUDA context, else none),
+ * ("auto" loads the order as it is: gcntrain computes METIS's on a host
+ * thread meanwhile and keeps it only when an epoch on it is faster),
  * with the context's random streams seeded from its data seed.  Caller
  * frees. */
 GCN_API gcn_status gcn_model_config_load_dataset(gcn_ctx *ctx, const gcn_model_config *cfg,

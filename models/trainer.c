@@ -87,15 +87,23 @@ gcn_status gcn_trainer_allocating(gcn_ctx *ctx, gcn_status st, const char *what)
     return st == GCN_ERR_NOMEM ? gcn_error_prefix(ctx, st, "allocating %s", what) : st;
 }
 
-/* The dataset's permutation, to put outputs back in the original order. */
-static gcn_status keep_position(gcn_ctx *ctx, gcn_trainer *tr, const gcn_dataset *ds)
+gcn_status gcn_trainer_keep_order(gcn_ctx *ctx, const gcn_dataset *ds, int32_t **position,
+                                  int32_t **order)
 {
+    *position = *order = NULL;
     if (!ds->reorder)
         return GCN_OK;
-    size_t bytes = (size_t)ds->n_nodes * sizeof *tr->position;
-    if (!(tr->position = malloc(bytes > 0 ? bytes : 1)))
+    size_t bytes = (size_t)ds->n_nodes * sizeof **position;
+    *position = malloc(bytes > 0 ? bytes : 1);
+    *order = malloc(bytes > 0 ? bytes : 1);
+    if (!*position || !*order) {
+        free(*position);
+        free(*order);
+        *position = *order = NULL;
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "trainer: out of host memory");
-    memcpy(tr->position, ds->reorder->position, bytes);
+    }
+    memcpy(*position, ds->reorder->position, bytes);
+    memcpy(*order, ds->reorder->order, bytes);
     return GCN_OK;
 }
 
@@ -201,7 +209,7 @@ static gcn_status trainer_build(gcn_ctx *ctx, gcn_trainer **out, const gcn_model
     tr->mem.grads = (size_t)gcn_model_param_count(tr->model) * sizeof(float);
     /* outside data: a few bytes every epoch writes */
     GCN_CHECK(gcn_mem_alloc(ctx, (void **)&tr->readout, sizeof *tr->readout));
-    GCN_CHECK(keep_position(ctx, tr, ds));
+    GCN_CHECK(gcn_trainer_keep_order(ctx, ds, &tr->position, &tr->order));
     GCN_CHECK(gcn_trainer_best_init(ctx, tr));
     *out = tr;
     return GCN_OK;
@@ -556,5 +564,7 @@ void gcn_trainer_free(gcn_trainer **ptr)
     free(tr->best_state);
     free(tr->state);
     free(tr->position);
+    free(tr->order);
+    gcn_order_slot_free(&tr->staged);
     free(tr);
 }

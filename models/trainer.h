@@ -153,6 +153,25 @@ GCN_API gcn_status gcn_predictions_write(gcn_ctx *ctx, const char *path, int64_t
 GCN_API gcn_status gcn_graph_predictions_write(gcn_ctx *ctx, const char *path, int64_t n,
                                                const int32_t *ids, int64_t n_classes,
                                                const int32_t *classes, const float *probs);
+/* Node order.  gcn_trainer_stage_order uploads another numbering of the
+ * trainer's dataset (ds: the dataset renumbered, as gcn_reorder_job_take
+ * gives it, or as loaded) and builds its matrices beside those in use;
+ * gcn_trainer_switch_order then swaps the two between epochs, so later
+ * epochs train on the staged numbering (the selector profiles the new
+ * matrices' call sites; a captured CUDA graph is captured anew).  The
+ * model, the optimiser state, the best-so-far and the random streams stay
+ * as they are, and dropout draws each node's mask by its original id, so
+ * the run follows the trajectory it would have followed without the
+ * switch, up to float rounding.  A switch swaps again (back) while the
+ * other numbering stays staged; gcn_trainer_drop_order frees it.  Only a
+ * node-level trainer on one context changes order. */
+GCN_API gcn_status gcn_trainer_stage_order(gcn_ctx *ctx, gcn_trainer *tr, const gcn_dataset *ds);
+GCN_API gcn_status gcn_trainer_switch_order(gcn_ctx *ctx, gcn_trainer *tr);
+GCN_API void gcn_trainer_drop_order(gcn_trainer *tr);
+
+/* Whether the numbering in use is a reordering of the dataset as loaded. */
+GCN_API bool gcn_trainer_reordered(const gcn_trainer *tr);
+
 GCN_API int gcn_trainer_epochs_done(const gcn_trainer *tr);
 GCN_API const gcn_model *gcn_trainer_model(const gcn_trainer *tr);
 

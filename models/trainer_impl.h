@@ -43,6 +43,9 @@ struct gcn_trainer {
     int n_state;
     int32_t *position;    /* position[original id] = the node's row here; NULL when the
                            * dataset was not reordered */
+    int32_t *order;       /* order[row] = the node's original id; NULL likewise */
+    struct gcn_order_slot *staged; /* the other numbering (gcn_trainer_stage_order): what
+                                    * gcn_trainer_switch_order swaps in; NULL: none */
     gcn_graph_data *graphs; /* a graph-level model's data (then dev is empty and adj_raw,
                              * adj_gcn are the evaluation batch's); NULL otherwise */
     uint32_t split_hash;    /* a graph-level model's gcn_trainer_split_hash, which its
@@ -50,6 +53,21 @@ struct gcn_trainer {
     int64_t split_rows[3];  /* training, validation and test rows (of every rank) */
     gcn_trainer_rank *rank; /* one rank of several: its share; NULL otherwise */
 };
+
+/* A numbering of the dataset's nodes as the trainer uses it: the data on
+ * the device, the adjacency matrices and the permutation (trainer_order.c). */
+typedef struct gcn_order_slot {
+    gcn_dataset_device dev;
+    gcn_csr *adj_gcn, *adj_raw;
+    int32_t *position, *order; /* as the trainer's fields; NULL: the original order */
+} gcn_order_slot;
+
+void gcn_order_slot_free(gcn_order_slot **slot);
+
+/* The dataset's permutation into *position and *order (both NULL when it is
+ * not reordered). */
+gcn_status gcn_trainer_keep_order(gcn_ctx *ctx, const gcn_dataset *ds, int32_t **position,
+                                  int32_t **order);
 
 /* The model's state: its parameters, then its buffers (borrowed); returns
  * the count, out may be NULL to count. */

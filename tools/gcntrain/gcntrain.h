@@ -31,6 +31,7 @@ typedef struct args {
     const char *mirror; /* --mirror: the datasets' base address */
     long epochs, runs, save_every, folds, fold; /* folds, fold: -1 when not given */
     long download_timeout; /* seconds; 0: the library's default */
+    long switch_at;       /* --reorder-switch-at K, -1 when not given */
     long long seed;
     bool quiet, force, append, eval_only;
     bool download, no_download; /* allow downloads over 5 GB / forbid any */
@@ -65,6 +66,10 @@ typedef struct session {
     int32_t *pred_classes; /* --predict: the best-validation model's so far */
     float *pred_probs;
     double pred_valid;     /* its validation accuracy (-1: none yet) */
+    gcn_reorder_job *order_job; /* the reordering computed while training (order.c) */
+    gcn_dataset *reordered;     /* its dataset while both orders are timed */
+    gcn_order_trial trial;
+    bool trial_on;              /* the orders are being timed */
 } session;
 
 /* Prints "gcntrain: what: the context's last error" (kept for the log) and
@@ -108,6 +113,22 @@ int eval_only(session *s);
 /* The summary on stdout and as the log's last line (marked interrupted
  * when a signal stopped the run). */
 void print_results(session *s);
+
+/* ---- order.c ---- */
+
+/* Under --reorder auto on a GPU (or with --reorder-switch-at): applies a
+ * saved decision, or starts computing the reordering on a host thread for
+ * the first run to time.  0 or an exit code. */
+int order_begin(session *s);
+
+/* After each epoch of a run: switches order when the trial (or
+ * --reorder-switch-at) says so, and reports the decision.  0 or an exit
+ * code. */
+int order_epoch(session *s, int run, gcn_trainer *tr, const gcn_epoch_stats *es);
+
+/* At a run's end (and on every exit): stops a reordering still being
+ * computed and frees what the trial holds. */
+void order_end(session *s);
 
 /* ---- ranks.c ---- */
 

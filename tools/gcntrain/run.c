@@ -97,6 +97,8 @@ static int train_epochs(session *s, int run, gcn_trainer *tr, bool from_file)
         log_epoch(s, run, &es);
         if (!log_ok(&s->log))
             return EXIT_RUNTIME;
+        if ((rc = order_epoch(s, run, tr, &es)))
+            return rc;
         if (!s->spmm_reported && (s->spmm_reported = report_spmm(s, run, tr)) &&
             (st = save_choices(s, tr, from_file)) != GCN_OK)
             return fail(s, st, PHASE_OUTPUT, "spmm plan");
@@ -158,7 +160,9 @@ static int train_run(session *s, int run)
                "dropout and product skip the zeros\n",
                gcn_csr_nnz(xs), gcn_csr_rows(xs), gcn_csr_cols(xs),
                100.0 * gcn_csr_nnz(xs) / ((double)gcn_csr_rows(xs) * gcn_csr_cols(xs)));
-    if ((rc = train_epochs(s, run, tr, from_file)))
+    rc = train_epochs(s, run, tr, from_file);
+    order_end(s);
+    if (rc)
         goto done;
     gcn_train_best b;
     gcn_trainer_best(tr, &b);
