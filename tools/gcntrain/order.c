@@ -18,7 +18,7 @@ enum { TRIAL_SAMPLES = 20, TRIAL_WARM = 2 };
 /* The reordering auto times: METIS communities of 256 and 4,096 nodes.
  * The finest default level (16) costs two thirds of METIS's time on
  * ogbn-arxiv, one call per part of 256, for an epoch no faster
- * (docs/results/reorder.md). */
+ * (docs/perf.md, "Node order chosen by measurement"). */
 #define AUTO_SPEC "metis:256,4096"
 
 /* The reordering auto stands for, or the configuration's own. */
