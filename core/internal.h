@@ -125,7 +125,7 @@ typedef struct gcn_csr_plan {
 } gcn_csr_plan;
 
 /* One level of communities of a square matrix: consecutive node ranges
- * (kernels/adaptgear.c). */
+ * (kernels/adaptgear/adaptgear.c). */
 #define GCN_CSR_MAX_LEVELS 4
 
 typedef struct gcn_csr_level {
@@ -136,7 +136,7 @@ typedef struct gcn_csr_level {
 } gcn_csr_level;
 
 /* The selector's state on a matrix: call sites, splits, level views
- * (kernels/spmm_auto.c), freed through spmm_free. */
+ * (kernels/select/sites.c), freed through spmm_free. */
 typedef struct gcn_spmm_state gcn_spmm_state;
 
 typedef struct gcn_csr_priv gcn_csr_priv;
@@ -174,7 +174,7 @@ struct gcn_csr_priv {
     int32_t *prior_order;  /* host [n_rows] or NULL: the rows in the order they had before
                             * a relabelling (gcn_csr_set_prior_order) */
     bool visit_prior;      /* a view whose ordered kernels visit rows in prior_order */
-    gcn_csr *self_loops;   /* A + self_alpha I, once gcn_spmm_self asked (spmm_self.c) */
+    gcn_csr *self_loops;   /* A + self_alpha I, once gcn_spmm_self asked (kernels/spmm/self_loops.c) */
     float self_alpha;
     bool parts_only;       /* no arrays of its own: a block of gcn_csr_create_block, whose
                             * products run on its halo's parts */
@@ -320,7 +320,7 @@ struct gcn_ctx {
     double stamp[GCN_STAMPS]; /* gcn_ctx_stamp's host times on the CPU */
     bool profiling;         /* between gcn_ctx_profile_begin and _end (core/prof.h) */
     struct gcn_prof *prof;  /* the profiler's state, from the first begin on */
-    char spmm_kernel[64];   /* kernels/spmm.c: "auto", "auto-deterministic" or a strategy */
+    char spmm_kernel[64];   /* kernels/spmm/spmm.c: "auto", "auto-deterministic" or a strategy */
     int threads;            /* the CPU backend's threads (core/parallel.h), >= 1 */
     int layer;              /* gcn_ctx_set_layer's label of the work being queued */
     int32_t *node_ids;      /* gcn_ctx_set_node_ids's, in backend memory; NULL when unset */
@@ -331,7 +331,7 @@ struct gcn_ctx {
     gcn_tensor *free_tensors; /* freed headers, for the next tensors and indices (tensor.c) */
     gcn_index *free_indices;
     struct gcn_comm *comm;  /* this rank's communicator (core/comm.c), NULL when alone */
-    /* kernels registered by the program (kernels/spmm.c): owned copies,
+    /* kernels registered by the program (kernels/spmm/spmm.c): owned copies,
      * each one allocation */
     struct gcn_spmm_impl **spmm_user;
     int n_spmm_user;

@@ -1,7 +1,7 @@
 /* GCNConv: y = A x W + b, in the cheaper of the two orders, with the
  * aggregation of a constant input cached across epochs. */
 #include "../core/internal.h"
-#include "../kernels/spmm.h"
+#include "../kernels/spmm/spmm.h"
 #include "layers.h"
 
 gcn_status gcn_gcn_conv_init(gcn_ctx *ctx, gcn_gcn_conv *conv, int64_t in, int64_t out,

@@ -2,7 +2,7 @@
  * BatchNorm1d -> ReLU -> Linear, the middle three as one epilogue fused
  * into the second product. */
 #include "../core/internal.h"
-#include "../kernels/spmm.h"
+#include "../kernels/spmm/spmm.h"
 #include "layers.h"
 
 gcn_status gcn_gin_conv_init(gcn_ctx *ctx, gcn_gin_conv *conv, int64_t in, int64_t hidden,

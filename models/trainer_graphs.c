@@ -16,7 +16,7 @@
 
 #include "../core/internal.h"
 #include "../datasets/internal.h"
-#include "../kernels/spmm_auto.h"
+#include "../kernels/spmm/internal.h"
 #include "trainer_impl.h"
 
 enum { KIND_RAW, KIND_GCN, N_KINDS };

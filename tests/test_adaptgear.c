@@ -10,8 +10,8 @@
 
 #include "helpers.h"
 #include "kernels/adaptgear/plan.h"
-#include "kernels/spmm_auto.h"
-#include "kernels/spmm_site.h"
+#include "kernels/spmm/internal.h"
+#include "kernels/select/sites.h"
 
 /* A 6-node matrix with parts {0, 1, 2} {3} {4, 5}:
  *   row 0: 0 1 4    row 1: 1 2    row 2: 0 3    row 3: 3 5    row 4: 5    row 5: 4 0 */

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "helpers.h"
-#include "kernels/spmm_auto.h"
+#include "kernels/spmm/internal.h"
 #include "spmm_check.h"
 
 static const int feats[] = {1, 3, 16, 33, 64, 128, 250, 256};

@@ -10,7 +10,7 @@
 
 #include "gpu_helpers.h"
 #include "helpers.h"
-#include "kernels/spmm_auto.h"
+#include "kernels/spmm/internal.h"
 
 /* Matrices: empty rows, one huge row, a single row or column, no non-zeros,
  * more than 65,535 rows, unsorted columns with duplicates; widths 1, 7, 32,

@@ -9,7 +9,7 @@
 
 #include "core/internal.h"
 #include "helpers.h"
-#include "kernels/spmm_auto.h"
+#include "kernels/spmm/internal.h"
 
 #define TOL 2e-3 /* float32 analytic gradient vs double central differences */
 

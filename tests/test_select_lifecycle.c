@@ -1,4 +1,4 @@
-/* The adaptive selector (kernels/select.c) over a run's life: samples still
+/* The adaptive selector (kernels/select/select.c) over a run's life: samples still
  * in flight, failed candidates, locks from plan files, brackets of several
  * runs, misuse and bad options; and the host wall clock.  CPU only. */
 #include <criterion/criterion.h>

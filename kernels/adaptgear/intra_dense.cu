@@ -7,8 +7,8 @@
  * plan.c; docs/kernels.md. */
 #include <stdlib.h>
 
-#include "../spmm_cuda.cuh"
-#include "../spmm_impls.h"
+#include "kernels/cuda/common.cuh"
+#include "kernels/spmm/impls.h"
 #include "plan.h"
 
 #define DN_THREADS 256

@@ -13,8 +13,8 @@
  * planning: plan.c; docs/kernels.md. */
 #include <stdlib.h>
 
-#include "../spmm_impls.h"
-#include "../spmm_rowsplit.cuh"
+#include "kernels/spmm/impls.h"
+#include "kernels/cuda/rowsplit.cuh"
 #include "plan.h"
 
 #define SM_CHUNK 128              /* rows longer than this go to long-row pieces */

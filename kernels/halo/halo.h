@@ -1,0 +1,36 @@
+/* The halo of one rank's block of a partitioned matrix (gcn_csr_set_halo):
+ * the products kernels/spmm/spmm.c's ops run on such a block, with the halo exchange
+ * under them. */
+#ifndef GCN_SPMM_HALO_H
+#define GCN_SPMM_HALO_H
+
+#include "core/internal.h"
+
+typedef struct gcn_halo gcn_halo;
+
+/* y = (A_own + alpha I) x + A_halo x_halo, x [n_local, f], y [n_local, f]
+ * (overwritten): the halo rows x_halo are fetched from their owners while
+ * the first product runs. */
+gcn_status gcn_halo_spmm(gcn_ctx *ctx, const gcn_csr *a, const gcn_tensor *x, float alpha,
+                         float *y);
+
+/* The reverse: dx (+)= (A_own + alpha I)^T dy, plus, for each row this
+ * rank sent, the gradients the ranks that received it computed for it
+ * (A_halo^T dy, sent back to their owners while the first product runs).
+ * acc adds into dx instead of overwriting it. */
+gcn_status gcn_halo_spmm_grad(gcn_ctx *ctx, const gcn_csr *a, const gcn_tensor *dy,
+                              float alpha, float *dx, bool acc);
+
+/* The block's parts, A_own and then each chunk's part of A_halo, as far
+ * as max into parts; returns their number (gcn_spmm_sites lists their
+ * call sites). */
+int gcn_halo_parts(const gcn_csr *a, const gcn_csr **parts, int max);
+
+/* kernels/spmm/spmm.c's product through the context's choice: a forced kernel or the
+ * matrix's call site (counted as SpMM time when profiling). */
+gcn_status gcn_spmm_apply(gcn_ctx *ctx, const gcn_csr *a, const float *x, float *y, int feat,
+                          bool accumulate);
+
+void gcn_halo_free(gcn_halo *h);
+
+#endif
