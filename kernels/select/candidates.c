@@ -56,7 +56,7 @@ static gcn_status get_prior_view(gcn_ctx *ctx, const gcn_csr *a, const gcn_csr *
 
 /* ---- candidates ---------------------------------------------------------------- */
 
-/* The strategy a site is named after (forced, or from a plan file), or NULL. */
+/* The strategy a site is named after (forced, or from a choices file), or NULL. */
 static const char *named_strategy(const gcn_spmm_site *t)
 {
     return t->forced ? t->mode : t->only[0] ? t->only : NULL;
@@ -134,7 +134,7 @@ void gcn_spmm_add_whole(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t)
 }
 
 /* The community levels' candidates; for a named strategy (forced, or from
- * a plan file) only the level it names, so no other level's split is
+ * a choices file) only the level it names, so no other level's split is
  * built. */
 static gcn_status add_levels(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t)
 {

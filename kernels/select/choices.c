@@ -1,6 +1,6 @@
-/* Plan files: the selector's locked choices written as text, and read back
+/* Choices files: the selector's locked choices written as text, and read back
  * so that a later run on the same graph skips profiling.
- *   gcn-spmm-plan 1
+ *   gcn-spmm-choices 1
  *   matrix TAG N_ROWS N_COLS NNZ FINGERPRINT
  *   site TAG DIR FEAT MODE STRATEGY
  * DIR is A, AT (the stored transpose), or A+sI, AT+sI: the A + s I that
@@ -14,16 +14,18 @@
 
 #include "kernels/spmm/internal.h"
 
-#define MAGIC "gcn-spmm-plan 1"
+#define MAGIC "gcn-spmm-choices 1"
+/* The header of files written before the format took its name. */
+#define OLD_MAGIC "gcn-spmm-plan 1"
 
-/* FNV-1a over row_ptr and col_idx: the structure a plan was made for. */
+/* FNV-1a over row_ptr and col_idx: the structure the choices were made for. */
 static gcn_status fingerprint(gcn_ctx *ctx, const gcn_csr *a, uint64_t *fp)
 {
     int32_t *rp = malloc(((size_t)a->n_rows + 1) * sizeof *rp);
     int32_t *ci = malloc(((size_t)a->nnz + 1) * sizeof *ci);
     gcn_status st = GCN_OK;
     if (!rp || !ci)
-        st = GCN_ERROR(ctx, GCN_ERR_NOMEM, "plan file: out of host memory for a fingerprint");
+        st = GCN_ERROR(ctx, GCN_ERR_NOMEM, "choices file: out of host memory for a fingerprint");
     if (st == GCN_OK)
         st = gcn_csr_to_host(ctx, a, rp, ci, NULL);
     uint64_t h = 0xcbf29ce484222325ull;
@@ -42,7 +44,7 @@ static gcn_status fingerprint(gcn_ctx *ctx, const gcn_csr *a, uint64_t *fp)
 static gcn_status check_tag(gcn_ctx *ctx, const char *tag)
 {
     if (!tag || !*tag || strpbrk(tag, " \t\n"))
-        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "plan file: tag '%s' must be one word",
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "choices file: tag '%s' must be one word",
                          tag ? tag : "(null)");
     return GCN_OK;
 }
@@ -55,7 +57,7 @@ static gcn_status write_matrix(gcn_ctx *ctx, FILE *f, const gcn_csr *a, const ch
     int n = gcn_spmm_sites(a, NULL, 0);
     gcn_spmm_site_info *info = calloc((size_t)n + 1, sizeof *info);
     if (!info)
-        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "plan file: out of host memory");
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "choices file: out of host memory");
     gcn_spmm_sites(a, info, n);
     for (int i = 0; i < n; i++) {
         char dir[48];
@@ -71,8 +73,8 @@ static gcn_status write_matrix(gcn_ctx *ctx, FILE *f, const gcn_csr *a, const ch
     return GCN_OK;
 }
 
-gcn_status gcn_spmm_plan_save(gcn_ctx *ctx, FILE *f, const gcn_csr *const *mats,
-                              const char *const *tags, int n)
+gcn_status gcn_spmm_choices_save(gcn_ctx *ctx, FILE *f, const gcn_csr *const *mats,
+                                 const char *const *tags, int n)
 {
     if (!ctx)
         return GCN_ERR_INVALID_ARG;
@@ -86,19 +88,19 @@ gcn_status gcn_spmm_plan_save(gcn_ctx *ctx, FILE *f, const gcn_csr *const *mats,
     return GCN_OK;
 }
 
-gcn_status gcn_spmm_plan_write(gcn_ctx *ctx, const char *path, const gcn_csr *const *mats,
-                               const char *const *tags, int n)
+gcn_status gcn_spmm_choices_write(gcn_ctx *ctx, const char *path, const gcn_csr *const *mats,
+                                  const char *const *tags, int n)
 {
     if (!ctx)
         return GCN_ERR_INVALID_ARG;
     GCN_ARG(ctx, path);
     char tmp[4096];
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp)
-        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "plan file: path too long: %s", path);
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "choices file: path too long: %s", path);
     FILE *f = fopen(tmp, "w");
     if (!f)
         return GCN_ERROR(ctx, GCN_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-    gcn_status st = gcn_spmm_plan_save(ctx, f, mats, tags, n);
+    gcn_status st = gcn_spmm_choices_save(ctx, f, mats, tags, n);
     bool ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
     ok = fclose(f) == 0 && ok;
     if (st == GCN_OK && (!ok || rename(tmp, path) != 0))
@@ -117,7 +119,7 @@ static gcn_status check_matrix(gcn_ctx *ctx, const char *path, int line, const g
     if (rows == a->n_rows && cols == a->n_cols && nnz == a->nnz && fp == have)
         return GCN_OK;
     return GCN_ERROR(ctx, GCN_ERR_FORMAT,
-                     "%s:%d: the plan for matrix '%s' was made for another graph (%d x %d, %d "
+                     "%s:%d: the choices for matrix '%s' were made for another graph (%d x %d, %d "
                      "non-zeros, fingerprint %016" PRIx64 "; this one: %d x %d, %d, %016" PRIx64
                      ")",
                      path, line, tag, rows, cols, nnz, fp, a->n_rows, a->n_cols, a->nnz, have);
@@ -200,8 +202,8 @@ static gcn_status read_line(gcn_ctx *ctx, const char *path, int line, char *text
     return GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s:%d: expected a matrix or site line", path, line);
 }
 
-gcn_status gcn_spmm_plan_load(gcn_ctx *ctx, FILE *f, const char *name, const gcn_csr *const *mats,
-                              const char *const *tags, int n)
+gcn_status gcn_spmm_choices_load(gcn_ctx *ctx, FILE *f, const char *name,
+                                 const gcn_csr *const *mats, const char *const *tags, int n)
 {
     if (!ctx)
         return GCN_ERR_INVALID_ARG;
@@ -209,19 +211,20 @@ gcn_status gcn_spmm_plan_load(gcn_ctx *ctx, FILE *f, const char *name, const gcn
     char text[512];
     bool seen[16] = {false};
     gcn_status st = GCN_OK;
-    if (!fgets(text, sizeof text, f) || strncmp(text, MAGIC, strlen(MAGIC)) != 0)
-        st = GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s:1: not a gcn SpMM plan file (expected '%s')",
+    if (!fgets(text, sizeof text, f) || (strncmp(text, MAGIC, strlen(MAGIC)) != 0 &&
+                                          strncmp(text, OLD_MAGIC, strlen(OLD_MAGIC)) != 0))
+        st = GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s:1: not a gcn SpMM choices file (expected '%s')",
                        name, MAGIC);
     for (int line = 2; st == GCN_OK && fgets(text, sizeof text, f); line++)
         st = read_line(ctx, name, line, text, mats, tags, n, seen);
     for (int k = 0; st == GCN_OK && k < n; k++)
         if (mats[k] && !seen[k])
-            st = GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s: no plan for matrix '%s'", name, tags[k]);
+            st = GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s: no choices for matrix '%s'", name, tags[k]);
     return st;
 }
 
-gcn_status gcn_spmm_plan_read(gcn_ctx *ctx, const char *path, const gcn_csr *const *mats,
-                              const char *const *tags, int n)
+gcn_status gcn_spmm_choices_read(gcn_ctx *ctx, const char *path, const gcn_csr *const *mats,
+                                 const char *const *tags, int n)
 {
     if (!ctx)
         return GCN_ERR_INVALID_ARG;
@@ -229,7 +232,7 @@ gcn_status gcn_spmm_plan_read(gcn_ctx *ctx, const char *path, const gcn_csr *con
     FILE *f = fopen(path, "r");
     if (!f)
         return GCN_ERROR(ctx, GCN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    gcn_status st = gcn_spmm_plan_load(ctx, f, path, mats, tags, n);
+    gcn_status st = gcn_spmm_choices_load(ctx, f, path, mats, tags, n);
     fclose(f);
     return st;
 }

@@ -92,7 +92,7 @@ gcn_status gcn_selector_stop(gcn_ctx *ctx, gcn_selector *sel, int cand, int runs
  * again. */
 void gcn_selector_fail(gcn_selector *sel, int cand);
 
-/* Locks a candidate without profiling (a choice read from a plan file). */
+/* Locks a candidate without profiling (a choice read from a choices file). */
 gcn_status gcn_selector_lock(gcn_ctx *ctx, gcn_selector *sel, int cand);
 
 /* Whether the selector has locked; *cand receives the choice (may be NULL). */
@@ -108,7 +108,7 @@ double gcn_selector_min(const gcn_selector *sel, int cand);
 
 /* Calls gcn_selector_next has answered (profiling runs and locked runs). */
 int64_t gcn_selector_calls(const gcn_selector *sel);
-/* Calls answered before the lock (0 when locked from a plan file). */
+/* Calls answered before the lock (0 when locked from a choices file). */
 int64_t gcn_selector_profiled_calls(const gcn_selector *sel);
 
 #ifdef __cplusplus

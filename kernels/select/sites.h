@@ -26,7 +26,7 @@ struct gcn_spmm_site {
     int feat;
     char mode[64];  /* the context's kernel setting the site serves */
     bool forced;    /* a strategy named by the user: locked from the start */
-    char only[64];  /* a plan file's choice: the one candidate built ("" for all) */
+    char only[64];  /* a choices file's choice: the one candidate built ("" for all) */
     /* Profiling starts with the second product: the first runs the first
      * whole-matrix kernel, so a product made once (a cached aggregation)
      * builds no split and no selector. */

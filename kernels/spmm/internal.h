@@ -54,13 +54,13 @@ gcn_status gcn_spmm_site_apply(gcn_ctx *ctx, const gcn_csr *a, const float *x, f
                                int feat, bool accumulate);
 
 /* The call site of (a, feat, mode), created with its candidates on first
- * use; for plan files. */
+ * use; for choices files. */
 typedef struct gcn_spmm_site gcn_spmm_site;
 gcn_status gcn_spmm_site_get(gcn_ctx *ctx, const gcn_csr *a, int feat, const char *mode,
                              gcn_spmm_site **site);
 
 /* A new call site of (a, feat, mode) holding only the named strategy,
- * locked (a plan file's choice): no other candidate is planned or split. */
+ * locked (a choices file's choice): no other candidate is planned or split. */
 gcn_status gcn_spmm_site_restore(gcn_ctx *ctx, const gcn_csr *a, int feat, const char *mode,
                                  const char *strategy);
 

@@ -56,7 +56,7 @@ typedef struct gcn_spmm_impl {
 GCN_API const gcn_spmm_impl *const *gcn_spmm_registry(int *n_impls);
 
 /* Adds a program's own kernel to this context, after the built-in ones:
- * gcn_spmm_set_kernel can force it by name, plan files can name it, and
+ * gcn_spmm_set_kernel can force it by name, choices files can name it, and
  * the selector times it in the roles it lists exactly like a built-in
  * kernel (it must compute the same product up to float rounding).  The
  * description is copied, its name too; the callbacks must stay valid while
@@ -119,24 +119,25 @@ typedef struct gcn_spmm_site_info {
  * part (and its A + alpha I), then those of its halo's part. */
 GCN_API int gcn_spmm_sites(const gcn_csr *a, gcn_spmm_site_info *out, int max);
 
-/* Plan files: the locked choices of the call sites of n matrices (tagged
+/* Choices files: the locked choices of the call sites of n matrices (tagged
  * by name, e.g. "gcn" and "raw"), written as text, so a later run skips
  * profiling.  Reading checks each tagged matrix against the file (shape,
  * non-zeros and a fingerprint of its structure): a file for another graph
  * is GCN_ERR_FORMAT naming the file and line; then it locks the listed
  * sites.  Sites the file does not list are profiled as usual. */
-GCN_API gcn_status gcn_spmm_plan_write(gcn_ctx *ctx, const char *path,
-                                       const gcn_csr *const *mats, const char *const *tags,
-                                       int n);
-GCN_API gcn_status gcn_spmm_plan_read(gcn_ctx *ctx, const char *path, const gcn_csr *const *mats,
-                                      const char *const *tags, int n);
+GCN_API gcn_status gcn_spmm_choices_write(gcn_ctx *ctx, const char *path,
+                                          const gcn_csr *const *mats, const char *const *tags,
+                                          int n);
+GCN_API gcn_status gcn_spmm_choices_read(gcn_ctx *ctx, const char *path, const gcn_csr *const *mats,
+                                         const char *const *tags, int n);
 
 /* The same through a stream the caller opened and closes (a memory stream
  * carries one run's choices to the next); `name` labels it in messages. */
-GCN_API gcn_status gcn_spmm_plan_save(gcn_ctx *ctx, FILE *f, const gcn_csr *const *mats,
-                                      const char *const *tags, int n);
-GCN_API gcn_status gcn_spmm_plan_load(gcn_ctx *ctx, FILE *f, const char *name,
-                                      const gcn_csr *const *mats, const char *const *tags, int n);
+GCN_API gcn_status gcn_spmm_choices_save(gcn_ctx *ctx, FILE *f, const gcn_csr *const *mats,
+                                         const char *const *tags, int n);
+GCN_API gcn_status gcn_spmm_choices_load(gcn_ctx *ctx, FILE *f, const char *name,
+                                         const gcn_csr *const *mats, const char *const *tags,
+                                         int n);
 
 /* Runs one implementation directly, not differentiable: y (+)= A x with
  * raw device pointers.  The plan is built on first use and cached. */
