@@ -63,8 +63,8 @@ Test(adaptgear, split_is_exact)
         }
         cr_assert_eq(n, (rp_in[i + 1] - rp_in[i]) + (rp_out[i + 1] - rp_out[i]));
     }
-    cr_assert(in->priv->block_diagonal);
-    cr_assert_not(a->priv->block_diagonal);
+    cr_assert(gcn_communities_of(in)->block_diagonal);
+    cr_assert_not(gcn_communities_of(a)->block_diagonal);
     gcn_csr_free(&in);
     gcn_csr_free(&out);
     gcn_csr_free(&a);
@@ -347,7 +347,8 @@ Test(adaptgear, prior_order_without_a_kernel_for_it)
     gcn_spmm_site_info s;
     cr_assert_eq(gcn_spmm_sites(a, &s, 1), 1);
     cr_assert_eq(s.n_candidates, 1, "cpu only");
-    cr_assert_null(a->priv->spmm->prior);
+    const gcn_spmm_state *state = gcn_csr_slot_get(a, GCN_CSR_SLOT_SITES);
+    cr_assert_null(state->prior);
     gcn_csr_free(&a);
     gcn_ctx_free(&ctx);
 }
@@ -371,7 +372,8 @@ Test(adaptgear, prior_order_is_visited_and_checked)
     cr_assert_eq(gcn_csr_set_prior_order(ctx, r, prior), GCN_ERR_SHAPE);
     cr_assert_eq(gcn_csr_set_prior_order(ctx, a, prior), GCN_OK, "%s", gcn_last_error(ctx));
     cr_assert_null(gcn_csr_visit_order(a), "the matrix itself keeps its natural order");
-    cr_assert_not_null(gcn_csr_transpose(a)->priv->prior_order, "the transpose has it too");
+    cr_assert_not_null(gcn_communities_of(gcn_csr_transpose(a))->prior_order,
+                       "the transpose has it too");
 
     cr_assert_eq(gcn_spmm_set_kernel(ctx, "in_order@prior"), GCN_OK);
     product(ctx, a);

@@ -11,6 +11,43 @@
 
 _Static_assert(GCN_MAX_COMMUNITY_LEVELS == GCN_CSR_MAX_LEVELS, "one bound for both headers");
 
+static void communities_free(void *state)
+{
+    gcn_communities *c = state;
+    for (int l = 0; l < c->n_levels; l++)
+        free(c->level[l].part_ptr);
+    free(c->prior_order);
+    free(c);
+}
+
+const gcn_communities *gcn_communities_of(const gcn_csr *a)
+{
+    static const gcn_communities none;
+    const gcn_communities *c = gcn_csr_slot_get(a, GCN_CSR_SLOT_COMMUNITIES);
+    return c ? c : &none;
+}
+
+/* m's communities, made empty on first use. */
+static gcn_status communities_get(gcn_ctx *ctx, const gcn_csr *m, gcn_communities **out)
+{
+    gcn_communities *c = gcn_csr_slot_get(m, GCN_CSR_SLOT_COMMUNITIES);
+    if (!c) {
+        c = calloc(1, sizeof *c);
+        if (!c)
+            return GCN_ERROR(ctx, GCN_ERR_NOMEM, "communities: out of host memory");
+        gcn_csr_slot_set(m, GCN_CSR_SLOT_COMMUNITIES, c, communities_free);
+    }
+    *out = c;
+    return GCN_OK;
+}
+
+/* Sets m's block_diagonal (m has communities). */
+static void set_block_diagonal(const gcn_csr *m, bool block_diagonal)
+{
+    gcn_communities *c = gcn_csr_slot_get(m, GCN_CSR_SLOT_COMMUNITIES);
+    c->block_diagonal = block_diagonal;
+}
+
 /* A host copy of a matrix's three arrays. */
 typedef struct host_mat {
     int32_t *row_ptr, *col_idx;
@@ -62,7 +99,8 @@ static gcn_status level_copy(gcn_ctx *ctx, gcn_csr_level *dst, int32_t size, int
 /* Replaces m's levels with copies of the given ones. */
 static gcn_status attach_levels(gcn_ctx *ctx, gcn_csr *m, int n_levels, const gcn_csr_level *lv)
 {
-    gcn_csr_priv *p = m->priv;
+    gcn_communities *p = NULL;
+    GCN_TRY(communities_get(ctx, m, &p));
     for (int l = 0; l < p->n_levels; l++)
         free(p->level[l].part_ptr);
     p->n_levels = 0;
@@ -112,7 +150,7 @@ gcn_status gcn_csr_set_communities(gcn_ctx *ctx, gcn_csr *a, int n_levels, const
     if (a->n_rows != a->n_cols)
         return GCN_ERROR(ctx, GCN_ERR_SHAPE, "communities need a square matrix, not %d x %d",
                          a->n_rows, a->n_cols);
-    if (a->priv->spmm || (a->priv->transpose && a->priv->transpose->priv->spmm))
+    if (gcn_spmm_has_sites(a) || gcn_spmm_has_sites(a->priv->transpose))
         return GCN_ERROR(ctx, GCN_ERR_STATE,
                          "communities: set them before the matrix's first product");
     gcn_csr_level lv[GCN_CSR_MAX_LEVELS];
@@ -123,28 +161,30 @@ gcn_status gcn_csr_set_communities(gcn_ctx *ctx, gcn_csr *a, int n_levels, const
     GCN_TRY(attach_levels(ctx, a, n_levels, lv));
     if (a->priv->transpose)
         GCN_TRY(attach_levels(ctx, a->priv->transpose, n_levels, lv));
-    a->priv->block_diagonal = false;
+    set_block_diagonal(a, false);
     if (n_levels == 0)
         return GCN_OK;
     host_mat h = {0};
     GCN_TRY(host_mat_get(ctx, a, &h));
-    a->priv->block_diagonal = block_diagonal(a, &h, &a->priv->level[0]);
+    bool diagonal = block_diagonal(a, &h, &gcn_communities_of(a)->level[0]);
+    set_block_diagonal(a, diagonal);
     if (a->priv->transpose)
-        a->priv->transpose->priv->block_diagonal = a->priv->block_diagonal;
+        set_block_diagonal(a->priv->transpose, diagonal);
     host_mat_free(&h);
     return GCN_OK;
 }
 
 int gcn_csr_community_levels(const gcn_csr *a)
 {
-    return a && a->priv ? a->priv->n_levels : 0;
+    return gcn_communities_of(a)->n_levels;
 }
 
 int32_t gcn_csr_community_size(const gcn_csr *a, int level)
 {
-    if (!a || !a->priv || level < 0 || level >= a->priv->n_levels)
+    const gcn_communities *c = gcn_communities_of(a);
+    if (level < 0 || level >= c->n_levels)
         return 0;
-    return a->priv->level[level].size;
+    return c->level[level].size;
 }
 
 /* Number of entries whose row and column share a part. */
@@ -225,20 +265,21 @@ gcn_status gcn_csr_split(gcn_ctx *ctx, const gcn_csr *a, int level, gcn_csr **in
         return GCN_ERR_INVALID_ARG;
     GCN_ARG(ctx, a && a->priv && a->priv->ctx == ctx && intra && inter);
     *intra = *inter = NULL;
-    if (level < 0 || level >= a->priv->n_levels)
+    const gcn_communities *c = gcn_communities_of(a);
+    if (level < 0 || level >= c->n_levels)
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "split: the matrix has no community level %d",
                          level);
-    const gcn_csr_level *lv = &a->priv->level[level];
+    const gcn_csr_level *lv = &c->level[level];
     gcn_status st;
     if (a->device == GCN_DEVICE_CUDA && a->priv->symmetric)
         GCN_CHECK(gcn_split_cuda(ctx, a, lv, intra, inter));
     else
         GCN_CHECK(split_on_host(ctx, a, lv, intra, inter));
     GCN_CHECK(attach_levels(ctx, *intra, 1, lv));
-    (*intra)->priv->block_diagonal = true;
+    set_block_diagonal(*intra, true);
     if ((*intra)->priv->transpose) {
         GCN_CHECK(attach_levels(ctx, (*intra)->priv->transpose, 1, lv));
-        (*intra)->priv->transpose->priv->block_diagonal = true;
+        set_block_diagonal((*intra)->priv->transpose, true);
     }
 cleanup:
     if (st != GCN_OK) {
@@ -265,15 +306,17 @@ static int32_t permutation_break(const int32_t *order, int32_t n)
 /* Replaces m's prior order with a copy of order (NULL: none). */
 static gcn_status attach_prior(gcn_ctx *ctx, gcn_csr *m, const int32_t *order)
 {
-    free(m->priv->prior_order);
-    m->priv->prior_order = NULL;
+    gcn_communities *c = NULL;
+    GCN_TRY(communities_get(ctx, m, &c));
+    free(c->prior_order);
+    c->prior_order = NULL;
     if (!order)
         return GCN_OK;
-    m->priv->prior_order = malloc(((size_t)m->n_rows + 1) * sizeof *order);
-    if (!m->priv->prior_order)
+    c->prior_order = malloc(((size_t)m->n_rows + 1) * sizeof *order);
+    if (!c->prior_order)
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "prior order: out of host memory for %d rows",
                          m->n_rows);
-    memcpy(m->priv->prior_order, order, (size_t)m->n_rows * sizeof *order);
+    memcpy(c->prior_order, order, (size_t)m->n_rows * sizeof *order);
     return GCN_OK;
 }
 
@@ -285,7 +328,7 @@ gcn_status gcn_csr_set_prior_order(gcn_ctx *ctx, gcn_csr *a, const int32_t *orde
     if (a->n_rows != a->n_cols)
         return GCN_ERROR(ctx, GCN_ERR_SHAPE, "a prior order needs a square matrix, not %d x %d",
                          a->n_rows, a->n_cols);
-    if (a->priv->spmm || (a->priv->transpose && a->priv->transpose->priv->spmm))
+    if (gcn_spmm_has_sites(a) || gcn_spmm_has_sites(a->priv->transpose))
         return GCN_ERROR(ctx, GCN_ERR_STATE,
                          "prior order: set it before the matrix's first product");
     int32_t bad = order ? permutation_break(order, a->n_rows) : a->n_rows;
@@ -302,7 +345,8 @@ gcn_status gcn_csr_set_prior_order(gcn_ctx *ctx, gcn_csr *a, const int32_t *orde
 
 const int32_t *gcn_csr_visit_order(const gcn_csr *a)
 {
-    return a && a->priv && a->priv->visit_prior ? a->priv->prior_order : NULL;
+    const gcn_communities *c = gcn_communities_of(a);
+    return c->visit_prior ? c->prior_order : NULL;
 }
 
 /* A header over a's arrays, with a copy of a's host row_ptr when a has
@@ -331,32 +375,33 @@ static gcn_status new_view(gcn_ctx *ctx, const gcn_csr *a, gcn_csr **out)
     return GCN_OK;
 }
 
-gcn_status gcn_csr_prior_view(gcn_ctx *ctx, const gcn_csr *a, gcn_csr **view)
+gcn_status gcn_communities_prior_view(gcn_ctx *ctx, const gcn_csr *a, gcn_csr **view)
 {
-    GCN_ARG(ctx, a && a->priv && a->priv->prior_order && view);
+    GCN_ARG(ctx, a && a->priv && gcn_communities_of(a)->prior_order && view);
     gcn_csr *v;
     GCN_TRY(new_view(ctx, a, &v));
-    gcn_status st = attach_prior(ctx, v, a->priv->prior_order);
+    gcn_status st = attach_prior(ctx, v, gcn_communities_of(a)->prior_order);
     if (st != GCN_OK) {
         gcn_csr_free(&v);
         return st;
     }
-    v->priv->visit_prior = true;
+    ((gcn_communities *)gcn_csr_slot_get(v, GCN_CSR_SLOT_COMMUNITIES))->visit_prior = true;
     *view = v;
     return GCN_OK;
 }
 
-gcn_status gcn_csr_level_view(gcn_ctx *ctx, const gcn_csr *a, int level, gcn_csr **view)
+gcn_status gcn_communities_level_view(gcn_ctx *ctx, const gcn_csr *a, int level, gcn_csr **view)
 {
-    GCN_ARG(ctx, a && a->priv && view && level >= 0 && level < a->priv->n_levels);
+    const gcn_communities *c = gcn_communities_of(a);
+    GCN_ARG(ctx, a && a->priv && view && level >= 0 && level < c->n_levels);
     gcn_csr *v;
     GCN_TRY(new_view(ctx, a, &v));
-    gcn_status st = attach_levels(ctx, v, 1, &a->priv->level[level]);
+    gcn_status st = attach_levels(ctx, v, 1, &c->level[level]);
     if (st != GCN_OK) {
         gcn_csr_free(&v);
         return st;
     }
-    v->priv->block_diagonal = level == 0 && a->priv->block_diagonal;
+    set_block_diagonal(v, level == 0 && c->block_diagonal);
     *view = v;
     return GCN_OK;
 }

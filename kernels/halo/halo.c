@@ -15,6 +15,7 @@
 #include "core/comm.h"
 #include "kernels/spmm/spmm.h"
 #include "halo.h"
+#include "kernels/adaptgear/adaptgear.h"
 #include "kernels/spmm/internal.h"
 
 /* One chunk of the exchange: of each peer's block of rows, sent or
@@ -55,9 +56,14 @@ void gcn_halo_free(gcn_halo *h)
     free(h);
 }
 
-static void halo_free_hook(struct gcn_halo *h)
+static void halo_free_hook(void *h)
 {
     gcn_halo_free(h);
+}
+
+gcn_halo *gcn_halo_of(const gcn_csr *a)
+{
+    return gcn_csr_slot_get(a, GCN_CSR_SLOT_HALO);
 }
 
 /* Checks an offset list: ranks + 1 non-decreasing values from 0, with the
@@ -296,8 +302,7 @@ static gcn_status attach_halo(gcn_ctx *ctx, gcn_csr *a, const int32_t *rp, const
         gcn_halo_free(h);
         return st;
     }
-    a->priv->halo = h;
-    a->priv->halo_free = halo_free_hook;
+    gcn_csr_slot_set(a, GCN_CSR_SLOT_HALO, h, halo_free_hook);
     gcn_csr_free(&a->priv->transpose); /* backward goes through the parts' */
     return GCN_OK;
 }
@@ -322,9 +327,9 @@ gcn_status gcn_csr_set_halo(gcn_ctx *ctx, gcn_csr *a, const int32_t *send_rows,
     if (a->priv->ctx != ctx)
         return GCN_ERROR(ctx, GCN_ERR_DEVICE, "set_halo: the matrix belongs to another context");
     GCN_TRY(check_halo_args(ctx, send_rows, send_off, recv_off));
-    if (a->priv->halo)
+    if (gcn_halo_of(a))
         return GCN_ERROR(ctx, GCN_ERR_STATE, "set_halo: the matrix has a halo already");
-    if (a->priv->n_levels > 0 || a->priv->kernel)
+    if (gcn_csr_community_levels(a) > 0 || gcn_spmm_fixed_kernel(a))
         return GCN_ERROR(ctx, GCN_ERR_STATE,
                          "set_halo: a matrix with community levels or a fixed kernel takes no "
                          "halo");
@@ -371,7 +376,7 @@ int gcn_halo_chunks_for(int64_t n_local, int64_t n_send, int64_t n_halo)
 
 int gcn_halo_parts(const gcn_csr *a, const gcn_csr **parts, int max)
 {
-    const gcn_halo *h = a->priv->halo;
+    const gcn_halo *h = gcn_halo_of(a);
     for (int k = 0; k <= h->n_chunks && k < max; k++)
         parts[k] = k == 0 ? h->own : h->chunk[k - 1].part;
     return h->n_chunks + 1;
@@ -397,7 +402,7 @@ static void scale_offsets(gcn_halo *h, int64_t f)
 static gcn_status own_part(gcn_ctx *ctx, const gcn_halo *h, float alpha, const gcn_csr **out)
 {
     *out = h->own;
-    return alpha != 0.0f ? gcn_csr_self_loops(ctx, h->own, alpha, out) : GCN_OK;
+    return alpha != 0.0f ? gcn_spmm_self_matrix(ctx, h->own, alpha, out) : GCN_OK;
 }
 
 /* Packs chunk k's rows of x (width f) into a new tensor *send. */
@@ -509,7 +514,7 @@ gcn_status gcn_halo_spmm(gcn_ctx *ctx, const gcn_csr *a, const gcn_tensor *x, fl
                          float *y)
 {
     static const halo_step forward = {false, pack, use_halo};
-    gcn_halo *h = a->priv->halo;
+    gcn_halo *h = gcn_halo_of(a);
     const gcn_csr *own;
     GCN_TRY(own_part(ctx, h, alpha, &own));
     return run_chunks(ctx, h, &forward, x, own, false, y);
@@ -519,7 +524,7 @@ gcn_status gcn_halo_spmm_grad(gcn_ctx *ctx, const gcn_csr *a, const gcn_tensor *
                               float alpha, float *dx, bool acc)
 {
     static const halo_step backward = {true, halo_grad, use_back};
-    gcn_halo *h = a->priv->halo;
+    gcn_halo *h = gcn_halo_of(a);
     const gcn_csr *own;
     GCN_TRY(own_part(ctx, h, alpha, &own));
     return run_chunks(ctx, h, &backward, dy, gcn_csr_transpose(own), acc, dx);

@@ -31,6 +31,9 @@ int gcn_halo_parts(const gcn_csr *a, const gcn_csr **parts, int max);
 gcn_status gcn_spmm_apply(gcn_ctx *ctx, const gcn_csr *a, const float *x, float *y, int feat,
                           bool accumulate);
 
+/* The halo of a rank's block (gcn_csr_set_halo), or NULL. */
+gcn_halo *gcn_halo_of(const gcn_csr *a);
+
 void gcn_halo_free(gcn_halo *h);
 
 #endif

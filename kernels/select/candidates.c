@@ -39,7 +39,7 @@ static gcn_status get_view(gcn_ctx *ctx, const gcn_csr *a, int level, const gcn_
     gcn_spmm_state *s = NULL;
     GCN_TRY(gcn_spmm_state_of(ctx, a, &s));
     if (!s->view[level])
-        GCN_TRY(gcn_csr_level_view(ctx, a, level, &s->view[level]));
+        GCN_TRY(gcn_communities_level_view(ctx, a, level, &s->view[level]));
     *view = s->view[level];
     return GCN_OK;
 }
@@ -49,7 +49,7 @@ static gcn_status get_prior_view(gcn_ctx *ctx, const gcn_csr *a, const gcn_csr *
     gcn_spmm_state *s = NULL;
     GCN_TRY(gcn_spmm_state_of(ctx, a, &s));
     if (!s->prior)
-        GCN_TRY(gcn_csr_prior_view(ctx, a, &s->prior));
+        GCN_TRY(gcn_communities_prior_view(ctx, a, &s->prior));
     *view = s->prior;
     return GCN_OK;
 }
@@ -96,7 +96,7 @@ static gcn_status add_level(gcn_ctx *ctx, const gcn_csr *a, int level, gcn_spmm_
 {
     int n = gcn_spmm_count(ctx);
     const gcn_csr *view, *intra, *inter;
-    const gcn_csr_level *lv = &a->priv->level[level];
+    const gcn_csr_level *lv = &gcn_communities_of(a)->level[level];
     char name[64];
     GCN_TRY(get_view(ctx, a, level, &view));
     for (int i = 0; i < n; i++) {
@@ -142,8 +142,9 @@ static gcn_status add_levels(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t)
     const char *at = named ? strchr(named, '@') : NULL;
     if (a->n_rows != a->n_cols || (named && (!at || names_prior(named))))
         return GCN_OK;
-    for (int l = 0; l < a->priv->n_levels; l++)
-        if (!at || atoi(at + 1) == a->priv->level[l].size)
+    const gcn_communities *c = gcn_communities_of(a);
+    for (int l = 0; l < c->n_levels; l++)
+        if (!at || atoi(at + 1) == c->level[l].size)
             GCN_TRY(add_level(ctx, a, l, t));
     return GCN_OK;
 }
@@ -155,7 +156,7 @@ static gcn_status add_levels(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t)
 static gcn_status add_prior(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t)
 {
     const char *named = named_strategy(t);
-    if (!a->priv->prior_order || (named && !names_prior(named)))
+    if (!gcn_communities_of(a)->prior_order || (named && !names_prior(named)))
         return GCN_OK;
     char name[64];
     for (int i = 0; i < gcn_spmm_count(ctx); i++) {

@@ -149,7 +149,7 @@ static gcn_status site_matrix(gcn_ctx *ctx, const gcn_csr *a, const char *dir,
         float s = strtof(plus + 1, &end);
         if (end == plus + 1 || strcmp(end, "I") != 0 || s == 0.0f || a->n_rows != a->n_cols)
             return GCN_OK;
-        GCN_TRY(gcn_csr_self_loops(ctx, a, s, &a));
+        GCN_TRY(gcn_spmm_self_matrix(ctx, a, s, &a));
         if (!a)
             return GCN_OK;
     }

@@ -29,8 +29,9 @@ int gcn_spmm_sample_runs(const gcn_csr *a, int feat)
     return (int)((SAMPLE_WORK + work - 1) / work);
 }
 
-static void state_free(gcn_spmm_state *s)
+static void state_free(void *state)
 {
+    gcn_spmm_state *s = state;
     for (gcn_spmm_site *t = s->sites, *next; t; t = next) {
         next = t->next;
         gcn_selector_free(&t->sel);
@@ -47,14 +48,22 @@ static void state_free(gcn_spmm_state *s)
 
 gcn_status gcn_spmm_state_of(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_state **out)
 {
-    if (!a->priv->spmm) {
-        a->priv->spmm = calloc(1, sizeof *a->priv->spmm);
-        if (!a->priv->spmm)
+    gcn_spmm_state *s = gcn_csr_slot_get(a, GCN_CSR_SLOT_SITES);
+    if (!s) {
+        s = calloc(1, sizeof *s);
+        if (!s)
             return GCN_ERROR(ctx, GCN_ERR_NOMEM, "spmm: out of host memory for call sites");
-        a->priv->spmm_free = state_free;
+        gcn_csr_slot_set(a, GCN_CSR_SLOT_SITES, s, state_free);
     }
-    *out = a->priv->spmm;
+    *out = s;
     return GCN_OK;
+}
+
+/* The call sites of a, in creation order. */
+static gcn_spmm_site *sites_of(const gcn_csr *a)
+{
+    const gcn_spmm_state *s = gcn_csr_slot_get(a, GCN_CSR_SLOT_SITES);
+    return s ? s->sites : NULL;
 }
 
 bool gcn_spmm_uses_sites(const char *kernel)
@@ -122,7 +131,7 @@ static gcn_status site_new(gcn_ctx *ctx, const gcn_csr *a, int feat, const char 
 gcn_status gcn_spmm_site_get(gcn_ctx *ctx, const gcn_csr *a, int feat, const char *mode,
                              gcn_spmm_site **site)
 {
-    for (gcn_spmm_site *t = a->priv->spmm ? a->priv->spmm->sites : NULL; t; t = t->next)
+    for (gcn_spmm_site *t = sites_of(a); t; t = t->next)
         if (t->feat == feat && !strcmp(t->mode, mode)) {
             *site = t;
             return GCN_OK;
@@ -133,7 +142,7 @@ gcn_status gcn_spmm_site_get(gcn_ctx *ctx, const gcn_csr *a, int feat, const cha
 gcn_status gcn_spmm_site_restore(gcn_ctx *ctx, const gcn_csr *a, int feat, const char *mode,
                                  const char *strategy)
 {
-    for (gcn_spmm_site *t = a->priv->spmm ? a->priv->spmm->sites : NULL; t; t = t->next)
+    for (gcn_spmm_site *t = sites_of(a); t; t = t->next)
         if (t->feat == feat && !strcmp(t->mode, mode))
             return GCN_ERROR(ctx, GCN_ERR_STATE, "spmm: the call site of width %d exists already",
                              feat);
@@ -208,7 +217,7 @@ static void on_lock(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t, int win)
             for (int j = 0; j < w->n_steps; j++)
                 shared |= w->mat[j] == s->mat[i] && w->impl[j] == s->impl[i];
             if (!shared)
-                gcn_csr_drop_plan((gcn_csr *)s->mat[i], s->impl[i], t->feat);
+                gcn_spmm_drop_plan(s->mat[i], s->impl[i], t->feat);
         }
     t->reported = true;
     if (t->forced || gcn_selector_profiled_calls(t->sel) == 0)
@@ -246,7 +255,7 @@ static void drop_losers(gcn_spmm_site *t)
         s->dropped = true;
         for (int i = 0; i < s->n_steps; i++)
             if (!live_step(t, s->mat[i], s->impl[i]))
-                gcn_csr_drop_plan((gcn_csr *)s->mat[i], s->impl[i], t->feat);
+                gcn_spmm_drop_plan(s->mat[i], s->impl[i], t->feat);
     }
 }
 
@@ -340,15 +349,6 @@ bool gcn_spmm_site_locked(const gcn_spmm_site *site, int *cand)
     return gcn_selector_locked(site->sel, cand);
 }
 
-/* Whether m holds a plan of impl at width feat. */
-static bool has_plan(const gcn_csr *m, const gcn_spmm_impl *impl, int feat)
-{
-    for (const gcn_csr_plan *pl = m->priv->plans; pl; pl = pl->next)
-        if (pl->impl == impl && pl->feat == feat)
-            return true;
-    return false;
-}
-
 void gcn_spmm_site_losers(const gcn_spmm_site *site, int *losers, int *holding)
 {
     *losers = *holding = 0;
@@ -360,7 +360,7 @@ void gcn_spmm_site_losers(const gcn_spmm_site *site, int *losers, int *holding)
         bool holds = false;
         for (int i = 0; i < s->n_steps; i++)
             holds |= !live_step(site, s->mat[i], s->impl[i]) &&
-                     has_plan(s->mat[i], s->impl[i], site->feat);
+                     gcn_spmm_has_plan(s->mat[i], s->impl[i], site->feat);
         *holding += holds;
     }
 }
@@ -393,14 +393,13 @@ static void site_info(const gcn_spmm_site *t, bool transposed, float self_alpha,
  * past them. */
 static int matrix_sites(const gcn_csr *a, int part, gcn_spmm_site_info *out, int max, int n)
 {
-    const gcn_csr *s = a->priv->self_loops;
+    float alpha = 0.0f;
+    const gcn_csr *s = gcn_spmm_self_kept(a, &alpha);
     const gcn_csr *mats[4] = {a, a->priv->transpose, s, s ? s->priv->transpose : NULL};
     for (int m = 0; m < 4; m++)
-        for (gcn_spmm_site *t = mats[m] && mats[m]->priv->spmm ? mats[m]->priv->spmm->sites
-                                                                : NULL;
-             t; t = t->next, n++)
+        for (gcn_spmm_site *t = sites_of(mats[m]); t; t = t->next, n++)
             if (out && n < max) {
-                site_info(t, m % 2 == 1, m >= 2 ? a->priv->self_alpha : 0.0f, &out[n]);
+                site_info(t, m % 2 == 1, m >= 2 ? alpha : 0.0f, &out[n]);
                 out[n].block_part = part;
             }
     return n;
@@ -410,7 +409,7 @@ int gcn_spmm_sites(const gcn_csr *a, gcn_spmm_site_info *out, int max)
 {
     if (!a || !a->priv)
         return 0;
-    if (!a->priv->halo)
+    if (!gcn_halo_of(a))
         return matrix_sites(a, 0, out, max, 0);
     const gcn_csr *parts[GCN_HALO_MAX_CHUNKS + 1];
     int n_parts = gcn_halo_parts(a, parts, GCN_HALO_MAX_CHUNKS + 1), n = 0;

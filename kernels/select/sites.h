@@ -5,6 +5,7 @@
 #define GCN_SPMM_SITE_H
 
 #include "select.h"
+#include "kernels/adaptgear/communities.h"
 #include "kernels/spmm/internal.h"
 
 #ifdef __cplusplus
@@ -40,12 +41,14 @@ struct gcn_spmm_site {
     struct gcn_spmm_site *next;
 };
 
-struct gcn_spmm_state {
+/* What the selector keeps on a matrix (GCN_CSR_SLOT_SITES): its call sites
+ * and the splits and views their candidates multiply. */
+typedef struct gcn_spmm_state {
     gcn_csr *intra[GCN_CSR_MAX_LEVELS], *inter[GCN_CSR_MAX_LEVELS];
     gcn_csr *view[GCN_CSR_MAX_LEVELS];
     gcn_csr *prior; /* the prior-order view */
     gcn_spmm_site *sites, *last;
-};
+} gcn_spmm_state;
 
 /* The matrix's selector state, created on first use. */
 gcn_status gcn_spmm_state_of(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_state **out);

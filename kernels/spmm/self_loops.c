@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kernels/adaptgear/adaptgear.h"
+#include "kernels/adaptgear/communities.h"
 #include "internal.h"
 
 /* Rows of A without a diagonal entry: the entries A + alpha I adds. */
@@ -54,7 +55,7 @@ static void add_diagonal(const int32_t *rp, const int32_t *ci, const float *v, i
  * same strategies. */
 static gcn_status copy_attached(gcn_ctx *ctx, const gcn_csr *a, gcn_csr *m)
 {
-    const gcn_csr_priv *p = a->priv;
+    const gcn_communities *p = gcn_communities_of(a);
     GCN_TRY(gcn_csr_set_prior_order(ctx, m, p->prior_order));
     int32_t sizes[GCN_CSR_MAX_LEVELS], n_parts[GCN_CSR_MAX_LEVELS];
     const int32_t *part_ptr[GCN_CSR_MAX_LEVELS];
@@ -109,15 +110,43 @@ cleanup:
     return st;
 }
 
-gcn_status gcn_csr_self_loops(gcn_ctx *ctx, const gcn_csr *a, float alpha, const gcn_csr **out)
+/* What this file keeps on a matrix (GCN_CSR_SLOT_SELF). */
+typedef struct self_slot {
+    gcn_csr *m; /* A + alpha I */
+    float alpha;
+} self_slot;
+
+static void self_slot_free(void *state)
 {
-    gcn_csr_priv *p = a->priv;
+    self_slot *s = state;
+    gcn_csr_free(&s->m);
+    free(s);
+}
+
+gcn_status gcn_spmm_self_matrix(gcn_ctx *ctx, const gcn_csr *a, float alpha, const gcn_csr **out)
+{
     *out = NULL;
-    if (!p->self_loops) {
-        GCN_TRY(build(ctx, a, alpha, &p->self_loops));
-        p->self_alpha = alpha;
+    self_slot *s = gcn_csr_slot_get(a, GCN_CSR_SLOT_SELF);
+    if (!s) {
+        gcn_csr *m;
+        GCN_TRY(build(ctx, a, alpha, &m));
+        s = malloc(sizeof *s);
+        if (!s) {
+            gcn_csr_free(&m);
+            return GCN_ERROR(ctx, GCN_ERR_NOMEM, "spmm_self: out of host memory");
+        }
+        *s = (self_slot){m, alpha};
+        gcn_csr_slot_set(a, GCN_CSR_SLOT_SELF, s, self_slot_free);
     }
-    if (p->self_alpha == alpha)
-        *out = p->self_loops;
+    if (s->alpha == alpha)
+        *out = s->m;
     return GCN_OK;
+}
+
+const gcn_csr *gcn_spmm_self_kept(const gcn_csr *a, float *alpha)
+{
+    const self_slot *s = gcn_csr_slot_get(a, GCN_CSR_SLOT_SELF);
+    if (s)
+        *alpha = s->alpha;
+    return s ? s->m : NULL;
 }

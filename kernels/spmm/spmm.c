@@ -145,36 +145,127 @@ const char *gcn_spmm_kernel(const gcn_ctx *ctx)
     return ctx ? ctx->spmm_kernel : "auto";
 }
 
-gcn_status gcn_spmm_get_plan(gcn_ctx *ctx, const gcn_spmm_impl *impl, const gcn_csr *a, int feat,
-                             void **plan)
+/* A kernel plan kept on a matrix: built by an SpMM implementation for one
+ * feature width, freed with the matrix. */
+typedef struct plan_record {
+    const gcn_spmm_impl *impl;
+    int feat;
+    void *plan;
+    struct plan_record *next;
+} plan_record;
+
+/* What this module keeps on a matrix (GCN_CSR_SLOT_PLANS). */
+typedef struct plans_slot {
+    plan_record *plans;
+    const gcn_spmm_impl *kernel; /* gcn_spmm_borrow's: products run it, no call site */
+} plans_slot;
+
+static void record_free(plan_record *r)
 {
-    for (gcn_csr_plan *p = a->priv->plans; p; p = p->next)
-        if (p->impl == impl && p->feat == feat) {
-            *plan = p->plan;
-            return GCN_OK;
-        }
-    gcn_csr_plan *p = calloc(1, sizeof *p);
-    if (!p)
-        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "spmm: out of host memory for a plan record");
-    gcn_status st = impl->plan(ctx, a, feat, &p->plan);
-    if (st != GCN_OK) {
-        free(p);
-        return st;
+    if (r->impl->free_plan)
+        r->impl->free_plan(r->plan);
+    free(r);
+}
+
+static void plans_slot_free(void *state)
+{
+    plans_slot *ps = state;
+    for (plan_record *r = ps->plans, *next; r; r = next) {
+        next = r->next;
+        record_free(r);
     }
-    p->impl = impl;
-    p->feat = feat;
-    p->free_plan = impl->free_plan;
-    p->next = a->priv->plans;
-    a->priv->plans = p;
-    *plan = p->plan;
+    free(ps);
+}
+
+/* a's slot, made on first use. */
+static gcn_status plans_of(gcn_ctx *ctx, const gcn_csr *a, plans_slot **out)
+{
+    plans_slot *ps = gcn_csr_slot_get(a, GCN_CSR_SLOT_PLANS);
+    if (!ps) {
+        ps = calloc(1, sizeof *ps);
+        if (!ps)
+            return GCN_ERROR(ctx, GCN_ERR_NOMEM, "spmm: out of host memory for a plan record");
+        gcn_csr_slot_set(a, GCN_CSR_SLOT_PLANS, ps, plans_slot_free);
+    }
+    *out = ps;
     return GCN_OK;
 }
 
-gcn_status gcn_csr_reborrow(gcn_ctx *ctx, gcn_csr *a, int32_t n, int32_t nnz, int32_t *row_ptr,
-                            int32_t *col_idx, float *values)
+gcn_status gcn_spmm_get_plan(gcn_ctx *ctx, const gcn_spmm_impl *impl, const gcn_csr *a, int feat,
+                             void **plan)
 {
-    GCN_ARG(ctx, a && a->priv && a->priv->ctx == ctx && a->priv->kernel && n >= 0 && nnz >= 0 &&
-                     row_ptr && (nnz == 0 || (col_idx && values)));
+    plans_slot *ps = NULL;
+    GCN_TRY(plans_of(ctx, a, &ps));
+    for (plan_record *r = ps->plans; r; r = r->next)
+        if (r->impl == impl && r->feat == feat) {
+            *plan = r->plan;
+            return GCN_OK;
+        }
+    plan_record *r = calloc(1, sizeof *r);
+    if (!r)
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "spmm: out of host memory for a plan record");
+    gcn_status st = impl->plan(ctx, a, feat, &r->plan);
+    if (st != GCN_OK) {
+        free(r);
+        return st;
+    }
+    r->impl = impl;
+    r->feat = feat;
+    r->next = ps->plans;
+    ps->plans = r;
+    *plan = r->plan;
+    return GCN_OK;
+}
+
+bool gcn_spmm_has_plan(const gcn_csr *a, const gcn_spmm_impl *impl, int feat)
+{
+    const plans_slot *ps = gcn_csr_slot_get(a, GCN_CSR_SLOT_PLANS);
+    for (const plan_record *r = ps ? ps->plans : NULL; r; r = r->next)
+        if (r->impl == impl && r->feat == feat)
+            return true;
+    return false;
+}
+
+void gcn_spmm_drop_plan(const gcn_csr *a, const gcn_spmm_impl *impl, int feat)
+{
+    plans_slot *ps = gcn_csr_slot_get(a, GCN_CSR_SLOT_PLANS);
+    for (plan_record **pp = ps ? &ps->plans : NULL; pp && *pp; pp = &(*pp)->next)
+        if ((*pp)->impl == impl && (*pp)->feat == feat) {
+            plan_record *r = *pp;
+            *pp = r->next;
+            record_free(r);
+            return;
+        }
+}
+
+const gcn_spmm_impl *gcn_spmm_fixed_kernel(const gcn_csr *a)
+{
+    const plans_slot *ps = gcn_csr_slot_get(a, GCN_CSR_SLOT_PLANS);
+    return ps ? ps->kernel : NULL;
+}
+
+gcn_status gcn_spmm_borrow(gcn_ctx *ctx, int32_t n, int32_t nnz, int32_t *row_ptr, int32_t *col_idx,
+                           float *values, const gcn_spmm_impl *kernel, gcn_csr **out)
+{
+    GCN_ARG(ctx, out && kernel);
+    gcn_csr *a;
+    GCN_TRY(gcn_csr_wrap(ctx, n, nnz, row_ptr, col_idx, values, &a));
+    plans_slot *ps = NULL;
+    gcn_status st = plans_of(ctx, a, &ps);
+    if (st != GCN_OK) {
+        gcn_csr_free(&a);
+        return st;
+    }
+    ps->kernel = kernel;
+    *out = a;
+    return GCN_OK;
+}
+
+gcn_status gcn_spmm_reborrow(gcn_ctx *ctx, gcn_csr *a, int32_t n, int32_t nnz, int32_t *row_ptr,
+                             int32_t *col_idx, float *values)
+{
+    GCN_ARG(ctx, a && a->priv && a->priv->ctx == ctx && gcn_spmm_fixed_kernel(a) && n >= 0 &&
+                     nnz >= 0 && row_ptr && (nnz == 0 || (col_idx && values)));
     *a = (gcn_csr){.n_rows = n, .n_cols = n, .nnz = nnz, .row_ptr = row_ptr, .col_idx = col_idx,
                    .values = values, .device = a->device, .priv = a->priv};
     free(a->priv->host_row_ptr);
@@ -182,17 +273,18 @@ gcn_status gcn_csr_reborrow(gcn_ctx *ctx, gcn_csr *a, int32_t n, int32_t nnz, in
     /* each plan again for the new arrays, in its record (the CPU's one-step
      * kernel plans nothing); a record whose kernel cannot plan them goes,
      * and the next product says why */
-    for (gcn_csr_plan **pp = &a->priv->plans; *pp;) {
-        gcn_csr_plan *p = *pp;
-        const gcn_spmm_impl *impl = p->impl;
-        if (p->free_plan)
-            p->free_plan(p->plan);
-        p->plan = NULL;
-        if (impl->supports(a, p->feat) && impl->plan(ctx, a, p->feat, &p->plan) == GCN_OK) {
-            pp = &p->next;
+    plans_slot *ps = gcn_csr_slot_get(a, GCN_CSR_SLOT_PLANS);
+    for (plan_record **pp = &ps->plans; *pp;) {
+        plan_record *r = *pp;
+        const gcn_spmm_impl *impl = r->impl;
+        if (impl->free_plan)
+            impl->free_plan(r->plan);
+        r->plan = NULL;
+        if (impl->supports(a, r->feat) && impl->plan(ctx, a, r->feat, &r->plan) == GCN_OK) {
+            pp = &r->next;
         } else {
-            *pp = p->next;
-            free(p);
+            *pp = r->next;
+            free(r);
         }
     }
     return GCN_OK;
@@ -228,8 +320,8 @@ gcn_status gcn_spmm_apply(gcn_ctx *ctx, const gcn_csr *a, const float *x, float 
     const gcn_spmm_impl *fixed = NULL; /* NULL: the call site of the mode */
     if (!gcn_spmm_uses_sites(ctx->spmm_kernel))
         fixed = gcn_spmm_find(ctx, ctx->spmm_kernel);
-    else if (a->priv->kernel) /* a one-step matrix (gcn_csr_borrow) */
-        fixed = a->priv->kernel;
+    else if (gcn_spmm_fixed_kernel(a)) /* a one-step matrix (gcn_spmm_borrow) */
+        fixed = gcn_spmm_fixed_kernel(a);
     gcn_status st = fixed ? gcn_spmm_run(ctx, fixed, a, x, y, feat, accumulate)
                           : gcn_spmm_site_apply(ctx, a, x, y, feat, accumulate);
     gcn_prof_leave(ctx, prev);
@@ -246,7 +338,7 @@ static gcn_status spmm_grad(gcn_ctx *ctx, gcn_node *nd, bool self_term)
     bool acc;
     gcn_status st;
     GCN_TRY(gcn_grad_slot(ctx, x, &buf, &acc));
-    if (a->priv->halo) {
+    if (gcn_halo_of(a)) {
         gcn_prof_category prev = gcn_prof_enter(ctx, GCN_PROF_SPMM);
         st = gcn_halo_spmm_grad(ctx, a, dy, self_term ? (float)nd->param[0] : 0.0f, buf, acc);
         gcn_prof_leave(ctx, prev);
@@ -278,10 +370,10 @@ static gcn_status check_spmm(gcn_ctx *ctx, const gcn_csr *a, const gcn_tensor *x
     if (a->priv->ctx != ctx)
         return GCN_ERROR(ctx, GCN_ERR_DEVICE, "spmm: the matrix belongs to another context");
     /* a rank's block multiplies the rank's rows and the halo rows it fetches */
-    int64_t rows = a->priv->halo ? a->n_rows : a->n_cols;
+    int64_t rows = gcn_halo_of(a) ? a->n_rows : a->n_cols;
     if (x->rows != rows || x->cols > INT32_MAX)
         return GCN_ERROR(ctx, GCN_ERR_SHAPE, "spmm: matrix is %d x %d%s but x is [%lld, %lld]",
-                         a->n_rows, a->n_cols, a->priv->halo ? " with a halo" : "",
+                         a->n_rows, a->n_cols, gcn_halo_of(a) ? " with a halo" : "",
                          (long long)x->rows, (long long)x->cols);
     return GCN_OK;
 }
@@ -295,7 +387,7 @@ static gcn_status spmm_op(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, bool se
     gcn_node *nd;
     gcn_status st;
     GCN_CHECK(gcn_tensor_create(ctx, &y, a->n_rows, x->cols));
-    if (a->priv->halo) {
+    if (gcn_halo_of(a)) {
         gcn_prof_category prev = gcn_prof_enter(ctx, GCN_PROF_SPMM);
         st = gcn_halo_spmm(ctx, a, x, self_term ? alpha : 0.0f, y->data);
         gcn_prof_leave(ctx, prev);
@@ -336,14 +428,14 @@ gcn_status gcn_spmm_self(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, float al
 {
     GCN_TRY(gcn_op_begin(ctx, out));
     GCN_TRY(check_spmm(ctx, a, x));
-    if (a->n_rows != a->n_cols && !a->priv->halo)
+    if (a->n_rows != a->n_cols && !gcn_halo_of(a))
         return GCN_ERROR(ctx, GCN_ERR_SHAPE, "spmm_self: the matrix must be square, got %d x %d",
                          a->n_rows, a->n_cols);
     /* A + alpha I as one matrix, except for a rank's block (its x has halo
      * rows), a one-step matrix (a batch) and alpha = 0 */
     const gcn_csr *with_self = NULL;
-    if (!a->priv->halo && !a->priv->kernel && alpha != 0.0f)
-        GCN_TRY(gcn_csr_self_loops(ctx, a, alpha, &with_self));
+    if (!gcn_halo_of(a) && !gcn_spmm_fixed_kernel(a) && alpha != 0.0f)
+        GCN_TRY(gcn_spmm_self_matrix(ctx, a, alpha, &with_self));
     if (with_self)
         return spmm_op(ctx, with_self, x, false, 0.0f, spmm_backward, out);
     return spmm_op(ctx, a, x, true, alpha, spmm_self_backward, out);
