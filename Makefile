@@ -125,15 +125,22 @@ $(BUILD)/gcntrain: tools/gcntrain.c $(GCNTRAIN_OBJ) $(BUILD)/libgcn.a
 $(BUILD)/gcn_tests: $(TEST_OBJ) $(BUILD)/libgcn.a
 	$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(BUILD)/libgcn.a $(LDLIBS) $(TEST_LIBS)
 
-# ---- examples: short programs on the public API, linked against libgcn.so
-# (which exports nothing else); tests/test_examples.c runs them.
+# ---- examples: short programs on the public API, built as a user builds
+# them: against the headers as make install lays them out ($(EXAMPLE_INC))
+# and libgcn.so, which exports nothing else; tests/test_examples.c runs them.
 EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
+EXAMPLE_INC := $(BUILD)/include/gcn
 .PHONY: examples
 examples: $(EXAMPLES)
 
-$(BUILD)/examples/%: examples/%.c $(BUILD)/libgcn.so
+$(EXAMPLE_INC)/.installed: $(PUBLIC_H)
+	rm -rf $(EXAMPLE_INC)
+	for h in $(PUBLIC_H); do install -D -m 644 $$h $(EXAMPLE_INC)/$$h || exit 1; done
+	touch $@
+
+$(BUILD)/examples/%: examples/%.c $(BUILD)/libgcn.so $(EXAMPLE_INC)/.installed
 	@mkdir -p $(@D)
-	$(CC) -I. $(CFLAGS) $< -o $@ -L$(BUILD) -Wl,-rpath,$(abspath $(BUILD)) -lgcn -lm
+	$(CC) -I$(EXAMPLE_INC) $(CFLAGS) $< -o $@ -L$(BUILD) -Wl,-rpath,$(abspath $(BUILD)) -lgcn -lm
 
 # Criterion forks a worker per test; -j2 matches the machines CI runs on.
 # The two workers share the CPUs: OpenMP threads that spin after each

@@ -114,6 +114,20 @@ struct gcn_index {
     int refs;
 };
 
+/* out = x . w + bias, the bias row added to every row, in one op with one
+ * output (the linear layer's): x [m, k], w [k, n], bias [1, n] -> out [m, n]. */
+gcn_status gcn_matmul_bias(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *w, gcn_tensor *bias,
+                           gcn_tensor **out);
+
+/* Time between two points of the work queued on the context, read without
+ * an extra wait: gcn_ctx_stamp marks the point reached by the work queued so
+ * far in slot 0 .. GCN_STAMPS - 1 (a CUDA event on the GPU, the host clock
+ * on the CPU, where work runs as it is queued); gcn_ctx_stamp_ms waits for
+ * the later stamp and gives the milliseconds between them. */
+#define GCN_STAMPS 4
+gcn_status gcn_ctx_stamp(gcn_ctx *ctx, int slot);
+gcn_status gcn_ctx_stamp_ms(gcn_ctx *ctx, int from, int to, double *ms);
+
 /* State that a module above core keeps on a matrix, each module in a slot
  * of its own (as a ggml backend keeps its state in a tensor's `extra`):
  * core only frees it with the matrix, slot by slot in this order, with the

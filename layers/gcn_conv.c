@@ -1,8 +1,17 @@
 /* GCNConv: y = A x W + b, in the cheaper of the two orders, with the
  * aggregation of a constant input cached across epochs. */
+#include <stdlib.h>
+
 #include "../core/internal.h"
 #include "../kernels/spmm/spmm.h"
-#include "layers.h"
+#include "internal.h"
+
+/* A x kept for a constant input x and the matrix A it was computed with. */
+struct gcn_gcn_conv_cache {
+    gcn_tensor *ax;
+    gcn_tensor *x; /* retained, identifies the cache */
+    const gcn_csr *adj;
+};
 
 gcn_status gcn_gcn_conv_init(gcn_ctx *ctx, gcn_gcn_conv *conv, int64_t in, int64_t out,
                              bool bias)
@@ -27,17 +36,23 @@ static gcn_status aggregate_input(gcn_ctx *ctx, gcn_gcn_conv *conv, const gcn_cs
                                   gcn_tensor *x, gcn_tensor **ax)
 {
     bool cacheable = conv->cache_input && !gcn_tensor_requires_grad(x);
-    if (cacheable && conv->cached_ax && conv->cached_x == x && conv->cached_adj == adj) {
-        *ax = gcn_tensor_retain(conv->cached_ax);
+    struct gcn_gcn_conv_cache *c = conv->cache;
+    if (cacheable && c && c->ax && c->x == x && c->adj == adj) {
+        *ax = gcn_tensor_retain(c->ax);
         return GCN_OK;
+    }
+    if (cacheable && !c) {
+        c = conv->cache = calloc(1, sizeof *c);
+        if (!c)
+            return GCN_ERROR(ctx, GCN_ERR_NOMEM, "gcn_conv: out of host memory for its cache");
     }
     GCN_TRY(gcn_spmm(ctx, adj, x, ax));
     if (cacheable) {
-        gcn_tensor_free(&conv->cached_ax);
-        gcn_tensor_free(&conv->cached_x);
-        conv->cached_ax = gcn_tensor_retain(*ax);
-        conv->cached_x = gcn_tensor_retain(x);
-        conv->cached_adj = adj;
+        gcn_tensor_free(&c->ax);
+        gcn_tensor_free(&c->x);
+        c->ax = gcn_tensor_retain(*ax);
+        c->x = gcn_tensor_retain(x);
+        c->adj = adj;
     }
     return GCN_OK;
 }
@@ -125,7 +140,15 @@ void gcn_gcn_conv_release(gcn_gcn_conv *conv)
     if (!conv)
         return;
     gcn_linear_release(&conv->lin);
-    gcn_tensor_free(&conv->cached_ax);
-    gcn_tensor_free(&conv->cached_x);
-    conv->cached_adj = NULL;
+    if (conv->cache) {
+        gcn_tensor_free(&conv->cache->ax);
+        gcn_tensor_free(&conv->cache->x);
+        free(conv->cache);
+        conv->cache = NULL;
+    }
+}
+
+const gcn_tensor *gcn_gcn_conv_cached(const gcn_gcn_conv *conv)
+{
+    return conv->cache ? conv->cache->ax : NULL;
 }

@@ -3,7 +3,7 @@
  * into the second product. */
 #include "../core/internal.h"
 #include "../kernels/spmm/spmm.h"
-#include "layers.h"
+#include "internal.h"
 
 gcn_status gcn_gin_conv_init(gcn_ctx *ctx, gcn_gin_conv *conv, int64_t in, int64_t hidden,
                              int64_t out, float eps, bool train_eps)

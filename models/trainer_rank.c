@@ -11,6 +11,7 @@
 #include "../core/comm.h"
 #include "../core/internal.h"
 #include "../core/ranks.h"
+#include "../kernels/halo/halo.h"
 #include "../kernels/spmm/spmm.h"
 #include "trainer_impl.h"
 

@@ -31,6 +31,13 @@ int gcn_halo_parts(const gcn_csr *a, const gcn_csr **parts, int max);
 gcn_status gcn_spmm_apply(gcn_ctx *ctx, const gcn_csr *a, const float *x, float *y, int feat,
                           bool accumulate);
 
+/* The chunks a block of n_local rows that sends n_send rows and receives
+ * n_halo asks for: 1 until those outnumber half its rows, then enough that a
+ * chunk's rows stay below about half of them, at most GCN_HALO_MAX_CHUNKS.
+ * The ranks must agree: take the most any rank asks for (the trainer
+ * does). */
+int gcn_halo_chunks_for(int64_t n_local, int64_t n_send, int64_t n_halo);
+
 /* The halo of a rank's block (gcn_csr_set_halo), or NULL. */
 gcn_halo *gcn_halo_of(const gcn_csr *a);
 

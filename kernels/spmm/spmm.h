@@ -194,13 +194,6 @@ GCN_API gcn_status gcn_csr_create_block(gcn_ctx *ctx, gcn_csr **out, int32_t n_l
                                         const int32_t *send_rows, const int64_t *send_off,
                                         const int64_t *recv_off, int n_chunks);
 
-/* The chunks a block of n_local rows that sends n_send rows and receives
- * n_halo asks for: 1 until those outnumber half its rows, then enough that a
- * chunk's rows stay below about half of them, at most GCN_HALO_MAX_CHUNKS.
- * The ranks must agree: take the most any rank asks for (the trainer
- * does). */
-GCN_API int gcn_halo_chunks_for(int64_t n_local, int64_t n_send, int64_t n_halo);
-
 /* GIN's aggregation with its self term in one op: a square [n, n], x [n, f]
  * -> out = A x + alpha x.  One output tensor where A x, alpha x and their
  * sum would be three (all kept for backward); dX = A^T dY + alpha dY.  The
