@@ -316,6 +316,20 @@ const float *gcn_csr_values(const gcn_csr *a)
     return a->values;
 }
 
+gcn_status gcn_csr_slot_make(gcn_ctx *ctx, const gcn_csr *a, gcn_csr_slot_id id, size_t size,
+                             void (*free_state)(void *state), void **out)
+{
+    void *state = gcn_csr_slot_get(a, id);
+    if (!state) {
+        state = calloc(1, size);
+        if (!state)
+            return GCN_ERROR(ctx, GCN_ERR_NOMEM, "csr: out of host memory for a matrix's state");
+        gcn_csr_slot_set(a, id, state, free_state);
+    }
+    *out = state;
+    return GCN_OK;
+}
+
 void gcn_csr_free(gcn_csr **pa)
 {
     if (!pa || !*pa)

@@ -188,6 +188,11 @@ static inline void gcn_csr_slot_set(const gcn_csr *a, gcn_csr_slot_id id, void *
     a->priv->slot[id] = (gcn_csr_slot){state, free_state};
 }
 
+/* The state in slot `id` of a; on first use, `size` zeroed bytes put there
+ * with free_state as their destructor. */
+gcn_status gcn_csr_slot_make(gcn_ctx *ctx, const gcn_csr *a, gcn_csr_slot_id id, size_t size,
+                             void (*free_state)(void *state), void **out);
+
 /* gcn_csr_create for a matrix the caller knows to equal its transpose
  * (symmetric true: no transpose is computed; false: as gcn_csr_create). */
 gcn_status gcn_csr_create_known(gcn_ctx *ctx, gcn_csr **out, int32_t n_rows, int32_t n_cols,

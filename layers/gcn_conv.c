@@ -57,8 +57,9 @@ static gcn_status aggregate_input(gcn_ctx *ctx, gcn_gcn_conv *conv, const gcn_cs
     return GCN_OK;
 }
 
-/* y = A t of a product t that the op made (st, its status), then t's
- * values dropped: backward reads neither the product nor the SpMM's input. */
+/* Computes y = A t, where t is the product the caller just made and st
+ * the status it returned.  Backward needs neither t's values nor the
+ * SpMM's input, so t's values are dropped as soon as y exists. */
 static gcn_status aggregate_product(gcn_ctx *ctx, const gcn_csr *adj, gcn_status st,
                                     gcn_tensor *t, gcn_tensor **y)
 {
@@ -70,8 +71,8 @@ cleanup:
     return st;
 }
 
-/* A (in(x) W), with in the epilogue of the block before (NULL: none) fused
- * into the product. */
+/* Computes A (in(x) W), where `in` is the previous block's epilogue (NULL
+ * for none); the epilogue runs inside the product with W. */
 static gcn_status transform_first(gcn_ctx *ctx, gcn_gcn_conv *conv, const gcn_csr *adj,
                                   gcn_tensor *x, const gcn_epilogue *in, bool training,
                                   gcn_tensor **y)

@@ -30,14 +30,10 @@ const gcn_communities *gcn_communities_of(const gcn_csr *a)
 /* m's communities, made empty on first use. */
 static gcn_status communities_get(gcn_ctx *ctx, const gcn_csr *m, gcn_communities **out)
 {
-    gcn_communities *c = gcn_csr_slot_get(m, GCN_CSR_SLOT_COMMUNITIES);
-    if (!c) {
-        c = calloc(1, sizeof *c);
-        if (!c)
-            return GCN_ERROR(ctx, GCN_ERR_NOMEM, "communities: out of host memory");
-        gcn_csr_slot_set(m, GCN_CSR_SLOT_COMMUNITIES, c, communities_free);
-    }
-    *out = c;
+    void *state = NULL;
+    GCN_TRY(gcn_csr_slot_make(ctx, m, GCN_CSR_SLOT_COMMUNITIES, sizeof **out, communities_free,
+                              &state));
+    *out = state;
     return GCN_OK;
 }
 

@@ -1,6 +1,7 @@
-/* The halo of one rank's block of a partitioned matrix (gcn_csr_set_halo):
- * the products kernels/spmm/spmm.c's ops run on such a block, with the halo exchange
- * under them. */
+/* Halo exchange for multi-rank training.  A rank holds a block of rows of a
+ * partitioned matrix; the columns it does not own are its halo
+ * (gcn_csr_set_halo).  The products here fetch the halo rows from the
+ * ranks that own them and multiply the block; gcn_spmm calls them. */
 #ifndef GCN_SPMM_HALO_H
 #define GCN_SPMM_HALO_H
 
@@ -26,8 +27,9 @@ gcn_status gcn_halo_spmm_grad(gcn_ctx *ctx, const gcn_csr *a, const gcn_tensor *
  * call sites). */
 int gcn_halo_parts(const gcn_csr *a, const gcn_csr **parts, int max);
 
-/* kernels/spmm/spmm.c's product through the context's choice: a forced kernel or the
- * matrix's call site (counted as SpMM time when profiling). */
+/* One product y (+)= A x with the context's kernel choice: a forced kernel
+ * or the matrix's call site (counted as SpMM time when profiling).
+ * Defined in kernels/spmm/spmm.c. */
 gcn_status gcn_spmm_apply(gcn_ctx *ctx, const gcn_csr *a, const float *x, float *y, int feat,
                           bool accumulate);
 

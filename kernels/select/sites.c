@@ -48,14 +48,9 @@ static void state_free(void *state)
 
 gcn_status gcn_spmm_state_of(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_state **out)
 {
-    gcn_spmm_state *s = gcn_csr_slot_get(a, GCN_CSR_SLOT_SITES);
-    if (!s) {
-        s = calloc(1, sizeof *s);
-        if (!s)
-            return GCN_ERROR(ctx, GCN_ERR_NOMEM, "spmm: out of host memory for call sites");
-        gcn_csr_slot_set(a, GCN_CSR_SLOT_SITES, s, state_free);
-    }
-    *out = s;
+    void *state = NULL;
+    GCN_TRY(gcn_csr_slot_make(ctx, a, GCN_CSR_SLOT_SITES, sizeof **out, state_free, &state));
+    *out = state;
     return GCN_OK;
 }
 

@@ -180,14 +180,9 @@ static void plans_slot_free(void *state)
 /* a's slot, made on first use. */
 static gcn_status plans_of(gcn_ctx *ctx, const gcn_csr *a, plans_slot **out)
 {
-    plans_slot *ps = gcn_csr_slot_get(a, GCN_CSR_SLOT_PLANS);
-    if (!ps) {
-        ps = calloc(1, sizeof *ps);
-        if (!ps)
-            return GCN_ERROR(ctx, GCN_ERR_NOMEM, "spmm: out of host memory for a plan record");
-        gcn_csr_slot_set(a, GCN_CSR_SLOT_PLANS, ps, plans_slot_free);
-    }
-    *out = ps;
+    void *state = NULL;
+    GCN_TRY(gcn_csr_slot_make(ctx, a, GCN_CSR_SLOT_PLANS, sizeof **out, plans_slot_free, &state));
+    *out = state;
     return GCN_OK;
 }
 
