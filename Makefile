@@ -53,8 +53,11 @@ SO_LDFLAGS := -Wl,--exclude-libs,ALL
 TEST_LIBS := -lcriterion
 
 LIB_DIRS  := core kernels optim datasets layers models
-# core/cuda_none.c is the CUDA bridge of a build without CUDA.
-LIB_C     := $(filter-out $(if $(filter 0,$(CUDA)),,core/cuda_none.c),\
+# A file NAME_none.c stands in for a folder's CUDA code in a build without
+# CUDA (core/cuda_none.c, kernels/select/clock_none.c, ...); a CUDA build
+# leaves them out.
+NONE_C    := $(if $(filter 0,$(CUDA)),,%_none.c)
+LIB_C     := $(filter-out $(NONE_C),\
                           $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c $(d)/*/*.c)))
 LIB_CU    := $(if $(filter 0,$(CUDA)),,$(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.cu $(d)/*/*.cu)))
 LIB_OBJ   := $(LIB_C:%.c=$(BUILD)/obj/%.o) $(LIB_CU:%.cu=$(BUILD)/obj/%.cu.o)
@@ -63,7 +66,10 @@ TEST_CU   := $(if $(filter 0,$(CUDA)),,$(wildcard tests/*.cu))
 TEST_OBJ  := $(TEST_C:%.c=$(BUILD)/obj/%.o) $(TEST_CU:%.cu=$(BUILD)/obj/%.cu.o)
 # Each tools/*.c is one tool; gcnbench is linked from tools/gcnbench/*.c,
 # gcntrain from tools/gcntrain.c and tools/gcntrain/*.c.
-GCNBENCH_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tools/gcnbench/*.c))
+# gcnbench times GPU work with tools/gcnbench/timing.cu (timing_none.c in a
+# build without CUDA).
+GCNBENCH_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out $(NONE_C),$(wildcard tools/gcnbench/*.c))) \
+                $(if $(filter 0,$(CUDA)),,$(BUILD)/obj/tools/gcnbench/timing.cu.o)
 GCNTRAIN_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tools/gcntrain/*.c))
 TOOLS     := $(patsubst tools/%.c,$(BUILD)/%,$(wildcard tools/*.c)) $(BUILD)/gcnbench
 # The installed headers: gcn.h and the module headers it includes.
@@ -102,6 +108,11 @@ check-abi: $(BUILD)/libgcn.so
 	    | tee -a $(BUILD)/abi.diff >&2
 	@test ! -s $(BUILD)/abi.diff && echo "check-abi: $$(wc -l < $(BUILD)/abi.public) exported symbols, all public"
 
+# A folder includes headers of the folders below it, never of one above.
+.PHONY: check-layers
+check-layers:
+	@tools/check_layers.sh
+
 $(BUILD)/%: tools/%.c $(BUILD)/libgcn.a
 	$(CC) $(CPPFLAGS) $(CFLAGS) $< -o $@ $(BUILD)/libgcn.a $(LDLIBS)
 
@@ -116,22 +127,29 @@ TEST_WRAP := -Wl,--wrap=METIS_PartGraphKway
 $(BUILD)/gcn_tests: $(TEST_OBJ) $(BUILD)/libgcn.a
 	$(CC) $(CFLAGS) -o $@ $(TEST_OBJ) $(BUILD)/libgcn.a $(TEST_WRAP) $(LDLIBS) $(TEST_LIBS)
 
-# ---- examples: short programs on the public API, linked against libgcn.so
-# (which exports nothing else); tests/test_examples.c runs them.
+# ---- examples: short programs on the public API, built as a user builds
+# them: against the headers as make install lays them out ($(EXAMPLE_INC))
+# and libgcn.so, which exports nothing else; tests/test_examples.c runs them.
 EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
+EXAMPLE_INC := $(BUILD)/include/gcn
 .PHONY: examples
 examples: $(EXAMPLES)
 
-$(BUILD)/examples/%: examples/%.c $(BUILD)/libgcn.so
+$(EXAMPLE_INC)/.installed: $(PUBLIC_H)
+	rm -rf $(EXAMPLE_INC)
+	for h in $(PUBLIC_H); do install -D -m 644 $$h $(EXAMPLE_INC)/$$h || exit 1; done
+	touch $@
+
+$(BUILD)/examples/%: examples/%.c $(BUILD)/libgcn.so $(EXAMPLE_INC)/.installed
 	@mkdir -p $(@D)
-	$(CC) -I. $(CFLAGS) $< -o $@ -L$(BUILD) -Wl,-rpath,$(abspath $(BUILD)) -lgcn -lm
+	$(CC) -I$(EXAMPLE_INC) $(CFLAGS) $< -o $@ -L$(BUILD) -Wl,-rpath,$(abspath $(BUILD)) -lgcn -lm
 
 # Criterion forks a worker per test; -j2 matches the machines CI runs on.
 # The two workers share the CPUs: OpenMP threads that spin after each
 # parallel loop (libgomp's default) would take them from each other, which
 # made the suite several times slower; passive ones sleep at once.
 TEST_ENV := OMP_WAIT_POLICY=passive
-test: all check-abi examples $(BUILD)/gcn_tests
+test: all check-abi check-layers examples $(BUILD)/gcn_tests
 	$(TEST_ENV) GCN_TOOLS=$(BUILD) $(BUILD)/gcn_tests -j2 $(TEST_ARGS)
 
 # Sanitised build in its own tree; protect_shadow_gap=0 lets the CUDA
@@ -284,12 +302,13 @@ LDLIBS += $(DATASET_FETCH_LIBS)
 #   mkdir -p /tmp/ogb && build/fuzz/fuzz_ogb -max_total_time=300 -timeout=10 /tmp/ogb fuzz/corpus/ogb
 # (new inputs go to the first folder, so the seed corpus stays as it is)
 # Built with clang, ASan and UBSan, from the datasets and the C core only
-# (core/cuda_none.c answers for the CUDA bridge, as in make CUDA=0).
+# (the *_none.c files answer for the CUDA code, as in make CUDA=0).
 FUZZ_CC     ?= clang
 FUZZ_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION \
                -DGCN_WITH_CUDA=0 $(BLAS_CPPFLAGS) \
                -I. -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined -MMD -MP
-FUZZ_SRC    := $(wildcard datasets/*.c) $(wildcard core/*.c) kernels/adaptgear.c fuzz/harness.c
+FUZZ_SRC    := $(wildcard datasets/*.c) $(wildcard core/*.c) kernels/adaptgear/adaptgear.c \
+               kernels/adaptgear/split_none.c fuzz/harness.c
 FUZZ_OBJ    := $(FUZZ_SRC:%.c=$(BUILD)/fuzz/obj/%.o)
 FUZZ_BINS   := $(patsubst fuzz/fuzz_%.c,$(BUILD)/fuzz/fuzz_%,$(wildcard fuzz/fuzz_*.c))
 

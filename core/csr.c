@@ -1,5 +1,6 @@
 /* CSR matrices: validation, the host-side transpose built once at creation,
- * upload to the context's device, and the kernel plans cached on a matrix. */
+ * upload to the context's device, and the slots where the modules above
+ * core keep their state on a matrix. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -183,18 +184,15 @@ cleanup:
     return st;
 }
 
-gcn_status gcn_csr_borrow(gcn_ctx *ctx, int32_t n, int32_t nnz, int32_t *row_ptr,
-                          int32_t *col_idx, float *values, const struct gcn_spmm_impl *kernel,
-                          gcn_csr **out)
+gcn_status gcn_csr_wrap(gcn_ctx *ctx, int32_t n, int32_t nnz, int32_t *row_ptr, int32_t *col_idx,
+                        float *values, gcn_csr **out)
 {
-    GCN_ARG(ctx, out && n >= 0 && nnz >= 0 && row_ptr && (nnz == 0 || (col_idx && values)) &&
-                     kernel);
+    GCN_ARG(ctx, out && n >= 0 && nnz >= 0 && row_ptr && (nnz == 0 || (col_idx && values)));
     gcn_csr *a;
     GCN_TRY(header_new(ctx, &a));
     *a = (gcn_csr){.n_rows = n, .n_cols = n, .nnz = nnz, .row_ptr = row_ptr,
                    .col_idx = col_idx, .values = values, .device = ctx->device, .priv = a->priv};
-    *a->priv = (gcn_csr_priv){.ctx = ctx, .symmetric = true, .sorted = true, .borrowed = true,
-                              .kernel = kernel};
+    *a->priv = (gcn_csr_priv){.ctx = ctx, .symmetric = true, .sorted = true, .borrowed = true};
     *out = a;
     return GCN_OK;
 }
@@ -318,6 +316,20 @@ const float *gcn_csr_values(const gcn_csr *a)
     return a->values;
 }
 
+gcn_status gcn_csr_slot_make(gcn_ctx *ctx, const gcn_csr *a, gcn_csr_slot_id id, size_t size,
+                             void (*free_state)(void *state), void **out)
+{
+    void *state = gcn_csr_slot_get(a, id);
+    if (!state) {
+        state = calloc(1, size);
+        if (!state)
+            return GCN_ERROR(ctx, GCN_ERR_NOMEM, "csr: out of host memory for a matrix's state");
+        gcn_csr_slot_set(a, id, state, free_state);
+    }
+    *out = state;
+    return GCN_OK;
+}
+
 void gcn_csr_free(gcn_csr **pa)
 {
     if (!pa || !*pa)
@@ -329,40 +341,17 @@ void gcn_csr_free(gcn_csr **pa)
         gcn_ctx *ctx = p->ctx;
         /* The transpose's call sites may use this matrix's splits: they go first. */
         gcn_csr_free(&p->transpose);
-        gcn_csr_free(&p->self_loops);
-        if (p->spmm)
-            p->spmm_free(p->spmm);
-        if (p->halo)
-            p->halo_free(p->halo);
-        for (gcn_csr_plan *pl = p->plans, *next; pl; pl = next) {
-            next = pl->next;
-            if (pl->free_plan)
-                pl->free_plan(pl->plan);
-            free(pl);
-        }
+        for (int i = 0; i < GCN_CSR_N_SLOTS; i++)
+            if (p->slot[i].state)
+                p->slot[i].free_state(p->slot[i].state);
         if (!p->borrowed) {
             gcn_mem_release(ctx, a->row_ptr, ((size_t)a->n_rows + 1) * sizeof(int32_t));
             gcn_mem_release(ctx, a->col_idx, (size_t)a->nnz * sizeof(int32_t));
             gcn_mem_release(ctx, a->values, (size_t)a->nnz * sizeof(float));
         }
-        for (int l = 0; l < p->n_levels; l++)
-            free(p->level[l].part_ptr);
         free(p->host_row_ptr);
-        free(p->prior_order);
         free(p);
     }
     free(a);
 }
 
-void gcn_csr_drop_plan(gcn_csr *a, const void *impl, int feat)
-{
-    for (gcn_csr_plan **pp = &a->priv->plans; *pp; pp = &(*pp)->next)
-        if ((*pp)->impl == impl && (*pp)->feat == feat) {
-            gcn_csr_plan *pl = *pp;
-            *pp = pl->next;
-            if (pl->free_plan)
-                pl->free_plan(pl->plan);
-            free(pl);
-            return;
-        }
-}

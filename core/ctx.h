@@ -127,15 +127,6 @@ GCN_API bool gcn_ctx_tf32(const gcn_ctx *ctx);
 /* Blocks until all work queued on the context's device has finished. */
 GCN_API gcn_status gcn_ctx_sync(gcn_ctx *ctx);
 
-/* Time between two points of the work queued on the context, read without
- * an extra wait: gcn_ctx_stamp marks the point reached by the work queued so
- * far in slot 0 .. GCN_STAMPS - 1 (a CUDA event on the GPU, the host clock
- * on the CPU, where work runs as it is queued); gcn_ctx_stamp_ms waits for
- * the later stamp and gives the milliseconds between them. */
-#define GCN_STAMPS 4
-GCN_API gcn_status gcn_ctx_stamp(gcn_ctx *ctx, int slot);
-GCN_API gcn_status gcn_ctx_stamp_ms(gcn_ctx *ctx, int from, int to, double *ms);
-
 /* Number of usable CUDA devices; 0 when the driver or device is absent. */
 GCN_API int gcn_cuda_device_count(void);
 

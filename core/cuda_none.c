@@ -1,15 +1,13 @@
 /* The CUDA bridge of a build without CUDA (make CUDA=0, and the fuzz
  * targets): no device is ever found, so no context is on a GPU and every
  * path below is unreachable from the library's own code; each answers as a
- * machine without a usable GPU would.  The CUDA kernels are absent from the
- * SpMM registry (kernels/spmm.c), not stood in for. */
+ * machine without a usable GPU would.  The folders above core stand in for
+ * their own CUDA files the same way (kernels/select/clock_none.c,
+ * kernels/adaptgear/split_none.c, optim/optim_none.c); the CUDA kernels are
+ * absent from the SpMM registry (kernels/spmm/spmm.c), not stood in for. */
 #include "core/comm_impl.h"
 #include "core/cuda.h"
 #include "core/prof.h"
-#include "kernels/adaptgear/plan.h"
-#include "kernels/select.h"
-#include "kernels/spmm_bench.h"
-#include "optim/optim_impl.h"
 
 #define NO_CUDA(ctx, what) \
     GCN_ERROR((ctx), GCN_ERR_UNSUPPORTED, "%s: this build has no CUDA (make CUDA=0)", (what))
@@ -79,74 +77,6 @@ void gcn_cuda_graph_free(gcn_ctx *ctx, gcn_graph **g)
 const gcn_prof_clock *gcn_prof_cuda_clock(void)
 {
     return NULL;
-}
-
-const gcn_select_clock *gcn_select_cuda_clock(void)
-{
-    return NULL;
-}
-
-gcn_status gcn_split_cuda(gcn_ctx *ctx, const gcn_csr *a, const gcn_csr_level *lv,
-                          gcn_csr **intra, gcn_csr **inter)
-{
-    (void)a;
-    (void)lv;
-    *intra = *inter = NULL;
-    return NO_CUDA(ctx, "community split");
-}
-
-gcn_status gcn_optim_cuda_update(gcn_ctx *ctx, gcn_optim_kind kind, const gcn_optim_hparams *h,
-                                 const gcn_optim_step_state *s, const gcn_optim_batch *b)
-{
-    (void)kind;
-    (void)h;
-    (void)s;
-    (void)b;
-    return NO_CUDA(ctx, "optimiser step");
-}
-
-gcn_status gcn_optim_cuda_advance(gcn_ctx *ctx, const gcn_optim_hparams *h,
-                                  const gcn_optim_step_state *s)
-{
-    (void)h;
-    (void)s;
-    return NO_CUDA(ctx, "optimiser step");
-}
-
-gcn_status gcn_bench_time(gcn_ctx *ctx, gcn_bench_fn fn, void *user, int warmup, int reps,
-                          bool flush_l2, float *ms)
-{
-    (void)fn;
-    (void)user;
-    (void)warmup;
-    (void)reps;
-    (void)flush_l2;
-    *ms = 0.0f;
-    return NO_CUDA(ctx, "GPU timing");
-}
-
-gcn_status gcn_spmm_time(gcn_ctx *ctx, const gcn_spmm_impl *impl, void *plan, const gcn_csr *a,
-                         const float *x, float *y, int feat, bool accumulate, int warmup,
-                         int reps, bool flush_l2, float *ms)
-{
-    (void)impl;
-    (void)plan;
-    (void)a;
-    (void)x;
-    (void)y;
-    (void)feat;
-    (void)accumulate;
-    return gcn_bench_time(ctx, NULL, NULL, warmup, reps, flush_l2, ms);
-}
-
-gcn_status gcn_spmm_device_info(gcn_ctx *ctx, char *name, size_t size, int *sms,
-                                size_t *l2_bytes)
-{
-    (void)name;
-    (void)size;
-    *sms = 0;
-    *l2_bytes = 0;
-    return NO_CUDA(ctx, "device query");
 }
 
 gcn_status gcn_comm_nccl_open(gcn_ctx *const *ctxs, int n, const gcn_comm_transport **tp,

@@ -114,30 +114,37 @@ struct gcn_index {
     int refs;
 };
 
-/* A kernel plan cached on a matrix: built by an SpMM implementation for one
- * feature width and freed with the matrix. */
-typedef struct gcn_csr_plan {
-    const void *impl; /* the gcn_spmm_impl that built it */
-    int feat;
-    void *plan;
-    void (*free_plan)(void *plan);
-    struct gcn_csr_plan *next;
-} gcn_csr_plan;
+/* out = x . w + bias, the bias row added to every row, in one op with one
+ * output (the linear layer's): x [m, k], w [k, n], bias [1, n] -> out [m, n]. */
+gcn_status gcn_matmul_bias(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *w, gcn_tensor *bias,
+                           gcn_tensor **out);
 
-/* One level of communities of a square matrix: consecutive node ranges
- * (kernels/adaptgear.c). */
-#define GCN_CSR_MAX_LEVELS 4
+/* Time between two points of the work queued on the context, read without
+ * an extra wait: gcn_ctx_stamp marks the point reached by the work queued so
+ * far in slot 0 .. GCN_STAMPS - 1 (a CUDA event on the GPU, the host clock
+ * on the CPU, where work runs as it is queued); gcn_ctx_stamp_ms waits for
+ * the later stamp and gives the milliseconds between them. */
+#define GCN_STAMPS 4
+gcn_status gcn_ctx_stamp(gcn_ctx *ctx, int slot);
+gcn_status gcn_ctx_stamp_ms(gcn_ctx *ctx, int from, int to, double *ms);
 
-typedef struct gcn_csr_level {
-    int32_t size;      /* nominal nodes a part */
-    int32_t n_parts;
-    int32_t max_part;  /* nodes in the largest part */
-    int32_t *part_ptr; /* host [n_parts + 1], from 0 to n_rows */
-} gcn_csr_level;
+/* State that a module above core keeps on a matrix, each module in a slot
+ * of its own (as a ggml backend keeps its state in a tensor's `extra`):
+ * core only frees it with the matrix, slot by slot in this order, with the
+ * function the module gave when it filled the slot. */
+typedef enum gcn_csr_slot_id {
+    GCN_CSR_SLOT_SELF,        /* A + alpha I (kernels/spmm/self_loops.c) */
+    GCN_CSR_SLOT_SITES,       /* the selector's call sites (kernels/select/sites.c) */
+    GCN_CSR_SLOT_HALO,        /* a rank's halo (kernels/halo/halo.c) */
+    GCN_CSR_SLOT_PLANS,       /* kernel plans, a fixed kernel (kernels/spmm/spmm.c) */
+    GCN_CSR_SLOT_COMMUNITIES, /* community levels, prior order (kernels/adaptgear/) */
+    GCN_CSR_N_SLOTS
+} gcn_csr_slot_id;
 
-/* The selector's state on a matrix: call sites, splits, level views
- * (kernels/spmm_auto.c), freed through spmm_free. */
-typedef struct gcn_spmm_state gcn_spmm_state;
+typedef struct gcn_csr_slot {
+    void *state;
+    void (*free_state)(void *state);
+} gcn_csr_slot;
 
 typedef struct gcn_csr_priv gcn_csr_priv;
 
@@ -150,7 +157,7 @@ struct gcn_csr {
     int32_t *col_idx;   /* [nnz], on `device` */
     float *values;      /* [nnz], on `device` */
     gcn_device device;  /* where the three arrays live */
-    gcn_csr_priv *priv; /* transpose, kernel plans, call sites: owned */
+    gcn_csr_priv *priv; /* transpose, the modules' slots: owned */
 };
 
 struct gcn_csr_priv {
@@ -159,26 +166,32 @@ struct gcn_csr_priv {
     bool symmetric;
     bool sorted;           /* columns strictly increasing in every row: no duplicates */
     gcn_csr *owner;        /* borrowed: the matrix this one is the stored transpose of */
-    gcn_csr_plan *plans;
-    int n_levels;          /* community levels, finest first */
-    gcn_csr_level level[GCN_CSR_MAX_LEVELS];
-    bool block_diagonal;   /* every entry lies in its row's part of level 0 */
-    bool borrowed;         /* the arrays belong to another matrix (a level view) or to
-                            * the caller (gcn_csr_borrow) */
-    const struct gcn_spmm_impl *kernel; /* gcn_csr_borrow's: products run it, no call site */
-    gcn_spmm_state *spmm;
-    void (*spmm_free)(gcn_spmm_state *state);
-    struct gcn_halo *halo; /* a rank's block of a partitioned matrix (gcn_csr_set_halo) */
-    void (*halo_free)(struct gcn_halo *halo);
+    bool borrowed;         /* the arrays belong to another matrix (a view) or to the
+                            * caller (gcn_csr_wrap) */
+    bool parts_only;       /* no arrays of its own (gcn_csr_shell): its products run
+                            * on parts a module keeps in its slot */
     int32_t *host_row_ptr; /* a device matrix's row_ptr on the host, once a plan asked */
-    int32_t *prior_order;  /* host [n_rows] or NULL: the rows in the order they had before
-                            * a relabelling (gcn_csr_set_prior_order) */
-    bool visit_prior;      /* a view whose ordered kernels visit rows in prior_order */
-    gcn_csr *self_loops;   /* A + self_alpha I, once gcn_spmm_self asked (spmm_self.c) */
-    float self_alpha;
-    bool parts_only;       /* no arrays of its own: a block of gcn_csr_create_block, whose
-                            * products run on its halo's parts */
+    gcn_csr_slot slot[GCN_CSR_N_SLOTS];
 };
+
+/* The state in slot `id` of a, or NULL. */
+static inline void *gcn_csr_slot_get(const gcn_csr *a, gcn_csr_slot_id id)
+{
+    return a && a->priv ? a->priv->slot[id].state : NULL;
+}
+
+/* Puts state into a's empty slot `id`; gcn_csr_free calls free_state(state).
+ * A matrix is const to its readers, not to the modules caching on it. */
+static inline void gcn_csr_slot_set(const gcn_csr *a, gcn_csr_slot_id id, void *state,
+                                    void (*free_state)(void *state))
+{
+    a->priv->slot[id] = (gcn_csr_slot){state, free_state};
+}
+
+/* The state in slot `id` of a; on first use, `size` zeroed bytes put there
+ * with free_state as their destructor. */
+gcn_status gcn_csr_slot_make(gcn_ctx *ctx, const gcn_csr *a, gcn_csr_slot_id id, size_t size,
+                             void (*free_state)(void *state), void **out);
 
 /* gcn_csr_create for a matrix the caller knows to equal its transpose
  * (symmetric true: no transpose is computed; false: as gcn_csr_create). */
@@ -187,14 +200,9 @@ gcn_status gcn_csr_create_known(gcn_ctx *ctx, gcn_csr **out, int32_t n_rows, int
                                 const float *values, bool symmetric);
 
 /* A symmetric n x n matrix with sorted rows over device arrays the caller
- * keeps alive until the matrix is freed, for matrices that change every
- * step (a batch of graphs), where the selector's profiling makes no sense:
- * while the context's mode is the selector's or a strategy, its products
- * run `kernel` (which must need no host work to plan); a context forced to
- * a registry kernel runs that one. */
-gcn_status gcn_csr_borrow(gcn_ctx *ctx, int32_t n, int32_t nnz, int32_t *row_ptr,
-                          int32_t *col_idx, float *values, const struct gcn_spmm_impl *kernel,
-                          gcn_csr **out);
+ * keeps alive until the matrix is freed (gcn_spmm_borrow adds its kernel). */
+gcn_status gcn_csr_wrap(gcn_ctx *ctx, int32_t n, int32_t nnz, int32_t *row_ptr, int32_t *col_idx,
+                        float *values, gcn_csr **out);
 
 /* An index over n of base's values from offset on, sharing its data and
  * retaining it; min, max and ascending are the caller's (the views of a
@@ -216,9 +224,6 @@ gcn_status gcn_csr_check_arrays(gcn_ctx *ctx, const gcn_csr *a, const char *what
  * copy downloaded on the first call and kept with the matrix, so the
  * kernels' plans share one download.  Borrowed. */
 gcn_status gcn_csr_host_row_ptr(gcn_ctx *ctx, const gcn_csr *a, const int32_t **out);
-
-/* Frees the plan (impl, feat) cached on a, if any. */
-void gcn_csr_drop_plan(gcn_csr *a, const void *impl, int feat);
 
 /* ---- the tape -------------------------------------------------------- */
 
@@ -320,7 +325,7 @@ struct gcn_ctx {
     double stamp[GCN_STAMPS]; /* gcn_ctx_stamp's host times on the CPU */
     bool profiling;         /* between gcn_ctx_profile_begin and _end (core/prof.h) */
     struct gcn_prof *prof;  /* the profiler's state, from the first begin on */
-    char spmm_kernel[64];   /* kernels/spmm.c: "auto", "auto-deterministic" or a strategy */
+    char spmm_kernel[64];   /* kernels/spmm/spmm.c: "auto", "auto-deterministic" or a strategy */
     int threads;            /* the CPU backend's threads (core/parallel.h), >= 1 */
     int layer;              /* gcn_ctx_set_layer's label of the work being queued */
     int32_t *node_ids;      /* gcn_ctx_set_node_ids's, in backend memory; NULL when unset */
@@ -331,7 +336,7 @@ struct gcn_ctx {
     gcn_tensor *free_tensors; /* freed headers, for the next tensors and indices (tensor.c) */
     gcn_index *free_indices;
     struct gcn_comm *comm;  /* this rank's communicator (core/comm.c), NULL when alone */
-    /* kernels registered by the program (kernels/spmm.c): owned copies,
+    /* kernels registered by the program (kernels/spmm/spmm.c): owned copies,
      * each one allocation */
     struct gcn_spmm_impl **spmm_user;
     int n_spmm_user;

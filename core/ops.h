@@ -21,11 +21,6 @@ extern "C" {
 GCN_API gcn_status gcn_matmul(gcn_ctx *ctx, gcn_tensor *a, gcn_tensor *b, bool trans_a,
                               bool trans_b, gcn_tensor **out);
 
-/* out = x . w + bias, the bias row added to every row, in one op with one
- * output (a linear layer): x [m, k], w [k, n], bias [1, n] -> out [m, n]. */
-GCN_API gcn_status gcn_matmul_bias(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *w, gcn_tensor *bias,
-                                   gcn_tensor **out);
-
 /* out = a + b, same shapes. */
 GCN_API gcn_status gcn_add(gcn_ctx *ctx, gcn_tensor *a, gcn_tensor *b, gcn_tensor **out);
 

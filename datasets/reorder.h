@@ -120,7 +120,7 @@ GCN_API void gcn_reorder_rows_back(const gcn_reorder *r, const float *src, int64
 /* Attaches r's community levels and its prior order (gcn_csr_set_prior_order
  * with r's position) to a, a matrix of the reordered graph (n_nodes x
  * n_nodes), so the selector also tries the subgraph kernels and rowsplit
- * visiting the rows in their original order (kernels/adaptgear.h); PARTS
+ * visiting the rows in their original order (kernels/adaptgear/adaptgear.h); PARTS
  * attaches nothing (its parts are rank blocks, far too large for community
  * kernels). */
 GCN_API gcn_status gcn_reorder_attach(gcn_ctx *ctx, const gcn_reorder *r, gcn_csr *a);

@@ -2,7 +2,7 @@
  * the reordered graph, so the selector tries AdaptGear's subgraph kernels
  * on it, and rowsplit visiting the rows in their original order. */
 #include "../core/internal.h"
-#include "../kernels/adaptgear.h"
+#include "../kernels/adaptgear/adaptgear.h"
 #include "reorder.h"
 
 gcn_status gcn_reorder_attach(gcn_ctx *ctx, const gcn_reorder *r, gcn_csr *a)

@@ -1,8 +1,17 @@
 /* GCNConv: y = A x W + b, in the cheaper of the two orders, with the
  * aggregation of a constant input cached across epochs. */
+#include <stdlib.h>
+
 #include "../core/internal.h"
-#include "../kernels/spmm.h"
-#include "layers.h"
+#include "../kernels/spmm/spmm.h"
+#include "internal.h"
+
+/* A x kept for a constant input x and the matrix A it was computed with. */
+struct gcn_gcn_conv_cache {
+    gcn_tensor *ax;
+    gcn_tensor *x; /* retained, identifies the cache */
+    const gcn_csr *adj;
+};
 
 gcn_status gcn_gcn_conv_init(gcn_ctx *ctx, gcn_gcn_conv *conv, int64_t in, int64_t out,
                              bool bias)
@@ -27,23 +36,30 @@ static gcn_status aggregate_input(gcn_ctx *ctx, gcn_gcn_conv *conv, const gcn_cs
                                   gcn_tensor *x, gcn_tensor **ax)
 {
     bool cacheable = conv->cache_input && !gcn_tensor_requires_grad(x);
-    if (cacheable && conv->cached_ax && conv->cached_x == x && conv->cached_adj == adj) {
-        *ax = gcn_tensor_retain(conv->cached_ax);
+    struct gcn_gcn_conv_cache *c = conv->cache;
+    if (cacheable && c && c->ax && c->x == x && c->adj == adj) {
+        *ax = gcn_tensor_retain(c->ax);
         return GCN_OK;
+    }
+    if (cacheable && !c) {
+        c = conv->cache = calloc(1, sizeof *c);
+        if (!c)
+            return GCN_ERROR(ctx, GCN_ERR_NOMEM, "gcn_conv: out of host memory for its cache");
     }
     GCN_TRY(gcn_spmm(ctx, adj, x, ax));
     if (cacheable) {
-        gcn_tensor_free(&conv->cached_ax);
-        gcn_tensor_free(&conv->cached_x);
-        conv->cached_ax = gcn_tensor_retain(*ax);
-        conv->cached_x = gcn_tensor_retain(x);
-        conv->cached_adj = adj;
+        gcn_tensor_free(&c->ax);
+        gcn_tensor_free(&c->x);
+        c->ax = gcn_tensor_retain(*ax);
+        c->x = gcn_tensor_retain(x);
+        c->adj = adj;
     }
     return GCN_OK;
 }
 
-/* y = A t of a product t that the op made (st, its status), then t's
- * values dropped: backward reads neither the product nor the SpMM's input. */
+/* Computes y = A t, where t is the product the caller just made and st
+ * the status it returned.  Backward needs neither t's values nor the
+ * SpMM's input, so t's values are dropped as soon as y exists. */
 static gcn_status aggregate_product(gcn_ctx *ctx, const gcn_csr *adj, gcn_status st,
                                     gcn_tensor *t, gcn_tensor **y)
 {
@@ -55,8 +71,8 @@ cleanup:
     return st;
 }
 
-/* A (in(x) W), with in the epilogue of the block before (NULL: none) fused
- * into the product. */
+/* Computes A (in(x) W), where `in` is the previous block's epilogue (NULL
+ * for none); the epilogue runs inside the product with W. */
 static gcn_status transform_first(gcn_ctx *ctx, gcn_gcn_conv *conv, const gcn_csr *adj,
                                   gcn_tensor *x, const gcn_epilogue *in, bool training,
                                   gcn_tensor **y)
@@ -125,7 +141,15 @@ void gcn_gcn_conv_release(gcn_gcn_conv *conv)
     if (!conv)
         return;
     gcn_linear_release(&conv->lin);
-    gcn_tensor_free(&conv->cached_ax);
-    gcn_tensor_free(&conv->cached_x);
-    conv->cached_adj = NULL;
+    if (conv->cache) {
+        gcn_tensor_free(&conv->cache->ax);
+        gcn_tensor_free(&conv->cache->x);
+        free(conv->cache);
+        conv->cache = NULL;
+    }
+}
+
+const gcn_tensor *gcn_gcn_conv_cached(const gcn_gcn_conv *conv)
+{
+    return conv->cache ? conv->cache->ax : NULL;
 }

@@ -2,8 +2,8 @@
  * BatchNorm1d -> ReLU -> Linear, the middle three as one epilogue fused
  * into the second product. */
 #include "../core/internal.h"
-#include "../kernels/spmm.h"
-#include "layers.h"
+#include "../kernels/spmm/spmm.h"
+#include "internal.h"
 
 gcn_status gcn_gin_conv_init(gcn_ctx *ctx, gcn_gin_conv *conv, int64_t in, int64_t hidden,
                              int64_t out, float eps, bool train_eps)

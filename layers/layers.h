@@ -62,17 +62,13 @@ typedef struct gcn_gcn_conv {
     gcn_linear lin;        /* W and b */
     gcn_conv_order order;
     bool cache_input;
-    gcn_tensor *cached_ax; /* A x for cached_x, cached_adj */
-    gcn_tensor *cached_x;  /* retained, identifies the cache */
-    const gcn_csr *cached_adj;
+    struct gcn_gcn_conv_cache *cache; /* the cached A x: the layer's own */
 } gcn_gcn_conv;
 
 GCN_API gcn_status gcn_gcn_conv_init(gcn_ctx *ctx, gcn_gcn_conv *conv, int64_t in, int64_t out,
                                      bool bias);
 /* Whether the layer aggregates before transforming (resolves AUTO). */
 GCN_API bool gcn_gcn_conv_aggregates_first(const gcn_gcn_conv *conv);
-GCN_API gcn_status gcn_gcn_conv_forward(gcn_ctx *ctx, gcn_gcn_conv *conv, const gcn_csr *adj,
-                                        gcn_tensor *x, gcn_tensor **y);
 /* y = A x W without the bias, for a caller that adds conv->lin.bias in the
  * op that follows (gcn_apply_epilogue), saving a pass over y. */
 GCN_API gcn_status gcn_gcn_conv_forward_nobias(gcn_ctx *ctx, gcn_gcn_conv *conv,
@@ -108,9 +104,6 @@ typedef struct gcn_gin_conv {
 
 GCN_API gcn_status gcn_gin_conv_init(gcn_ctx *ctx, gcn_gin_conv *conv, int64_t in,
                                      int64_t hidden, int64_t out, float eps, bool train_eps);
-GCN_API gcn_status gcn_gin_conv_forward(gcn_ctx *ctx, const gcn_gin_conv *conv,
-                                        const gcn_csr *adj, gcn_tensor *x, bool training,
-                                        gcn_tensor **y);
 /* The same without the MLP's last bias (conv->lin2.bias), for the caller to
  * add in the op that follows. */
 GCN_API gcn_status gcn_gin_conv_forward_nobias(gcn_ctx *ctx, const gcn_gin_conv *conv,

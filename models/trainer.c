@@ -10,7 +10,7 @@
 
 #include "../core/comm.h"
 #include "../core/internal.h"
-#include "../kernels/spmm.h"
+#include "../kernels/spmm/spmm.h"
 #include "../optim/optim_impl.h"
 #include "trainer_impl.h"
 

@@ -195,7 +195,7 @@ typedef struct gcn_train_memory {
 GCN_API void gcn_trainer_memory(const gcn_trainer *tr, gcn_train_memory *mem);
 
 /* The adjacency matrix of that kind on the device, or NULL when no layer
- * multiplies it (for the selector's report and plan files). */
+ * multiplies it (for the selector's report and choices files). */
 GCN_API const gcn_csr *gcn_trainer_adjacency(const gcn_trainer *tr, gcn_adjacency kind);
 
 /* Checkpoints: parameters, batch-norm statistics, optimiser state, epoch,

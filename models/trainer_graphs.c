@@ -16,7 +16,7 @@
 
 #include "../core/internal.h"
 #include "../datasets/internal.h"
-#include "../kernels/spmm_auto.h"
+#include "../kernels/spmm/internal.h"
 #include "trainer_impl.h"
 
 enum { KIND_RAW, KIND_GCN, N_KINDS };
@@ -151,10 +151,10 @@ static gcn_status batch_matrix(gcn_ctx *ctx, gcn_graph_data *g, const batch_slot
     int32_t *rows = g->words->data + s->rows[k], nnz = (int32_t)s->nnz[k];
     float *vals = k == KIND_GCN ? g->vals + s->vals : g->ones;
     if (g->batch_mat[k])
-        return gcn_csr_reborrow(ctx, g->batch_mat[k], s->n_nodes, nnz, rows,
-                                rows + s->n_nodes + 1, vals);
-    return gcn_csr_borrow(ctx, s->n_nodes, nnz, rows, rows + s->n_nodes + 1, vals,
-                          gcn_spmm_one_step_kernel(ctx), &g->batch_mat[k]);
+        return gcn_spmm_reborrow(ctx, g->batch_mat[k], s->n_nodes, nnz, rows,
+                                 rows + s->n_nodes + 1, vals);
+    return gcn_spmm_borrow(ctx, s->n_nodes, nnz, rows, rows + s->n_nodes + 1, vals,
+                           gcn_spmm_one_step_kernel(ctx), &g->batch_mat[k]);
 }
 
 /* The views of one batch: its nodes, offsets, labels and score rows. */

@@ -11,7 +11,8 @@
 #include "../core/comm.h"
 #include "../core/internal.h"
 #include "../core/ranks.h"
-#include "../kernels/spmm.h"
+#include "../kernels/halo/halo.h"
+#include "../kernels/spmm/spmm.h"
 #include "trainer_impl.h"
 
 struct gcn_trainer_rank {

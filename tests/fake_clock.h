@@ -7,7 +7,7 @@
 
 #include <stdbool.h>
 
-#include "kernels/select.h"
+#include "kernels/select/select.h"
 
 #define MAX_CANDS 8
 #define N_TABLE 16

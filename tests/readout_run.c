@@ -2,6 +2,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
+#include "core/internal.h"
 #include "gpu_helpers.h"
 #include "helpers.h"
 #include "readout_run.h"

@@ -1,6 +1,6 @@
 /* AdaptGear on the CPU: community levels on matrices, the intra/inter split
  * (intra + inter = A exactly), the host planning of the subgraph kernels,
- * the call sites of the selector through gcn_spmm, and plan files (round
+ * the call sites of the selector through gcn_spmm, and choices files (round
  * trip, another graph, a damaged file). */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -10,8 +10,8 @@
 
 #include "helpers.h"
 #include "kernels/adaptgear/plan.h"
-#include "kernels/spmm_auto.h"
-#include "kernels/spmm_site.h"
+#include "kernels/spmm/internal.h"
+#include "kernels/select/sites.h"
 
 /* A 6-node matrix with parts {0, 1, 2} {3} {4, 5}:
  *   row 0: 0 1 4    row 1: 1 2    row 2: 0 3    row 3: 3 5    row 4: 5    row 5: 4 0 */
@@ -63,8 +63,8 @@ Test(adaptgear, split_is_exact)
         }
         cr_assert_eq(n, (rp_in[i + 1] - rp_in[i]) + (rp_out[i + 1] - rp_out[i]));
     }
-    cr_assert(in->priv->block_diagonal);
-    cr_assert_not(a->priv->block_diagonal);
+    cr_assert(gcn_communities_of(in)->block_diagonal);
+    cr_assert_not(gcn_communities_of(a)->block_diagonal);
     gcn_csr_free(&in);
     gcn_csr_free(&out);
     gcn_csr_free(&a);
@@ -190,7 +190,7 @@ Test(adaptgear, inter_tasks)
     cr_assert_eq(tasks[1][1], 2);
 }
 
-/* ---- call sites and plan files ------------------------------------------- */
+/* ---- call sites and choices files ------------------------------------------- */
 
 static void product(gcn_ctx *ctx, const gcn_csr *a)
 {
@@ -249,26 +249,26 @@ Test(adaptgear, sample_runs_cover_the_launch)
     gcn_ctx_free(&ctx);
 }
 
-/* Loads a plan kept in memory (len bytes at mem) for the one matrix m. */
-static gcn_status load_plan(gcn_ctx *ctx, char *mem, size_t len, const gcn_csr *m,
+/* Loads choices kept in memory (len bytes at mem) for the one matrix m. */
+static gcn_status load_choices(gcn_ctx *ctx, char *mem, size_t len, const gcn_csr *m,
                             const char *tag)
 {
     FILE *f = fmemopen(mem, len, "r");
     cr_assert_not_null(f);
-    gcn_status st = gcn_spmm_plan_load(ctx, f, "memory", &m, &tag, 1);
+    gcn_status st = gcn_spmm_choices_load(ctx, f, "memory", &m, &tag, 1);
     fclose(f);
     return st;
 }
 
-/* The plan of the one matrix m, tagged tag, as text in memory (*mem, *len;
+/* The choices of the one matrix m, tagged tag, as text in memory (*mem, *len;
  * the caller frees *mem). */
-static void save_plan(gcn_ctx *ctx, const gcn_csr *m, const char *tag, char **mem, size_t *len)
+static void save_choices(gcn_ctx *ctx, const gcn_csr *m, const char *tag, char **mem, size_t *len)
 {
     *mem = NULL;
     *len = 0;
     FILE *f = open_memstream(mem, len);
     cr_assert_not_null(f);
-    cr_assert_eq(gcn_spmm_plan_save(ctx, f, &m, &tag, 1), GCN_OK, "%s", gcn_last_error(ctx));
+    cr_assert_eq(gcn_spmm_choices_save(ctx, f, &m, &tag, 1), GCN_OK, "%s", gcn_last_error(ctx));
     fclose(f);
 }
 
@@ -347,7 +347,8 @@ Test(adaptgear, prior_order_without_a_kernel_for_it)
     gcn_spmm_site_info s;
     cr_assert_eq(gcn_spmm_sites(a, &s, 1), 1);
     cr_assert_eq(s.n_candidates, 1, "cpu only");
-    cr_assert_null(a->priv->spmm->prior);
+    const gcn_spmm_state *state = gcn_csr_slot_get(a, GCN_CSR_SLOT_SITES);
+    cr_assert_null(state->prior);
     gcn_csr_free(&a);
     gcn_ctx_free(&ctx);
 }
@@ -371,7 +372,8 @@ Test(adaptgear, prior_order_is_visited_and_checked)
     cr_assert_eq(gcn_csr_set_prior_order(ctx, r, prior), GCN_ERR_SHAPE);
     cr_assert_eq(gcn_csr_set_prior_order(ctx, a, prior), GCN_OK, "%s", gcn_last_error(ctx));
     cr_assert_null(gcn_csr_visit_order(a), "the matrix itself keeps its natural order");
-    cr_assert_not_null(gcn_csr_transpose(a)->priv->prior_order, "the transpose has it too");
+    cr_assert_not_null(gcn_communities_of(gcn_csr_transpose(a))->prior_order,
+                       "the transpose has it too");
 
     cr_assert_eq(gcn_spmm_set_kernel(ctx, "in_order@prior"), GCN_OK);
     product(ctx, a);
@@ -387,17 +389,18 @@ Test(adaptgear, prior_order_is_visited_and_checked)
               has_candidate(t, "cpu"));
     cr_assert_not(has_candidate(t, "cpu@prior"), "the cpu kernel does not follow an order");
 
-    /* a plan file naming the strategy locks it on a matrix with the order
+    /* a choices file naming the strategy locks it on a matrix with the order
      * (the header as saved for this matrix, then a site line written here) */
     char *mem, text[1024];
     size_t len;
-    save_plan(ctx, a, "gcn", &mem, &len);
+    save_choices(ctx, a, "gcn", &mem, &len);
     cr_assert_null(strstr(mem, "site "), "still profiling: no site line yet");
     snprintf(text, sizeof text, "%ssite gcn A 1 auto in_order@prior\n", mem);
     free(mem);
     gcn_csr *c = six(ctx, true);
     cr_assert_eq(gcn_csr_set_prior_order(ctx, c, prior), GCN_OK);
-    cr_assert_eq(load_plan(ctx, text, strlen(text), c, "gcn"), GCN_OK, "%s", gcn_last_error(ctx));
+    cr_assert_eq(load_choices(ctx, text, strlen(text), c, "gcn"), GCN_OK, "%s",
+                 gcn_last_error(ctx));
     gcn_spmm_site_info info;
     cr_assert_eq(gcn_spmm_sites(c, &info, 1), 1);
     cr_assert(info.locked);
@@ -414,8 +417,8 @@ Test(adaptgear, prior_order_is_visited_and_checked)
     cr_assert_eq(gcn_spmm(ctx, b, x, &y), GCN_ERR_NOT_FOUND, "no prior order, no strategy");
     cr_assert(strstr(gcn_last_error(ctx), "in_order@prior"), "%s", gcn_last_error(ctx));
     gcn_csr *d = six(ctx, true);
-    cr_assert_eq(load_plan(ctx, text, strlen(text), d, "gcn"), GCN_ERR_NOT_FOUND,
-                 "a plan naming it, for a matrix without the order");
+    cr_assert_eq(load_choices(ctx, text, strlen(text), d, "gcn"), GCN_ERR_NOT_FOUND,
+                 "choices naming it, for a matrix without the order");
     gcn_csr_free(&d);
     gcn_tensor_free(&x);
     gcn_csr_free(&b);
@@ -425,9 +428,9 @@ Test(adaptgear, prior_order_is_visited_and_checked)
 }
 
 
-/* gcn_spmm_self's sites (on the A + alpha I it keeps) go to plan files as
+/* gcn_spmm_self's sites (on the A + alpha I it keeps) go to choices files as
  * "A+<alpha>I" and come back on a fresh matrix, which builds its own. */
-Test(adaptgear, plan_file_keeps_self_term_sites)
+Test(adaptgear, choices_file_keeps_self_term_sites)
 {
     gcn_ctx *ctx = test_cpu_ctx(1);
     gcn_csr *a = six(ctx, true);
@@ -439,10 +442,10 @@ Test(adaptgear, plan_file_keeps_self_term_sites)
     }
     char *mem;
     size_t len;
-    save_plan(ctx, a, "raw", &mem, &len);
+    save_choices(ctx, a, "raw", &mem, &len);
     cr_assert(strstr(mem, "site raw A+1.5I 1 auto cpu"), "%s", mem);
     gcn_csr *b = six(ctx, true);
-    cr_assert_eq(load_plan(ctx, mem, len, b, "raw"), GCN_OK, "%s", gcn_last_error(ctx));
+    cr_assert_eq(load_choices(ctx, mem, len, b, "raw"), GCN_OK, "%s", gcn_last_error(ctx));
     gcn_spmm_site_info s;
     cr_assert_eq(gcn_spmm_sites(b, &s, 1), 1);
     cr_assert(s.locked);
@@ -454,7 +457,7 @@ Test(adaptgear, plan_file_keeps_self_term_sites)
     char bad[512];
     const char *site = strstr(mem, "site ");
     snprintf(bad, sizeof bad, "%.*ssite raw A+xI 1 auto cpu\n", (int)(site - mem), mem);
-    cr_assert_eq(load_plan(ctx, bad, strlen(bad), c, "raw"), GCN_ERR_FORMAT);
+    cr_assert_eq(load_choices(ctx, bad, strlen(bad), c, "raw"), GCN_ERR_FORMAT);
     cr_assert(strstr(gcn_last_error(ctx), "bad site (direction A+xI"), "%s", gcn_last_error(ctx));
     free(mem);
     gcn_tensor_free(&x);
@@ -464,9 +467,9 @@ Test(adaptgear, plan_file_keeps_self_term_sites)
     gcn_ctx_free(&ctx);
 }
 
-Test(adaptgear, plan_file_round_trip_and_mismatch)
+Test(adaptgear, choices_file_round_trip_and_mismatch)
 {
-    char path[] = "/tmp/gcn-plan-XXXXXX";
+    char path[] = "/tmp/gcn-choices-XXXXXX";
     int fd = mkstemp(path);
     cr_assert_geq(fd, 0);
     close(fd);
@@ -476,10 +479,12 @@ Test(adaptgear, plan_file_round_trip_and_mismatch)
     product(ctx, a);
     const gcn_csr *mats[1] = {a};
     const char *tags[1] = {"gcn"};
-    cr_assert_eq(gcn_spmm_plan_write(ctx, path, mats, tags, 1), GCN_OK, "%s", gcn_last_error(ctx));
+    cr_assert_eq(gcn_spmm_choices_write(ctx, path, mats, tags, 1), GCN_OK, "%s",
+                 gcn_last_error(ctx));
     gcn_csr *b = six(ctx, true);
     mats[0] = b;
-    cr_assert_eq(gcn_spmm_plan_read(ctx, path, mats, tags, 1), GCN_OK, "%s", gcn_last_error(ctx));
+    cr_assert_eq(gcn_spmm_choices_read(ctx, path, mats, tags, 1), GCN_OK, "%s",
+                 gcn_last_error(ctx));
     gcn_spmm_site_info s;
     cr_assert_geq(gcn_spmm_sites(b, &s, 1), 1);
     cr_assert(s.locked);
@@ -487,28 +492,37 @@ Test(adaptgear, plan_file_round_trip_and_mismatch)
     cr_assert_str_eq(s.chosen, "cpu");
     char *mem;
     size_t len;
-    save_plan(ctx, a, "gcn", &mem, &len);
+    save_choices(ctx, a, "gcn", &mem, &len);
     gcn_csr *c = six(ctx, true);
-    cr_assert_eq(load_plan(ctx, mem, len, c, "gcn"), GCN_OK, "%s", gcn_last_error(ctx));
-    free(mem);
+    cr_assert_eq(load_choices(ctx, mem, len, c, "gcn"), GCN_OK, "%s", gcn_last_error(ctx));
     cr_assert_eq(gcn_spmm_sites(c, &s, 1), 1);
-    cr_assert(s.locked, "a plan kept in memory locks the same way");
+    cr_assert(s.locked, "choices kept in memory lock the same way");
     gcn_csr_free(&c);
+    /* files written under the format's first header still load */
+    const char *body = strchr(mem, '\n');
+    char old[1024];
+    snprintf(old, sizeof old, "gcn-spmm-plan 1%s", body);
+    free(mem);
+    gcn_csr *d = six(ctx, true);
+    cr_assert_eq(load_choices(ctx, old, strlen(old), d, "gcn"), GCN_OK, "%s", gcn_last_error(ctx));
+    cr_assert_eq(gcn_spmm_sites(d, &s, 1), 1);
+    cr_assert(s.locked);
+    gcn_csr_free(&d);
     int32_t rp[] = {0, 1, 2, 3, 4, 5, 6}, ci[] = {0, 1, 2, 3, 4, 5};
     gcn_csr *other = NULL;
     cr_assert_eq(gcn_csr_create(ctx, &other, 6, 6, 6, rp, ci, NULL), GCN_OK);
     mats[0] = other;
-    cr_assert_eq(gcn_spmm_plan_read(ctx, path, mats, tags, 1), GCN_ERR_FORMAT);
+    cr_assert_eq(gcn_spmm_choices_read(ctx, path, mats, tags, 1), GCN_ERR_FORMAT);
     cr_assert(strstr(gcn_last_error(ctx), "another graph"), "%s", gcn_last_error(ctx));
     tags[0] = "raw";
-    cr_assert_eq(gcn_spmm_plan_read(ctx, path, mats, tags, 1), GCN_ERR_FORMAT);
-    cr_assert(strstr(gcn_last_error(ctx), "no plan for matrix 'raw'"));
+    cr_assert_eq(gcn_spmm_choices_read(ctx, path, mats, tags, 1), GCN_ERR_FORMAT);
+    cr_assert(strstr(gcn_last_error(ctx), "no choices for matrix 'raw'"));
     FILE *f = fopen(path, "w");
     fputs("something else\n", f);
     fclose(f);
-    cr_assert_eq(gcn_spmm_plan_read(ctx, path, mats, tags, 1), GCN_ERR_FORMAT);
+    cr_assert_eq(gcn_spmm_choices_read(ctx, path, mats, tags, 1), GCN_ERR_FORMAT);
     unlink(path);
-    cr_assert_eq(gcn_spmm_plan_read(ctx, path, mats, tags, 1), GCN_ERR_IO);
+    cr_assert_eq(gcn_spmm_choices_read(ctx, path, mats, tags, 1), GCN_ERR_IO);
     gcn_csr_free(&other);
     gcn_csr_free(&b);
     gcn_csr_free(&a);

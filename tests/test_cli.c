@@ -153,20 +153,20 @@ Test(cli, short_run_writes_log_and_checkpoint_and_resumes, .timeout = 120)
 /* The shipped arxiv configurations run as they are on the built-in
  * synthetic dataset, printing the summary block, epoch lines and the final
  * summary, and logging epochs, the run's best epoch and a summary. */
-/* --reorder and --spmm-plan: the plan file is written once the call sites
+/* --reorder and --spmm-choices: the choices file is written once the call sites
  * lock, read back by the next run, and refused for another graph. */
-Test(cli, reorder_and_spmm_plan, .timeout = 120)
+Test(cli, reorder_and_spmm_choices, .timeout = 120)
 {
-    char plan[] = "/tmp/gcn-cli-plan-XXXXXX";
+    char plan[] = "/tmp/gcn-cli-choices-XXXXXX";
     close(mkstemp(plan));
     unlink(plan);
     const char *base[] = {"models/gcn-cora.json", "--epochs", "2", "--runs", "1", "--device",
-                          "cpu", "--reorder", "metis:16,64", "--spmm-plan", plan, NULL, NULL,
+                          "cpu", "--reorder", "metis:16,64", "--spmm-choices", plan, NULL, NULL,
                           NULL};
     gcntrain(&r, base);
     cr_assert_eq(r.code, 0, "%s", r.err);
     cr_assert(strstr(r.out, "reordered by metis"), "%s", r.out);
-    cr_assert(tool_exists(plan), "no plan file written");
+    cr_assert(tool_exists(plan), "no choices file written");
     gcntrain(&r, base);
     cr_assert_eq(r.code, 0, "%s", r.err);
     base[11] = "--dataset";

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "helpers.h"
-#include "kernels/spmm_auto.h"
+#include "kernels/spmm/internal.h"
 #include "spmm_check.h"
 
 static const int feats[] = {1, 3, 16, 33, 64, 128, 250, 256};
@@ -130,7 +130,7 @@ static void check_communities(const hmat *m, int32_t n_parts, const int32_t *par
     gpu_pair g = gpu_pair_open(71, false);
     gcn_csr *a = upload_level(g.gpu, m, n_parts, part_ptr, size), *intra = NULL, *inter = NULL, *view = NULL;
     cr_assert_eq(gcn_csr_split(g.gpu, a, 0, &intra, &inter), GCN_OK, "%s", gcn_last_error(g.gpu));
-    cr_assert_eq(gcn_csr_level_view(g.gpu, a, 0, &view), GCN_OK);
+    cr_assert_eq(gcn_communities_level_view(g.gpu, a, 0, &view), GCN_OK);
     const gcn_spmm_impl *smem = gcn_spmm_find(NULL, "intra_smem");
     cr_assert(smem->supports(intra, 64), "intra_smem must take the intra part");
     cr_assert_eq(smem->supports(view, 64), expect_fused);
@@ -346,7 +346,7 @@ Test(gpu_adaptgear, prior_order_view, .timeout = 600)
     gpu_pair g = gpu_pair_open(75, false);
     gcn_csr *a = upload(g.gpu, &m, n_parts, part_ptr), *view = NULL;
     cr_assert_eq(gcn_csr_set_prior_order(g.gpu, a, prior), GCN_OK, "%s", gcn_last_error(g.gpu));
-    cr_assert_eq(gcn_csr_prior_view(g.gpu, a, &view), GCN_OK, "%s", gcn_last_error(g.gpu));
+    cr_assert_eq(gcn_communities_prior_view(g.gpu, a, &view), GCN_OK, "%s", gcn_last_error(g.gpu));
     cr_assert_arr_eq(gcn_csr_visit_order(view), prior, (size_t)n * sizeof *prior);
     cr_assert_gt(check_part(g.gpu, view, "prior-order view"), 0);
     gcn_csr_free(&view);

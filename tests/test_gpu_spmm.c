@@ -10,7 +10,7 @@
 
 #include "gpu_helpers.h"
 #include "helpers.h"
-#include "kernels/spmm_auto.h"
+#include "kernels/spmm/internal.h"
 
 /* Matrices: empty rows, one huge row, a single row or column, no non-zeros,
  * more than 65,535 rows, unsorted columns with duplicates; widths 1, 7, 32,
@@ -380,11 +380,12 @@ Test(gpu_spmm, host_row_ptr_kept_with_the_matrix)
     int32_t *d_rp1 = gpu_upload(p.gpu, rp1, sizeof rp1), *d_rp2 = gpu_upload(p.gpu, rp2, sizeof rp2);
     int32_t *d_ci = gpu_upload(p.gpu, ci2, sizeof ci2);
     float *d_v = gpu_upload(p.gpu, v2, sizeof v2);
-    cr_assert_eq(gcn_csr_borrow(p.gpu, 2, 2, d_rp1, d_ci, d_v, gcn_spmm_one_step_kernel(p.gpu), &a),
-                 GCN_OK);
+    cr_assert_eq(
+        gcn_spmm_borrow(p.gpu, 2, 2, d_rp1, d_ci, d_v, gcn_spmm_one_step_kernel(p.gpu), &a),
+        GCN_OK);
     cr_assert_eq(gcn_csr_host_row_ptr(p.gpu, a, &h1), GCN_OK);
     cr_assert_arr_eq(h1, rp1, sizeof rp1);
-    cr_assert_eq(gcn_csr_reborrow(p.gpu, a, 2, 2, d_rp2, d_ci, d_v), GCN_OK);
+    cr_assert_eq(gcn_spmm_reborrow(p.gpu, a, 2, 2, d_rp2, d_ci, d_v), GCN_OK);
     cr_assert_eq(gcn_csr_host_row_ptr(p.gpu, a, &h2), GCN_OK);
     cr_assert_arr_eq(h2, rp2, sizeof rp2, "the new arrays' row_ptr");
     gcn_csr_free(&a);

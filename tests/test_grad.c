@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/internal.h"
 #include "core/philox.h"
 #include "helpers.h"
 

@@ -9,7 +9,7 @@
 
 #include "core/internal.h"
 #include "helpers.h"
-#include "kernels/spmm_auto.h"
+#include "kernels/spmm/internal.h"
 
 #define TOL 2e-3 /* float32 analytic gradient vs double central differences */
 
@@ -131,9 +131,9 @@ static void check_self(gcn_ctx *ctx, int n, const int32_t *rp, const int32_t *ci
         gcn_tensor_free(&y);
     }
     const gcn_csr *s = NULL, *again = NULL;
-    cr_assert_eq(gcn_csr_self_loops(ctx, a, alpha, &s), GCN_OK);
+    cr_assert_eq(gcn_spmm_self_matrix(ctx, a, alpha, &s), GCN_OK);
     cr_assert_not_null(s);
-    cr_assert_eq(gcn_csr_self_loops(ctx, a, alpha, &again), GCN_OK);
+    cr_assert_eq(gcn_spmm_self_matrix(ctx, a, alpha, &again), GCN_OK);
     cr_assert_eq(s, again, "built once and kept");
     cr_assert_eq(gcn_csr_nnz(s), rp[n] + added);
     cr_assert_eq(gcn_csr_is_sorted(s), gcn_csr_is_sorted(a));
@@ -142,7 +142,7 @@ static void check_self(gcn_ctx *ctx, int n, const int32_t *rp, const int32_t *ci
     cr_assert_eq(sites, 1, "one site, on A + alpha I");
     cr_assert_float_eq(info[0].self_alpha, alpha, 0.0f);
     /* another alpha: the kept matrix serves only its own; the op still adds */
-    cr_assert_eq(gcn_csr_self_loops(ctx, a, alpha + 1.0f, &again), GCN_OK);
+    cr_assert_eq(gcn_spmm_self_matrix(ctx, a, alpha + 1.0f, &again), GCN_OK);
     cr_assert_null(again);
     self_ref(rp, ci, v, n, alpha + 1.0f, x, want);
     cr_assert_eq(gcn_spmm_self(ctx, a, tx, alpha + 1.0f, &y), GCN_OK);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "helpers.h"
+#include "layers/internal.h"
 
 /* Path 0 - 1 - 2 with self-loops, normalised: a_ij = 1/sqrt(d_i d_j). */
 static gcn_csr *path3_normalised(gcn_ctx *ctx)
@@ -139,17 +140,17 @@ Test(layers, gcn_conv_caches_constant_input)
     uint64_t s = 9;
     gcn_tensor *x = test_random_tensor(ctx, &s, 3, 2), *y1 = NULL, *y2 = NULL;
     cr_assert_eq(gcn_gcn_conv_forward(ctx, &conv, a, x, &y1), GCN_OK);
-    gcn_tensor *cached = conv.cached_ax;
+    const gcn_tensor *cached = gcn_gcn_conv_cached(&conv);
     cr_assert_not_null(cached);
     cr_assert_eq(gcn_gcn_conv_forward(ctx, &conv, a, x, &y2), GCN_OK);
-    cr_assert_eq(conv.cached_ax, cached, "the second forward recomputed A x");
+    cr_assert_eq(gcn_gcn_conv_cached(&conv), cached, "the second forward recomputed A x");
     float *h1 = test_read(ctx, y1), *h2 = test_read(ctx, y2);
     cr_assert_arr_eq(h1, h2, 12 * sizeof *h1);
     /* an input that needs a gradient is never cached */
     gcn_tensor *xg = test_random_tensor(ctx, &s, 3, 2), *y3 = NULL;
     cr_assert_eq(gcn_tensor_set_requires_grad(xg, true), GCN_OK);
     cr_assert_eq(gcn_gcn_conv_forward(ctx, &conv, a, xg, &y3), GCN_OK);
-    cr_assert_eq(conv.cached_ax, cached);
+    cr_assert_eq(gcn_gcn_conv_cached(&conv), cached);
     gcn_tape_clear(ctx);
     free(h1); free(h2);
     gcn_tensor_free(&y1); gcn_tensor_free(&y2); gcn_tensor_free(&y3);
@@ -174,9 +175,9 @@ Test(layers, gcn_conv_cached_wide_input_aggregates_first)
     gcn_tensor *x = test_random_tensor(ctx, &s, 3, 5), *y[3] = {NULL, NULL, NULL};
     for (int i = 0; i < 2; i++)
         cr_assert_eq(gcn_gcn_conv_forward(ctx, &conv, a, x, &y[i]), GCN_OK);
-    cr_assert_not_null(conv.cached_ax);
-    cr_assert_eq(gcn_tensor_rows(conv.cached_ax), 3);
-    cr_assert_eq(gcn_tensor_cols(conv.cached_ax), 5);
+    cr_assert_not_null(gcn_gcn_conv_cached(&conv));
+    cr_assert_eq(gcn_tensor_rows(gcn_gcn_conv_cached(&conv)), 3);
+    cr_assert_eq(gcn_tensor_cols(gcn_gcn_conv_cached(&conv)), 5);
     conv.order = GCN_ORDER_TRANSFORM_FIRST;
     cr_assert_eq(gcn_gcn_conv_forward(ctx, &conv, a, x, &y[2]), GCN_OK);
     float *h[3];

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "kernels/adaptgear/communities.h"
 #include "dataset_helpers.h"
 #include "helpers.h"
 
@@ -413,12 +414,13 @@ Test(partition, rank_blocks_attach_nothing)
     cr_assert_eq(gcn_graph_to_csr(ctx, p, &a), GCN_OK, "%s", gcn_last_error(ctx));
     cr_assert_eq(gcn_reorder_attach(ctx, r, a), GCN_OK, "%s", gcn_last_error(ctx));
     cr_assert_eq(gcn_csr_community_levels(a), 0);
-    cr_assert_null(a->priv->prior_order);
+    cr_assert_null(gcn_communities_of(a)->prior_order);
     gcn_reorder *m = ds_compute_reorder(ctx, g, "metis:16");
     cr_assert_eq(gcn_reorder_attach(ctx, m, a), GCN_OK, "%s", gcn_last_error(ctx));
     cr_assert_eq(gcn_csr_community_levels(a), 1, "METIS's communities still attach");
-    cr_assert_not_null(a->priv->prior_order);
-    cr_assert_arr_eq(a->priv->prior_order, m->position, (size_t)m->n_nodes * sizeof(int32_t));
+    cr_assert_not_null(gcn_communities_of(a)->prior_order);
+    cr_assert_arr_eq(gcn_communities_of(a)->prior_order, m->position,
+                     (size_t)m->n_nodes * sizeof(int32_t));
     gcn_csr_free(&a);
     gcn_reorder_free(&m);
     gcn_reorder_free(&r);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "helpers.h"
+#include "kernels/halo/halo.h"
 #include "ranks_check.h"
 
 Test(ranks, spmm_with_halos_equals_the_whole_matrix)

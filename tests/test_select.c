@@ -1,4 +1,4 @@
-/* The adaptive selector's decisions (kernels/select.c) against a fake clock
+/* The adaptive selector's decisions (kernels/select/select.c) against a fake clock
  * (fake_clock.h): the order candidates run in, locking by median, pruning,
  * the second round.  CPU only. */
 #include <criterion/criterion.h>

@@ -1,5 +1,5 @@
-/* The adaptive selector (kernels/select.c) over a run's life: samples still
- * in flight, failed candidates, locks from plan files, brackets of several
+/* The adaptive selector (kernels/select/select.c) over a run's life: samples still
+ * in flight, failed candidates, locks from choices files, brackets of several
  * runs, misuse and bad options; and the host wall clock.  CPU only. */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -131,7 +131,7 @@ Test(select, failures_after_the_lock_fall_back)
     fake_done(&ctx, &sel, f);
 }
 
-Test(select, lock_from_a_plan_file)
+Test(select, lock_from_a_choices_file)
 {
     gcn_ctx *ctx = test_cpu_ctx(1);
     const float base[] = {1.0f, 2.0f, 3.0f};

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "helpers.h"
-#include "kernels/spmm_plan.h"
+#include "kernels/cuda/plan.h"
 
 /* A row_ptr with the given degrees (caller frees). */
 static int32_t *row_ptr_of(const int32_t *deg, int32_t n)

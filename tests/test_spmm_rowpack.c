@@ -1,4 +1,4 @@
-/* rowpack's units (kernels/spmm_rowpack.c): a hand-computed case, coverage,
+/* rowpack's units (kernels/cuda/rowpack.c): a hand-computed case, coverage,
  * row-end masks and pieces over random degrees, the automatic unit size,
  * and bad unit sizes.  The kernel itself is checked on the GPU with every other
  * kernel (test_gpu_spmm_kernels.c). */
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "helpers.h"
-#include "kernels/spmm_plan.h"
+#include "kernels/cuda/plan.h"
 
 Test(spmm_rowpack, hand_computed_units)
 {

@@ -49,7 +49,7 @@ static const char usage[] =
     "                        node order)\n"
     "  --reorder-switch-at K start on the order as loaded and switch to --reorder's (auto:\n"
     "                        metis:256,4096) after epoch K, untimed, waiting for it\n"
-    "  --spmm-plan FILE      load the selector's choices from FILE if it exists (and skip\n"
+    "  --spmm-choices FILE   load the selector's choices from FILE if it exists (and skip\n"
     "                        profiling), else write them there once locked\n"
     "  --cuda-graph on|off   replay steady-state epochs as one CUDA graph (default: the\n"
     "                        config's cuda_graph, on)\n"
@@ -137,13 +137,13 @@ static bool parse_flag(const char *o, args *a)
 static bool parse_value(const char *o, const char *v, args *a)
 {
     static const char *const names[] = {"--dataset", "--root", "--device", "--spmm",
-                                        "--reorder", "--spmm-plan", "--cuda-graph",
+                                        "--reorder", "--spmm-choices", "--cuda-graph",
                                         "--sparse-input", "--features", "--log", "--save", "--resume",
                                         "--export-data", "--predict", "--folds-file",
                                         "--protocol", "--threads", "--ranks", "--gpus",
                                         "--cache-dir", "--mirror"};
     const char **fields[] = {&a->dataset, &a->root, &a->device, &a->spmm,
-                             &a->reorder, &a->spmm_plan, &a->cuda_graph,
+                             &a->reorder, &a->spmm_choices, &a->cuda_graph,
                              &a->sparse_input, &a->features, &a->log, &a->save, &a->resume,
                              &a->export_dir, &a->predict, &a->folds_file,
                              &a->protocol, &a->threads, &a->ranks, &a->gpus, &a->cache_dir,
@@ -277,7 +277,7 @@ static int check_ranks(const args *a, const gcn_model_config *cfg)
 {
     const char *single[] = {a->save ? "--save" : NULL, a->resume ? "--resume" : NULL,
                             a->predict ? "--predict" : NULL, a->eval_only ? "--eval-only" : NULL,
-                            a->spmm_plan ? "--spmm-plan" : NULL};
+                            a->spmm_choices ? "--spmm-choices" : NULL};
     for (int i = 0; i < 5 && (cfg->ranks > 1 || cfg->nccl); i++)
         if (single[i])
             return usage_error("%s applies to a run on one rank (without --ranks N or --gpus "
@@ -290,8 +290,8 @@ static int check_ranks(const args *a, const gcn_model_config *cfg)
  * --force or --append says otherwise. */
 static int check_outputs(session *s)
 {
-    const char *options[] = {"--save", "--predict", "--spmm-plan"};
-    const char *paths[] = {s->a.save, s->a.predict, s->a.spmm_plan};
+    const char *options[] = {"--save", "--predict", "--spmm-choices"};
+    const char *paths[] = {s->a.save, s->a.predict, s->a.spmm_choices};
     for (int i = 0; i < 3; i++) {
         int rc = paths[i] ? check_output_dir(options[i], paths[i]) : 0;
         if (rc)

@@ -6,8 +6,8 @@
  * make it non-deterministic.  docs/kernels.md. */
 #include <stdlib.h>
 
-#include "../spmm_cuda.cuh"
-#include "../spmm_impls.h"
+#include "kernels/cuda/common.cuh"
+#include "kernels/spmm/impls.h"
 
 #define CO_THREADS 256
 #define CO_RUN 32 /* non-zeros a group walks */

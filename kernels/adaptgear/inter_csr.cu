@@ -8,8 +8,8 @@
  * Planning: plan.c; docs/kernels.md. */
 #include <stdlib.h>
 
-#include "../spmm_cuda.cuh"
-#include "../spmm_impls.h"
+#include "kernels/cuda/common.cuh"
+#include "kernels/spmm/impls.h"
 #include "plan.h"
 
 #define IC_THREADS 256

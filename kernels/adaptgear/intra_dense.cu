@@ -7,8 +7,8 @@
  * plan.c; docs/kernels.md. */
 #include <stdlib.h>
 
-#include "../spmm_cuda.cuh"
-#include "../spmm_impls.h"
+#include "kernels/cuda/common.cuh"
+#include "kernels/spmm/impls.h"
 #include "plan.h"
 
 #define DN_THREADS 256
@@ -81,10 +81,10 @@ __global__ void __launch_bounds__(DN_THREADS) intra_dense_kernel(const __grid_co
 /* Block diagonal at its one level, with dense blocks worth storing. */
 static bool dense_supports(const gcn_csr *a, int feat)
 {
-    if (!gcn_spmm_cuda_supports(a, feat) || !a->priv || a->priv->n_levels != 1 ||
-        !a->priv->block_diagonal)
+    if (!gcn_spmm_cuda_supports(a, feat) || gcn_communities_of(a)->n_levels != 1 ||
+        !gcn_communities_of(a)->block_diagonal)
         return false;
-    const gcn_csr_level *lv = &a->priv->level[0];
+    const gcn_csr_level *lv = &gcn_communities_of(a)->level[0];
     return gcn_dense_worth(gcn_dense_floats(lv->part_ptr, lv->n_parts), a->nnz);
 }
 
@@ -127,7 +127,7 @@ static gcn_status build_plan(gcn_ctx *ctx, const gcn_csr *a, dense_plan *p)
 {
     gcn_cuda_state *cs;
     GCN_TRY(gcn_cuda_begin(ctx, &cs));
-    const gcn_csr_level *lv = &a->priv->level[0];
+    const gcn_csr_level *lv = &gcn_communities_of(a)->level[0];
     int64_t floats = gcn_dense_floats(lv->part_ptr, lv->n_parts);
     p->n_tasks = gcn_dense_tasks(lv->part_ptr, lv->n_parts, DN_TILE, NULL);
     int64_t *offset = (int64_t *)malloc(((size_t)lv->n_parts + 1) * sizeof(int64_t));

@@ -13,8 +13,8 @@
  * planning: plan.c; docs/kernels.md. */
 #include <stdlib.h>
 
-#include "../spmm_impls.h"
-#include "../spmm_rowsplit.cuh"
+#include "kernels/spmm/impls.h"
+#include "kernels/cuda/rowsplit.cuh"
 #include "plan.h"
 
 #define SM_CHUNK 128              /* rows longer than this go to long-row pieces */
@@ -173,10 +173,10 @@ static sm_kernel pick_kernel(int threads, int vec, int group)
  * at a useful width, and columns sorted where they are searched. */
 static bool smem_supports(const gcn_csr *a, int feat)
 {
-    if (!gcn_spmm_cuda_supports(a, feat) || !a->priv || a->priv->n_levels != 1 ||
-        a->n_rows != a->n_cols || !(a->priv->block_diagonal || a->priv->sorted))
+    if (!gcn_spmm_cuda_supports(a, feat) || gcn_communities_of(a)->n_levels != 1 ||
+        a->n_rows != a->n_cols || !(gcn_communities_of(a)->block_diagonal || a->priv->sorted))
         return false;
-    const gcn_csr_level *lv = &a->priv->level[0];
+    const gcn_csr_level *lv = &gcn_communities_of(a)->level[0];
     return gcn_smem_useful(feat, gcn_smem_ref_rows(lv->part_ptr, lv->n_parts, lv->size),
                            GCN_SMEM_BYTES);
 }
@@ -207,7 +207,7 @@ static gcn_status plan_layouts(gcn_ctx *ctx, const gcn_csr *a, smem_plan *p)
     GCN_TRY(gcn_cuda_begin(ctx, &cs));
     int optin = 0;
     GCN_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, cs->device));
-    const gcn_csr_level *lv = &a->priv->level[0];
+    const gcn_csr_level *lv = &gcn_communities_of(a)->level[0];
     int32_t ref = gcn_smem_ref_rows(lv->part_ptr, lv->n_parts, lv->size);
     int feat = p->head.feat, vec = gcn_feat_vec(feat, 4);
     p->smem_bytes = gcn_smem_block_bytes(feat, vec, ref, (size_t)(optin > 0 ? optin : 0));
@@ -258,7 +258,7 @@ static gcn_status plan_tasks(gcn_ctx *ctx, const gcn_csr *a, smem_plan *p)
 {
     gcn_cuda_state *cs;
     GCN_TRY(gcn_cuda_begin(ctx, &cs));
-    const gcn_csr_level *lv = &a->priv->level[0];
+    const gcn_csr_level *lv = &gcn_communities_of(a)->level[0];
     int64_t max_tasks = gcn_smem_max_tasks(lv->n_parts, a->n_rows, p->pack_rows);
     int32_t(*tasks)[4] = (int32_t(*)[4])malloc((size_t)max_tasks * sizeof *tasks);
     if (!tasks)
@@ -273,8 +273,8 @@ static gcn_status plan_tasks(gcn_ctx *ctx, const gcn_csr *a, smem_plan *p)
     if (p->n_tasks == 0)
         return GCN_OK;
     smem_meta_kernel<<<gcn_blocks(a->n_rows, GCN_THREADS), GCN_THREADS, 0, cs->stream>>>(
-        a->row_ptr, a->col_idx, p->tasks, p->n_tasks, a->n_rows, a->priv->block_diagonal,
-        p->meta);
+        a->row_ptr, a->col_idx, p->tasks, p->n_tasks, a->n_rows,
+        gcn_communities_of(a)->block_diagonal, p->meta);
     GCN_LAUNCHED("smem_meta_kernel");
     return GCN_OK;
 }

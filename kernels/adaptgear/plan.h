@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../core/internal.h"
+#include "communities.h"
 
 #ifdef __cplusplus
 extern "C" {

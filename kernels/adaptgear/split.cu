@@ -3,12 +3,12 @@
  * community, a scan turns the counts into the two parts' row pointers, and
  * a warp per row deals the entries into the parts in their order (ballots,
  * so each part keeps the row's column order).  Nothing crosses to the host
- * but the intra part's size.  kernels/adaptgear.c keeps the host path for
+ * but the intra part's size.  kernels/adaptgear/adaptgear.c keeps the host path for
  * CPU contexts and matrices with a stored transpose. */
 #include <cub/device/device_scan.cuh>
 #include <stdlib.h>
 
-#include "../spmm_cuda.cuh"
+#include "kernels/cuda/common.cuh"
 #include "plan.h"
 
 #define SP_WARPS (GCN_THREADS / GCN_WARP)

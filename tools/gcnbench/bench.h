@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #include "gcn.h"
-#include "kernels/spmm_bench.h"
+#include "timing.h"
 
 #define GCNBENCH_MAX_LIST 64
 

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "bench.h"
-#include "kernels/spmm_auto.h"
+#include "kernels/spmm/internal.h"
 
 #define MAX_SAMPLES 1024
 /* Training waits for the GPU when it reads the loss and the accuracies,

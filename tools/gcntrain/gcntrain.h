@@ -1,6 +1,6 @@
 /* gcntrain's parts: the options, what one invocation holds, the exit-code
  * contract, the JSON-lines log (log.c), signal handling (signals.c), the
- * SpMM selector's report and plan files (spmm_report.c) and the
+ * SpMM selector's report and choices files (spmm_report.c) and the
  * cross-validation of graph-level models (folds.c) with its predictions
  * (fold_predict.c). */
 #ifndef GCNTRAIN_H
@@ -26,7 +26,7 @@ typedef enum phase { PHASE_INPUT, PHASE_TRAIN, PHASE_OUTPUT } phase;
 typedef struct args {
     const char *config, *dataset, *root, *device, *spmm, *features, *reorder, *cuda_graph,
                 *sparse_input;
-    const char *log, *save, *resume, *export_dir, *spmm_plan, *predict;
+    const char *log, *save, *resume, *export_dir, *spmm_choices, *predict;
     const char *folds_file, *protocol, *threads, *ranks, *gpus, *cache_dir;
     const char *mirror; /* --mirror: the datasets' base address */
     long epochs, runs, save_every, folds, fold; /* folds, fold: -1 when not given */
@@ -61,7 +61,7 @@ typedef struct session {
     int stop_run, stop_epoch;  /* where it stopped: the run, its epochs done */
     gcn_train_best stop_best;  /* that run's best so far */
     bool spmm_reported;   /* the selector's table has been printed this run */
-    char *choices;        /* the first run's locked choices, as a plan file in memory */
+    char *choices;        /* the first run's locked choices, as a choices file in memory */
     size_t choices_len;
     int32_t *pred_classes; /* --predict: the best-validation model's so far */
     float *pred_probs;
@@ -253,12 +253,12 @@ const char *signal_name(int sig);
  * Returns whether the sites are all locked. */
 bool report_spmm(session *s, int run, const gcn_trainer *tr);
 
-/* Before training: the selector's choices from --spmm-plan FILE when it
+/* Before training: the selector's choices from --spmm-choices FILE when it
  * exists, else from an earlier run of this invocation, so that only the
  * first run profiles.  *from_file says whether FILE was read. */
 gcn_status load_choices(session *s, const gcn_trainer *tr, bool *from_file);
 
-/* Once every site has locked: --spmm-plan FILE (unless it was read) and the
+/* Once every site has locked: --spmm-choices FILE (unless it was read) and the
  * copy in memory for the next runs. */
 gcn_status save_choices(session *s, const gcn_trainer *tr, bool from_file);
 

@@ -1,5 +1,5 @@
 /* gcntrain: what the SpMM selector chose (a table on stdout, JSON lines in
- * the log) and its choices kept for later runs or in --spmm-plan FILE. */
+ * the log) and its choices kept for later runs or in --spmm-choices FILE. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,7 +7,7 @@
 
 #include "gcntrain.h"
 
-/* The trainer's adjacency matrices, tagged for plan files. */
+/* The trainer's adjacency matrices, tagged for choices files. */
 static int trainer_mats(const gcn_trainer *tr, const gcn_csr *mats[2], const char *tags[2])
 {
     int n = 0;
@@ -84,13 +84,13 @@ gcn_status load_choices(session *s, const gcn_trainer *tr, bool *from_file)
     const gcn_csr *mats[2];
     const char *tags[2];
     int n = trainer_mats(tr, mats, tags);
-    *from_file = s->a.spmm_plan && access(s->a.spmm_plan, F_OK) == 0;
+    *from_file = s->a.spmm_choices && access(s->a.spmm_choices, F_OK) == 0;
     if (*from_file)
-        return gcn_spmm_plan_read(s->ctx, s->a.spmm_plan, mats, tags, n);
+        return gcn_spmm_choices_read(s->ctx, s->a.spmm_choices, mats, tags, n);
     FILE *f = s->choices ? fmemopen(s->choices, s->choices_len, "r") : NULL;
     if (!f)
         return GCN_OK;
-    gcn_status st = gcn_spmm_plan_load(s->ctx, f, "the first run's choices", mats, tags, n);
+    gcn_status st = gcn_spmm_choices_load(s->ctx, f, "the first run's choices", mats, tags, n);
     fclose(f);
     return st;
 }
@@ -101,15 +101,15 @@ gcn_status save_choices(session *s, const gcn_trainer *tr, bool from_file)
     const char *tags[2];
     int n = trainer_mats(tr, mats, tags);
     gcn_status st = GCN_OK;
-    if (s->a.spmm_plan && !from_file) {
+    if (s->a.spmm_choices && !from_file) {
         signals_hold(true);
-        st = gcn_spmm_plan_write(s->ctx, s->a.spmm_plan, mats, tags, n);
+        st = gcn_spmm_choices_write(s->ctx, s->a.spmm_choices, mats, tags, n);
         signals_hold(false);
     }
     FILE *f = st != GCN_OK || s->choices ? NULL : open_memstream(&s->choices, &s->choices_len);
     if (!f)
         return st;
-    st = gcn_spmm_plan_save(s->ctx, f, mats, tags, n);
+    st = gcn_spmm_choices_save(s->ctx, f, mats, tags, n);
     fclose(f);
     if (st != GCN_OK) {
         free(s->choices);

@@ -1,4 +1,0 @@
-/* rowpack's kernels for vectors of 1 float (spmm_rowpack.cuh). */
-#include "spmm_rowpack.cuh"
-
-template rp_kernel gcn_rowpack_pick<1>(bool, int, int, int);

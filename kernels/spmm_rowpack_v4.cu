@@ -1,4 +1,0 @@
-/* rowpack's kernels for vectors of 4 floats (spmm_rowpack.cuh). */
-#include "spmm_rowpack.cuh"
-
-template rp_kernel gcn_rowpack_pick<4>(bool, int, int, int);
