@@ -81,7 +81,7 @@ gcn_status gcn_op_run(gcn_ctx *ctx, gcn_op_spec *spec, gcn_tensor **out)
     gcn_tensor *y = NULL;
     gcn_node *nd;
     gcn_status st;
-    GCN_CHECK(gcn_tensor_create(ctx, &y, spec->rows, spec->cols));
+    GCN_CHECK(gcn_tensor_create_dtype(ctx, &y, spec->rows, spec->cols, spec->dtype));
     GCN_CHECK(spec->forward(ctx, spec, y));
     GCN_CHECK(gcn_tape_record(ctx, spec->name, spec->backward, spec->in, spec->n_in, y, &nd));
     if (nd) {
@@ -149,7 +149,7 @@ gcn_status gcn_grad_slot(gcn_ctx *ctx, gcn_tensor *t, float **buf, bool *acc)
 {
     *acc = t->grad != NULL;
     if (!t->grad)
-        GCN_TRY(gcn_tensor_create(ctx, &t->grad, t->rows, t->cols));
+        GCN_TRY(gcn_tensor_create_dtype(ctx, &t->grad, t->rows, t->cols, t->dtype));
     *buf = t->grad->data;
     return GCN_OK;
 }
@@ -165,7 +165,7 @@ gcn_status gcn_grad_slot_reuse(gcn_ctx *ctx, gcn_tensor *t, gcn_tensor *donor, f
                                bool *acc)
 {
     if (t->grad || !donor || donor->refs != 1 || donor->rows != t->rows ||
-        donor->cols != t->cols)
+        donor->cols != t->cols || donor->dtype != t->dtype)
         return gcn_grad_slot(ctx, t, buf, acc);
     t->grad = gcn_tensor_retain(donor);
     *buf = t->grad->data;

@@ -47,6 +47,15 @@ typedef gcn_status gcn_be_upload_fn(gcn_ctx *ctx, void *dst, const void *host, s
 typedef gcn_status gcn_be_download_fn(gcn_ctx *ctx, void *host, const void *src, size_t bytes);
 typedef gcn_status gcn_be_copy_fn(gcn_ctx *ctx, void *dst, const void *src, size_t bytes);
 typedef gcn_status gcn_be_fill_fn(gcn_ctx *ctx, float *x, int64_t n, float value);
+/* x[i] = bits for n bf16 values */
+typedef gcn_status gcn_be_fill_bf16_fn(gcn_ctx *ctx, uint16_t *x, int64_t n, uint16_t bits);
+/* bf16 storage (core/bf16.h's rounding): y = bf16(x), or with acc
+ * y = bf16(float(y) + x), the sum taken in fp32 and rounded once. */
+typedef gcn_status gcn_be_to_bf16_fn(gcn_ctx *ctx, int64_t n, const float *x, uint16_t *y,
+                                     bool acc);
+/* y (+)= float(x), exact widening (the sum in fp32). */
+typedef gcn_status gcn_be_from_bf16_fn(gcn_ctx *ctx, int64_t n, const uint16_t *x, float *y,
+                                       bool acc);
 typedef gcn_status gcn_be_sync_fn(gcn_ctx *ctx);
 /* c[m,n] = alpha op(a) op(b) + beta c; lda/ldb/ldc are row strides. */
 typedef gcn_status gcn_be_gemm_fn(gcn_ctx *ctx, bool trans_a, bool trans_b, int64_t m, int64_t n,
@@ -243,6 +252,9 @@ typedef struct gcn_backend {
     gcn_be_download_fn *download;
     gcn_be_copy_fn *copy;
     gcn_be_fill_fn *fill;
+    gcn_be_fill_bf16_fn *fill_bf16;
+    gcn_be_to_bf16_fn *to_bf16;
+    gcn_be_from_bf16_fn *from_bf16;
     gcn_be_sync_fn *sync;
     gcn_be_gemm_fn *gemm;
     gcn_be_axpby_fn *axpby;

@@ -116,6 +116,11 @@ static inline unsigned gcn_blocks(int64_t n, int threads)
 
 /* ---- backend functions, by file (types and semantics: gcn_be_*_fn in internal.h) */
 
+/* ops_cuda_bf16.cu */
+gcn_be_fill_bf16_fn gcn_cuda_fill_bf16;
+gcn_be_to_bf16_fn gcn_cuda_to_bf16;
+gcn_be_from_bf16_fn gcn_cuda_from_bf16;
+
 /* ops_cuda_cols.cu */
 gcn_be_col_sum_fn gcn_cuda_col_sum;
 gcn_be_batchnorm_train_fn gcn_cuda_batchnorm_train;

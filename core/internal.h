@@ -94,7 +94,11 @@ gcn_status gcn_struct_import(gcn_ctx *ctx, const char *what, void *dst, const vo
 
 struct gcn_tensor {
     int64_t rows, cols;
-    float *data;        /* on `device`, rows * cols floats */
+    union {             /* on `device`, rows * cols values of `dtype` */
+        float *data;    /* fp32 */
+        uint16_t *bf16; /* bf16 bit patterns (core/bf16.h) */
+    };
+    gcn_dtype dtype;
     gcn_ctx *ctx;
     gcn_device device;
     int refs;
@@ -273,6 +277,7 @@ struct gcn_op_spec {
     gcn_tensor *const *in;
     int n_in;
     int64_t rows, cols;        /* of the output */
+    gcn_dtype dtype;           /* of the output: fp32 unless set */
     const void *args;          /* forward's operands that are not node fields */
     double param[4];
     gcn_draw_offset offset;
@@ -414,8 +419,16 @@ void gcn_tensor_drop_values(gcn_tensor *t);
 /* Prologue of every op: ctx and out must be non-NULL; clears *out. */
 gcn_status gcn_op_begin(gcn_ctx *ctx, gcn_tensor **out);
 
-/* Shape and device checks that set a descriptive error. */
+/* Device, values and dtype checks that set a descriptive error naming
+ * `what`: _any takes either dtype, _dtype the one given (GCN_ERR_DTYPE
+ * otherwise), and plain gcn_check_tensor fp32, what most ops take. */
+gcn_status gcn_check_tensor_any(gcn_ctx *ctx, const gcn_tensor *t, const char *what);
+gcn_status gcn_check_tensor_dtype(gcn_ctx *ctx, const gcn_tensor *t, const char *what,
+                                  gcn_dtype dtype);
 gcn_status gcn_check_tensor(gcn_ctx *ctx, const gcn_tensor *t, const char *what);
+
+/* Bytes of one value of dtype. */
+size_t gcn_dtype_size(gcn_dtype dtype);
 gcn_status gcn_check_index(gcn_ctx *ctx, const gcn_index *t, const char *what);
 
 /* An index of n entries on the context's device, contents unset (min 0,

@@ -117,6 +117,62 @@ gcn_status gcn_matmul_bias(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *w, gcn_tenso
     return matmul_op(ctx, x, w, false, false, bias, out);
 }
 
+/* ---- dtype conversion -------------------------------------------------- */
+
+/* dst (+)= src for n values, converting between their dtypes. */
+static gcn_status convert(gcn_ctx *ctx, int64_t n, const gcn_tensor *src, gcn_tensor *dst,
+                          bool acc)
+{
+    if (src->dtype == GCN_DTYPE_FP32 && dst->dtype == GCN_DTYPE_BF16)
+        return ctx->be->to_bf16(ctx, n, src->data, dst->bf16, acc);
+    if (src->dtype == GCN_DTYPE_BF16 && dst->dtype == GCN_DTYPE_FP32)
+        return ctx->be->from_bf16(ctx, n, src->bf16, dst->data, acc);
+    if (src->dtype == GCN_DTYPE_FP32)
+        return ctx->be->axpby(ctx, n, 1.0f, src->data, acc ? 1.0f : 0.0f, dst->data);
+    if (!acc) /* bf16 to bf16: the bits */
+        return ctx->be->copy(ctx, dst->bf16, src->bf16, (size_t)n * sizeof *src->bf16);
+    /* bf16 into bf16: the sum in fp32, rounded once */
+    gcn_tensor *wide;
+    GCN_TRY(gcn_tensor_create(ctx, &wide, src->rows, src->cols));
+    gcn_status st = ctx->be->from_bf16(ctx, n, src->bf16, wide->data, false);
+    if (st == GCN_OK)
+        st = ctx->be->to_bf16(ctx, n, wide->data, dst->bf16, true);
+    gcn_tensor_free(&wide);
+    return st;
+}
+
+/* dX (+)= dY converted to x's dtype; a first gradient of x's dtype is dY's
+ * tensor itself, released by the tape right after. */
+static gcn_status cast_backward(gcn_ctx *ctx, gcn_node *nd)
+{
+    gcn_tensor *x = nd->in[0], *dy = nd->out->grad;
+    if (!x->grad && x->dtype == dy->dtype) {
+        x->grad = gcn_tensor_retain(dy);
+        return GCN_OK;
+    }
+    float *buf;
+    bool acc;
+    GCN_TRY(gcn_grad_slot(ctx, x, &buf, &acc));
+    return convert(ctx, NUMEL(x), dy, x->grad, acc);
+}
+
+static gcn_status cast_forward(gcn_ctx *ctx, gcn_op_spec *sp, gcn_tensor *y)
+{
+    return convert(ctx, NUMEL(y), sp->in[0], y, false);
+}
+
+gcn_status gcn_cast(gcn_ctx *ctx, gcn_tensor *x, gcn_dtype dtype, gcn_tensor **out)
+{
+    GCN_TRY(gcn_op_begin(ctx, out));
+    GCN_TRY(gcn_check_tensor_any(ctx, x, "cast input"));
+    if (dtype != GCN_DTYPE_FP32 && dtype != GCN_DTYPE_BF16)
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "cast: dtype %d is not fp32 or bf16",
+                         (int)dtype);
+    gcn_op_spec spec = {.name = "cast", .forward = cast_forward, .backward = cast_backward,
+                        .in = &x, .n_in = 1, .rows = x->rows, .cols = x->cols, .dtype = dtype};
+    return gcn_op_run(ctx, &spec, out);
+}
+
 /* ---- element-wise ------------------------------------------------------ */
 
 /* dX (+)= alpha dY for one input. */

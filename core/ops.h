@@ -21,6 +21,11 @@ extern "C" {
 GCN_API gcn_status gcn_matmul(gcn_ctx *ctx, gcn_tensor *a, gcn_tensor *b, bool trans_a,
                               bool trans_b, gcn_tensor **out);
 
+/* out = x stored as `dtype`: fp32 -> bf16 rounds each value to the nearest
+ * bf16 (ties to even), bf16 -> fp32 widens exactly, the same dtype copies.
+ * Backward converts the gradient back the other way.  Takes either dtype. */
+GCN_API gcn_status gcn_cast(gcn_ctx *ctx, gcn_tensor *x, gcn_dtype dtype, gcn_tensor **out);
+
 /* out = a + b, same shapes. */
 GCN_API gcn_status gcn_add(gcn_ctx *ctx, gcn_tensor *a, gcn_tensor *b, gcn_tensor **out);
 

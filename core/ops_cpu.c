@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bf16.h"
 #include "ops_cpu.h"
 #include "parallel.h"
 #include "philox.h"
@@ -24,6 +25,30 @@ static gcn_status cpu_fill(gcn_ctx *ctx, float *x, int64_t n, float value)
     GCN_PAR_FOR_SIMD(gcn_par_threads(ctx, n))
     for (int64_t i = 0; i < n; i++)
         x[i] = value;
+    return GCN_OK;
+}
+
+static gcn_status cpu_fill_bf16(gcn_ctx *ctx, uint16_t *x, int64_t n, uint16_t bits)
+{
+    GCN_PAR_FOR_SIMD(gcn_par_threads(ctx, n))
+    for (int64_t i = 0; i < n; i++)
+        x[i] = bits;
+    return GCN_OK;
+}
+
+static gcn_status cpu_to_bf16(gcn_ctx *ctx, int64_t n, const float *x, uint16_t *y, bool acc)
+{
+    GCN_PAR_FOR_SIMD(gcn_par_threads(ctx, n))
+    for (int64_t i = 0; i < n; i++)
+        y[i] = gcn_bf16_from_float(acc ? gcn_bf16_to_float(y[i]) + x[i] : x[i]);
+    return GCN_OK;
+}
+
+static gcn_status cpu_from_bf16(gcn_ctx *ctx, int64_t n, const uint16_t *x, float *y, bool acc)
+{
+    GCN_PAR_FOR_SIMD(gcn_par_threads(ctx, n))
+    for (int64_t i = 0; i < n; i++)
+        y[i] = gcn_bf16_to_float(x[i]) + (acc ? y[i] : 0.0f);
     return GCN_OK;
 }
 
@@ -327,6 +352,9 @@ const gcn_backend gcn_backend_cpu = {
     .download = cpu_memcpy,
     .copy = cpu_memcpy,
     .fill = cpu_fill,
+    .fill_bf16 = cpu_fill_bf16,
+    .to_bf16 = cpu_to_bf16,
+    .from_bf16 = cpu_from_bf16,
     .sync = cpu_sync,
     .gemm = gcn_cpu_gemm,
     .axpby = cpu_axpby,

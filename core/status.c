@@ -19,6 +19,7 @@ const char *gcn_status_str(gcn_status st)
     case GCN_ERR_NOT_FOUND: return "not found";
     case GCN_ERR_NUMERIC: return "non-finite value";
     case GCN_ERR_STATE: return "invalid state";
+    case GCN_ERR_DTYPE: return "dtype mismatch";
     }
     return "unknown status";
 }

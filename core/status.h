@@ -28,7 +28,8 @@ typedef enum gcn_status {
     GCN_ERR_UNSUPPORTED,  /* valid request that this build or backend cannot do */
     GCN_ERR_NOT_FOUND,    /* a named thing (kernel, dataset, key) does not exist */
     GCN_ERR_NUMERIC,      /* NaN or Inf where a finite value is required */
-    GCN_ERR_STATE         /* call out of order, e.g. backward with no tape */
+    GCN_ERR_STATE,        /* call out of order, e.g. backward with no tape */
+    GCN_ERR_DTYPE         /* a tensor's dtype is not one the operation takes */
 } gcn_status;
 
 /* A static, human-readable name for a status ("shape mismatch", ...). */

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "asan.h"
+#include "bf16.h"
 #include "internal.h"
 
 /* Tensor and index headers come from free lists on the context, so that a
@@ -43,39 +44,65 @@ void gcn_ctx_free_headers(gcn_ctx *ctx)
     headers_drop((void **)&ctx->free_indices, sizeof(gcn_index));
 }
 
-static size_t tensor_bytes(int64_t rows, int64_t cols)
+const char *gcn_dtype_name(gcn_dtype dtype)
 {
-    return (size_t)rows * (size_t)cols * sizeof(float);
+    switch (dtype) {
+    case GCN_DTYPE_FP32: return "fp32";
+    case GCN_DTYPE_BF16: return "bf16";
+    }
+    return "?";
 }
 
-gcn_status gcn_tensor_create(gcn_ctx *ctx, gcn_tensor **out, int64_t rows, int64_t cols)
+size_t gcn_dtype_size(gcn_dtype dtype)
+{
+    return dtype == GCN_DTYPE_BF16 ? sizeof(uint16_t) : sizeof(float);
+}
+
+static size_t tensor_bytes(int64_t rows, int64_t cols, gcn_dtype dtype)
+{
+    return (size_t)rows * (size_t)cols * gcn_dtype_size(dtype);
+}
+
+gcn_status gcn_tensor_create_dtype(gcn_ctx *ctx, gcn_tensor **out, int64_t rows, int64_t cols,
+                                   gcn_dtype dtype)
 {
     if (!ctx)
         return GCN_ERR_INVALID_ARG;
     GCN_ARG(ctx, out);
     *out = NULL;
+    if (dtype != GCN_DTYPE_FP32 && dtype != GCN_DTYPE_BF16)
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "tensor dtype %d is not fp32 or bf16",
+                         (int)dtype);
     if (rows < 0 || cols < 0 || (cols > 0 && rows > INT64_MAX / 4 / cols))
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "tensor shape [%lld, %lld] is invalid",
                          (long long)rows, (long long)cols);
     gcn_tensor *t = header_take((void **)&ctx->free_tensors, sizeof *t);
     if (!t)
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory for a tensor header");
-    gcn_status st = gcn_mem_alloc(ctx, (void **)&t->data, tensor_bytes(rows, cols));
+    size_t bytes = tensor_bytes(rows, cols, dtype);
+    gcn_status st = gcn_mem_alloc(ctx, (void **)&t->data, bytes);
     if (st != GCN_OK) {
         header_give((void **)&ctx->free_tensors, t, sizeof *t);
-        return st == GCN_ERR_NOMEM ? gcn_error_prefix(ctx, st, "a [%lld, %lld] tensor (%zu bytes)",
-                                                      (long long)rows, (long long)cols,
-                                                      tensor_bytes(rows, cols))
-                                   : st;
+        return st == GCN_ERR_NOMEM
+                   ? gcn_error_prefix(ctx, st, "a [%lld, %lld] %s tensor (%zu bytes)",
+                                      (long long)rows, (long long)cols, gcn_dtype_name(dtype),
+                                      bytes)
+                   : st;
     }
     t->rows = rows;
     t->cols = cols;
+    t->dtype = dtype;
     t->ctx = ctx;
     t->device = ctx->device;
     t->refs = 1;
     t->is_leaf = true;
     *out = t;
     return GCN_OK;
+}
+
+gcn_status gcn_tensor_create(gcn_ctx *ctx, gcn_tensor **out, int64_t rows, int64_t cols)
+{
+    return gcn_tensor_create_dtype(ctx, out, rows, cols, GCN_DTYPE_FP32);
 }
 
 gcn_status gcn_tensor_zeros(gcn_ctx *ctx, gcn_tensor **out, int64_t rows, int64_t cols)
@@ -96,9 +123,34 @@ gcn_status gcn_tensor_from_host(gcn_ctx *ctx, gcn_tensor **out, const float *hos
     GCN_TRY(gcn_tensor_create(ctx, out, rows, cols));
     gcn_status st = GCN_OK;
     if (rows * cols > 0)
-        st = ctx->be->upload(ctx, (*out)->data, host, tensor_bytes(rows, cols));
+        st = ctx->be->upload(ctx, (*out)->data, host, tensor_bytes(rows, cols, GCN_DTYPE_FP32));
     if (st != GCN_OK)
         gcn_tensor_free(out);
+    return st;
+}
+
+/* A bf16 tensor's transfer: through n bf16 values on the host, rounded
+ * from from_host before the upload or widened into to_host after the
+ * download. */
+static gcn_status host_copy_bf16(gcn_ctx *ctx, const gcn_tensor *t, float *to_host,
+                                 const float *from_host)
+{
+    int64_t n = t->rows * t->cols;
+    uint16_t *tmp = malloc((size_t)n * sizeof *tmp);
+    if (!tmp)
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory staging %lld bf16 values",
+                         (long long)n);
+    gcn_status st;
+    if (from_host) {
+        for (int64_t i = 0; i < n; i++)
+            tmp[i] = gcn_bf16_from_float(from_host[i]);
+        st = ctx->be->upload(ctx, t->bf16, tmp, (size_t)n * sizeof *tmp);
+    } else {
+        st = ctx->be->download(ctx, tmp, t->bf16, (size_t)n * sizeof *tmp);
+        for (int64_t i = 0; st == GCN_OK && i < n; i++)
+            to_host[i] = gcn_bf16_to_float(tmp[i]);
+    }
+    free(tmp);
     return st;
 }
 
@@ -108,11 +160,13 @@ static gcn_status host_copy(gcn_ctx *ctx, const gcn_tensor *t, float *to_host,
 {
     if (!ctx)
         return GCN_ERR_INVALID_ARG;
-    GCN_TRY(gcn_check_tensor(ctx, t, "tensor"));
+    GCN_TRY(gcn_check_tensor_any(ctx, t, "tensor"));
     GCN_ARG(ctx, to_host || from_host || t->rows * t->cols == 0);
     if (t->rows * t->cols == 0)
         return GCN_OK;
-    size_t bytes = tensor_bytes(t->rows, t->cols);
+    if (t->dtype == GCN_DTYPE_BF16)
+        return host_copy_bf16(ctx, t, to_host, from_host);
+    size_t bytes = tensor_bytes(t->rows, t->cols, t->dtype);
     return from_host ? ctx->be->upload(ctx, t->data, from_host, bytes)
                      : ctx->be->download(ctx, to_host, t->data, bytes);
 }
@@ -131,8 +185,8 @@ gcn_status gcn_tensor_clone(gcn_ctx *ctx, const gcn_tensor *src, gcn_tensor **ou
 {
     if (!ctx)
         return GCN_ERR_INVALID_ARG;
-    GCN_TRY(gcn_check_tensor(ctx, src, "source"));
-    GCN_TRY(gcn_tensor_create(ctx, out, src->rows, src->cols));
+    GCN_TRY(gcn_check_tensor_any(ctx, src, "source"));
+    GCN_TRY(gcn_tensor_create_dtype(ctx, out, src->rows, src->cols, src->dtype));
     gcn_status st = gcn_tensor_copy(ctx, *out, src);
     if (st != GCN_OK)
         gcn_tensor_free(out);
@@ -143,24 +197,30 @@ gcn_status gcn_tensor_copy(gcn_ctx *ctx, gcn_tensor *dst, const gcn_tensor *src)
 {
     if (!ctx)
         return GCN_ERR_INVALID_ARG;
-    GCN_TRY(gcn_check_tensor(ctx, dst, "destination"));
-    GCN_TRY(gcn_check_tensor(ctx, src, "source"));
+    GCN_TRY(gcn_check_tensor_any(ctx, dst, "destination"));
+    GCN_TRY(gcn_check_tensor_any(ctx, src, "source"));
     if (dst->rows != src->rows || dst->cols != src->cols)
         return GCN_ERROR(ctx, GCN_ERR_SHAPE, "copy: destination [%lld, %lld] != source [%lld, %lld]",
                          (long long)dst->rows, (long long)dst->cols, (long long)src->rows,
                          (long long)src->cols);
+    if (dst->dtype != src->dtype)
+        return GCN_ERROR(ctx, GCN_ERR_DTYPE, "copy: destination is %s but source is %s (gcn_cast "
+                         "converts)", gcn_dtype_name(dst->dtype), gcn_dtype_name(src->dtype));
     if (dst == src || src->rows * src->cols == 0)
         return GCN_OK;
-    return ctx->be->copy(ctx, dst->data, src->data, tensor_bytes(src->rows, src->cols));
+    return ctx->be->copy(ctx, dst->data, src->data,
+                         tensor_bytes(src->rows, src->cols, src->dtype));
 }
 
 gcn_status gcn_tensor_fill(gcn_ctx *ctx, gcn_tensor *t, float value)
 {
     if (!ctx)
         return GCN_ERR_INVALID_ARG;
-    GCN_TRY(gcn_check_tensor(ctx, t, "tensor"));
+    GCN_TRY(gcn_check_tensor_any(ctx, t, "tensor"));
     if (t->rows * t->cols == 0)
         return GCN_OK;
+    if (t->dtype == GCN_DTYPE_BF16)
+        return ctx->be->fill_bf16(ctx, t->bf16, t->rows * t->cols, gcn_bf16_from_float(value));
     return ctx->be->fill(ctx, t->data, t->rows * t->cols, value);
 }
 
@@ -180,7 +240,7 @@ void gcn_tensor_free(gcn_tensor **pt)
     if (--t->refs > 0)
         return;
     gcn_tensor_free(&t->grad);
-    gcn_mem_release(t->ctx, t->data, tensor_bytes(t->rows, t->cols));
+    gcn_mem_release(t->ctx, t->data, tensor_bytes(t->rows, t->cols, t->dtype));
     header_give((void **)&t->ctx->free_tensors, t, sizeof *t);
 }
 
@@ -188,7 +248,7 @@ void gcn_tensor_drop_values(gcn_tensor *t)
 {
     if (!t || !t->data)
         return;
-    gcn_mem_release(t->ctx, t->data, tensor_bytes(t->rows, t->cols));
+    gcn_mem_release(t->ctx, t->data, tensor_bytes(t->rows, t->cols, t->dtype));
     t->data = NULL;
 }
 
@@ -196,8 +256,22 @@ int64_t gcn_tensor_rows(const gcn_tensor *t) { return t ? t->rows : 0; }
 int64_t gcn_tensor_cols(const gcn_tensor *t) { return t ? t->cols : 0; }
 int64_t gcn_tensor_numel(const gcn_tensor *t) { return t ? t->rows * t->cols : 0; }
 gcn_device gcn_tensor_device(const gcn_tensor *t) { return t ? t->device : GCN_DEVICE_CPU; }
-float *gcn_tensor_data(gcn_tensor *t) { return t ? t->data : NULL; }
-const float *gcn_tensor_cdata(const gcn_tensor *t) { return t ? t->data : NULL; }
+gcn_dtype gcn_tensor_dtype(const gcn_tensor *t) { return t ? t->dtype : GCN_DTYPE_FP32; }
+
+float *gcn_tensor_data(gcn_tensor *t)
+{
+    return t && t->dtype == GCN_DTYPE_FP32 ? t->data : NULL;
+}
+
+const float *gcn_tensor_cdata(const gcn_tensor *t)
+{
+    return t && t->dtype == GCN_DTYPE_FP32 ? t->data : NULL;
+}
+
+uint16_t *gcn_tensor_data_bf16(gcn_tensor *t)
+{
+    return t && t->dtype == GCN_DTYPE_BF16 ? t->bf16 : NULL;
+}
 bool gcn_tensor_requires_grad(const gcn_tensor *t) { return t && t->requires_grad; }
 gcn_tensor *gcn_tensor_grad(const gcn_tensor *t) { return t ? t->grad : NULL; }
 
@@ -216,7 +290,7 @@ gcn_status gcn_tensor_zero_grad(gcn_ctx *ctx, gcn_tensor *t)
 {
     if (!ctx)
         return GCN_ERR_INVALID_ARG;
-    GCN_TRY(gcn_check_tensor(ctx, t, "tensor"));
+    GCN_TRY(gcn_check_tensor_any(ctx, t, "tensor"));
     return t->grad ? gcn_tensor_fill(ctx, t->grad, 0.0f) : GCN_OK;
 }
 
@@ -230,7 +304,7 @@ gcn_status gcn_op_begin(gcn_ctx *ctx, gcn_tensor **out)
     return GCN_OK;
 }
 
-gcn_status gcn_check_tensor(gcn_ctx *ctx, const gcn_tensor *t, const char *what)
+gcn_status gcn_check_tensor_any(gcn_ctx *ctx, const gcn_tensor *t, const char *what)
 {
     if (!t)
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "%s is NULL", what);
@@ -241,6 +315,21 @@ gcn_status gcn_check_tensor(gcn_ctx *ctx, const gcn_tensor *t, const char *what)
     if (!t->data && t->rows * t->cols > 0)
         return GCN_ERROR(ctx, GCN_ERR_STATE, "%s had its values dropped after use", what);
     return GCN_OK;
+}
+
+gcn_status gcn_check_tensor_dtype(gcn_ctx *ctx, const gcn_tensor *t, const char *what,
+                                  gcn_dtype dtype)
+{
+    GCN_TRY(gcn_check_tensor_any(ctx, t, what));
+    if (t->dtype != dtype)
+        return GCN_ERROR(ctx, GCN_ERR_DTYPE, "%s is %s, but the op takes %s (gcn_cast converts)",
+                         what, gcn_dtype_name(t->dtype), gcn_dtype_name(dtype));
+    return GCN_OK;
+}
+
+gcn_status gcn_check_tensor(gcn_ctx *ctx, const gcn_tensor *t, const char *what)
+{
+    return gcn_check_tensor_dtype(ctx, t, what, GCN_DTYPE_FP32);
 }
 
 gcn_status gcn_check_row_vector(gcn_ctx *ctx, const gcn_tensor *v, const char *op,
