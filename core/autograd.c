@@ -81,8 +81,10 @@ gcn_status gcn_op_run(gcn_ctx *ctx, gcn_op_spec *spec, gcn_tensor **out)
     gcn_tensor *y = NULL;
     gcn_node *nd;
     gcn_status st;
-    GCN_CHECK(gcn_tensor_create_dtype(ctx, &y, spec->rows, spec->cols, spec->dtype));
-    GCN_CHECK(spec->forward(ctx, spec, y));
+    bool mixed = gcn_mixed_wanted(spec);
+    GCN_CHECK(gcn_tensor_create_dtype(ctx, &y, spec->rows, spec->cols,
+                                      mixed ? GCN_DTYPE_BF16 : spec->dtype));
+    GCN_CHECK(mixed ? gcn_mixed_forward(ctx, spec, y) : spec->forward(ctx, spec, y));
     GCN_CHECK(gcn_tape_record(ctx, spec->name, spec->backward, spec->in, spec->n_in, y, &nd));
     if (nd) {
         memcpy(nd->param, spec->param, sizeof nd->param);
@@ -96,6 +98,8 @@ gcn_status gcn_op_run(gcn_ctx *ctx, gcn_op_spec *spec, gcn_tensor **out)
         }
         nd->custom = spec->custom;
         spec->custom = NULL;
+        nd->mixed = mixed;
+        nd->round_in = spec->round_in;
     }
     *out = y;
     y = NULL;
@@ -193,7 +197,7 @@ gcn_status gcn_backward(gcn_ctx *ctx, gcn_tensor *loss)
         gcn_node *nd = &ctx->tape[i];
         ctx->layer = nd->layer;
         if (nd->out->grad) /* else the loss does not depend on this op */
-            GCN_CHECK(nd->backward(ctx, nd));
+            GCN_CHECK(nd->mixed ? gcn_mixed_backward(ctx, nd) : nd->backward(ctx, nd));
         /* Every consumer of nd->out came later on the tape and is done, so
          * its gradient is complete and now used: release it, and what the
          * node holds, at once rather than after the walk.  Activations and

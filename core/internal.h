@@ -251,6 +251,8 @@ struct gcn_node {
     gcn_draw_offset offset; /* where the op's dropout mask starts */
     struct gcn_custom_node *custom; /* a program's op (gcn_custom): owned */
     int layer;              /* the context's layer when it was recorded (gcn_ctx_set_layer) */
+    bool mixed;             /* ran on fp32 stand-ins of bf16 operands (core/mixed.c) */
+    unsigned round_in;      /* the spec's round_in, for a mixed node's backward */
 };
 
 /* Records an op if recording is on and any input requires grad; then marks
@@ -278,6 +280,10 @@ struct gcn_op_spec {
     int n_in;
     int64_t rows, cols;        /* of the output */
     gcn_dtype dtype;           /* of the output: fp32 unless set */
+    unsigned bf16_in;          /* bit i: input i may be bf16; when one is, the op
+                                * computes in fp32 on stand-ins and its output is
+                                * bf16 (core/mixed.c) */
+    unsigned round_in;         /* bit i: fp32 input i is read rounded to bf16 then */
     const void *args;          /* forward's operands that are not node fields */
     double param[4];
     gcn_draw_offset offset;
@@ -292,6 +298,18 @@ struct gcn_op_spec {
  * spec's fields.  On return spec->saved is empty; on failure *out is left
  * as it was. */
 gcn_status gcn_op_run(gcn_ctx *ctx, gcn_op_spec *spec, gcn_tensor **out);
+
+/* bf16 operands around fp32 arithmetic (core/mixed.c), at most
+ * GCN_MIXED_MAX_IN inputs.  _wanted: an input the spec allows in bf16 is
+ * bf16.  _forward: the spec's forward on fp32 stand-ins, its result
+ * rounded into the bf16 y.  _backward: the node's backward on stand-ins,
+ * the gradients converted into the real inputs'. */
+#define GCN_MIXED_MAX_IN 8
+bool gcn_mixed_wanted(const gcn_op_spec *spec);
+gcn_status gcn_mixed_forward(gcn_ctx *ctx, gcn_op_spec *spec, gcn_tensor *y);
+gcn_status gcn_mixed_backward(gcn_ctx *ctx, gcn_node *nd);
+/* Rounds an fp32 tensor's values to bf16 in place. */
+gcn_status gcn_mixed_round(gcn_ctx *ctx, gcn_tensor *t);
 
 /* The buffer to write t's gradient into: allocates it on first use
  * (*acc = false: overwrite) or returns the existing one (*acc = true). */

@@ -77,8 +77,8 @@ static gcn_status matmul_op(gcn_ctx *ctx, gcn_tensor *a, gcn_tensor *b, bool tra
                             bool trans_b, gcn_tensor *bias, gcn_tensor **out)
 {
     GCN_TRY(gcn_op_begin(ctx, out));
-    GCN_TRY(gcn_check_tensor(ctx, a, "matmul a"));
-    GCN_TRY(gcn_check_tensor(ctx, b, "matmul b"));
+    GCN_TRY(gcn_check_tensor_any(ctx, a, "matmul a"));
+    GCN_TRY(gcn_check_tensor_any(ctx, b, "matmul b"));
     int64_t m = trans_a ? a->cols : a->rows, k = trans_a ? a->rows : a->cols;
     int64_t kb = trans_b ? b->cols : b->rows, n = trans_b ? b->rows : b->cols;
     if (k != kb)
@@ -99,7 +99,9 @@ static gcn_status matmul_op(gcn_ctx *ctx, gcn_tensor *a, gcn_tensor *b, bool tra
                         .n_in = bias ? 3 : 2,
                         .rows = m,
                         .cols = n,
-                        .param = {trans_a, trans_b}};
+                        .param = {trans_a, trans_b},
+                        .bf16_in = 3,
+                        .round_in = 3};
     return gcn_op_run(ctx, &spec, out);
 }
 
@@ -200,13 +202,13 @@ static gcn_status add_forward(gcn_ctx *ctx, gcn_op_spec *sp, gcn_tensor *c)
 gcn_status gcn_add(gcn_ctx *ctx, gcn_tensor *a, gcn_tensor *b, gcn_tensor **out)
 {
     GCN_TRY(gcn_op_begin(ctx, out));
-    GCN_TRY(gcn_check_tensor(ctx, a, "add a"));
-    GCN_TRY(gcn_check_tensor(ctx, b, "add b"));
+    GCN_TRY(gcn_check_tensor_any(ctx, a, "add a"));
+    GCN_TRY(gcn_check_tensor_any(ctx, b, "add b"));
     if (a->rows != b->rows || a->cols != b->cols)
         return shape_error(ctx, "add", a, b);
     gcn_tensor *in[2] = {a, b};
     gcn_op_spec spec = {.name = "add", .forward = add_forward, .backward = add_backward,
-                        .in = in, .n_in = 2, .rows = a->rows, .cols = a->cols};
+                        .in = in, .n_in = 2, .rows = a->rows, .cols = a->cols, .bf16_in = 3};
     return gcn_op_run(ctx, &spec, out);
 }
 
@@ -224,14 +226,14 @@ static gcn_status add_bias_forward(gcn_ctx *ctx, gcn_op_spec *sp, gcn_tensor *y)
 gcn_status gcn_add_bias(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *bias, gcn_tensor **out)
 {
     GCN_TRY(gcn_op_begin(ctx, out));
-    GCN_TRY(gcn_check_tensor(ctx, x, "add_bias x"));
+    GCN_TRY(gcn_check_tensor_any(ctx, x, "add_bias x"));
     GCN_TRY(gcn_check_tensor(ctx, bias, "add_bias bias"));
     if (bias->rows != 1 || bias->cols != x->cols)
         return shape_error(ctx, "add_bias (bias must be [1, cols of x])", x, bias);
     gcn_tensor *in[2] = {x, bias};
     gcn_op_spec spec = {.name = "add_bias", .forward = add_bias_forward,
                         .backward = add_bias_backward, .in = in, .n_in = 2, .rows = x->rows,
-                        .cols = x->cols};
+                        .cols = x->cols, .bf16_in = 1};
     return gcn_op_run(ctx, &spec, out);
 }
 
@@ -248,10 +250,10 @@ static gcn_status scale_forward(gcn_ctx *ctx, gcn_op_spec *sp, gcn_tensor *y)
 gcn_status gcn_scale(gcn_ctx *ctx, gcn_tensor *x, float alpha, gcn_tensor **out)
 {
     GCN_TRY(gcn_op_begin(ctx, out));
-    GCN_TRY(gcn_check_tensor(ctx, x, "scale input"));
+    GCN_TRY(gcn_check_tensor_any(ctx, x, "scale input"));
     gcn_op_spec spec = {.name = "scale", .forward = scale_forward, .backward = scale_backward,
                         .in = &x, .n_in = 1, .rows = x->rows, .cols = x->cols,
-                        .param = {alpha}};
+                        .param = {alpha}, .bf16_in = 1};
     return gcn_op_run(ctx, &spec, out);
 }
 
@@ -272,9 +274,10 @@ static gcn_status relu_forward(gcn_ctx *ctx, gcn_op_spec *sp, gcn_tensor *y)
 gcn_status gcn_relu(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor **out)
 {
     GCN_TRY(gcn_op_begin(ctx, out));
-    GCN_TRY(gcn_check_tensor(ctx, x, "relu input"));
+    GCN_TRY(gcn_check_tensor_any(ctx, x, "relu input"));
     gcn_op_spec spec = {.name = "relu", .forward = relu_forward, .backward = relu_backward,
-                        .in = &x, .n_in = 1, .rows = x->rows, .cols = x->cols};
+                        .in = &x, .n_in = 1, .rows = x->rows, .cols = x->cols,
+                        .bf16_in = 1};
     return gcn_op_run(ctx, &spec, out);
 }
 
@@ -296,12 +299,12 @@ static gcn_status elu_forward(gcn_ctx *ctx, gcn_op_spec *sp, gcn_tensor *y)
 gcn_status gcn_elu(gcn_ctx *ctx, gcn_tensor *x, float alpha, gcn_tensor **out)
 {
     GCN_TRY(gcn_op_begin(ctx, out));
-    GCN_TRY(gcn_check_tensor(ctx, x, "elu input"));
+    GCN_TRY(gcn_check_tensor_any(ctx, x, "elu input"));
     if (!(alpha > 0.0f))
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "elu: alpha = %g must be > 0", (double)alpha);
     gcn_op_spec spec = {.name = "elu", .forward = elu_forward, .backward = elu_backward,
                         .in = &x, .n_in = 1, .rows = x->rows, .cols = x->cols,
-                        .param = {alpha}};
+                        .param = {alpha}, .bf16_in = 1};
     return gcn_op_run(ctx, &spec, out);
 }
 
@@ -330,7 +333,7 @@ static gcn_status scale_by_forward(gcn_ctx *ctx, gcn_op_spec *sp, gcn_tensor *y)
 gcn_status gcn_scale_by(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *s, gcn_tensor **out)
 {
     GCN_TRY(gcn_op_begin(ctx, out));
-    GCN_TRY(gcn_check_tensor(ctx, x, "scale_by x"));
+    GCN_TRY(gcn_check_tensor_any(ctx, x, "scale_by x"));
     GCN_TRY(gcn_check_tensor(ctx, s, "scale_by s"));
     if (s->rows != 1 || s->cols != 1)
         return GCN_ERROR(ctx, GCN_ERR_SHAPE, "scale_by: s must be [1, 1], got [%lld, %lld]",
@@ -338,7 +341,7 @@ gcn_status gcn_scale_by(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *s, gcn_tensor *
     gcn_tensor *in[2] = {x, s};
     gcn_op_spec spec = {.name = "scale_by", .forward = scale_by_forward,
                         .backward = scale_by_backward, .in = in, .n_in = 2, .rows = x->rows,
-                        .cols = x->cols};
+                        .cols = x->cols, .bf16_in = 1};
     return gcn_op_run(ctx, &spec, out);
 }
 
@@ -363,14 +366,14 @@ static gcn_status dropout_forward(gcn_ctx *ctx, gcn_op_spec *sp, gcn_tensor *y)
 gcn_status gcn_dropout(gcn_ctx *ctx, gcn_tensor *x, float p, bool training, gcn_tensor **out)
 {
     GCN_TRY(gcn_op_begin(ctx, out));
-    GCN_TRY(gcn_check_tensor(ctx, x, "dropout input"));
+    GCN_TRY(gcn_check_tensor_any(ctx, x, "dropout input"));
     if (!(p >= 0.0f && p < 1.0f))
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "dropout: p = %g is not in [0, 1)", (double)p);
     if (!training || p == 0.0f)
         return gcn_scale(ctx, x, 1.0f, out);
     gcn_op_spec spec = {.name = "dropout", .forward = dropout_forward,
                         .backward = dropout_backward, .in = &x, .n_in = 1, .rows = x->rows,
-                        .cols = x->cols, .param = {p},
+                        .cols = x->cols, .param = {p}, .bf16_in = 1,
                         .offset = gcn_rng_reserve_dropout_rows(ctx, x->rows, x->cols)};
     return gcn_op_run(ctx, &spec, out);
 }

@@ -9,7 +9,7 @@ enum { HAS_BIAS = 1, HAS_NORM = 2, BATCH_STATS = 4 };
 static gcn_status check_spec(gcn_ctx *ctx, const gcn_tensor *x, const gcn_epilogue *e,
                              bool training)
 {
-    GCN_TRY(gcn_check_tensor(ctx, x, "epilogue input"));
+    GCN_TRY(gcn_check_tensor_any(ctx, x, "epilogue input"));
     if (e->bias)
         GCN_TRY(gcn_check_row_vector(ctx, e->bias, "epilogue", "bias", x->cols));
     if (e->gamma) {
@@ -158,6 +158,8 @@ static gcn_status epilogue_matmul_backward(gcn_ctx *ctx, gcn_node *nd)
         float *dw;
         bool acc;
         GCN_CHECK(ctx->be->epilogue_forward(ctx, &a, de->data));
+        if (nd->mixed) /* the product read epilogue(x) in bf16 */
+            GCN_CHECK(gcn_mixed_round(ctx, de));
         GCN_CHECK(gcn_grad_slot(ctx, w, &dw, &acc));
         GCN_CHECK(ctx->be->gemm(ctx, true, false, f, n, rows, 1.0f, de->data, f, dy->data, n,
                                 acc ? 1.0f : 0.0f, dw, n));
@@ -178,6 +180,7 @@ typedef struct epilogue_call {
     const gcn_epilogue *e;
     bool training;
     gcn_tensor *w; /* or NULL */
+    bool bf16;     /* x is bf16: the product reads epilogue(x) rounded to bf16 */
 } epilogue_call;
 
 /* y = epilogue(x), or with w, y = epilogue(x) w through a temporary; puts
@@ -197,8 +200,10 @@ static gcn_status epilogue_forward(gcn_ctx *ctx, gcn_op_spec *sp, gcn_tensor *y)
         return ctx->be->epilogue_forward(ctx, &a, y->data);
     GCN_CHECK(gcn_tensor_create(ctx, &ex, x->rows, x->cols));
     GCN_CHECK(ctx->be->epilogue_forward(ctx, &a, ex->data));
+    if (c->bf16)
+        GCN_CHECK(gcn_mixed_round(ctx, ex));
     GCN_CHECK(ctx->be->gemm(ctx, false, false, x->rows, y->cols, x->cols, 1.0f, ex->data, x->cols,
-                            c->w->data, c->w->cols, 0.0f, y->data, y->cols));
+                            sp->in[1]->data, y->cols, 0.0f, y->data, y->cols));
 cleanup:
     gcn_tensor_free(&ex);
     return st;
@@ -212,7 +217,7 @@ static gcn_status epilogue_op(gcn_ctx *ctx, gcn_tensor *x, const gcn_epilogue *e
     GCN_ARG(ctx, e);
     GCN_TRY(check_spec(ctx, x, e, training));
     if (w) {
-        GCN_TRY(gcn_check_tensor(ctx, w, "epilogue_matmul weight"));
+        GCN_TRY(gcn_check_tensor_any(ctx, w, "epilogue_matmul weight"));
         if (w->rows != x->cols)
             return GCN_ERROR(ctx, GCN_ERR_SHAPE,
                              "epilogue_matmul: x is [%lld, %lld] but the weight is [%lld, %lld]",
@@ -221,7 +226,7 @@ static gcn_status epilogue_op(gcn_ctx *ctx, gcn_tensor *x, const gcn_epilogue *e
     }
     gcn_tensor *in[5] = {x, w};
     int flags, n_in = stage_inputs(e, e->gamma && training, in, w ? 2 : 1, &flags);
-    epilogue_call call = {e, training, w};
+    epilogue_call call = {e, training, w, x->dtype == GCN_DTYPE_BF16};
     gcn_op_spec spec = {.name = w ? "epilogue_matmul" : "epilogue",
                         .forward = epilogue_forward,
                         .backward = w ? epilogue_matmul_backward : epilogue_backward,
@@ -230,7 +235,9 @@ static gcn_status epilogue_op(gcn_ctx *ctx, gcn_tensor *x, const gcn_epilogue *e
                         .rows = x->rows,
                         .cols = w ? w->cols : x->cols,
                         .args = &call,
-                        .param = {flags}};
+                        .param = {flags},
+                        .bf16_in = w ? 3 : 1,
+                        .round_in = w ? 2 : 0};
     return gcn_op_run(ctx, &spec, out);
 }
 

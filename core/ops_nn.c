@@ -60,7 +60,7 @@ gcn_status gcn_batchnorm(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *gamma, gcn_ten
                          float momentum, float eps, gcn_tensor **out)
 {
     GCN_TRY(gcn_op_begin(ctx, out));
-    GCN_TRY(gcn_check_tensor(ctx, x, "batchnorm input"));
+    GCN_TRY(gcn_check_tensor_any(ctx, x, "batchnorm input"));
     GCN_TRY(gcn_check_row_vector(ctx, gamma, "batchnorm", "gamma", x->cols));
     GCN_TRY(gcn_check_row_vector(ctx, beta, "batchnorm", "beta", x->cols));
     GCN_TRY(gcn_check_row_vector(ctx, running_mean, "batchnorm", "running_mean", x->cols));
@@ -81,7 +81,8 @@ gcn_status gcn_batchnorm(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *gamma, gcn_ten
     batchnorm_args args = {running_mean, running_var, momentum};
     gcn_op_spec spec = {.name = "batchnorm", .forward = batchnorm_forward,
                         .backward = batchnorm_backward, .in = in, .n_in = 3, .rows = x->rows,
-                        .cols = x->cols, .args = &args, .param = {training, eps}};
+                        .cols = x->cols, .args = &args, .param = {training, eps},
+                        .bf16_in = 1};
     return gcn_op_run(ctx, &spec, out);
 }
 

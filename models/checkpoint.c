@@ -1,11 +1,12 @@
 /* Trainer checkpoints.  Layout (host byte order): a fixed header (magic
  * "GCNCKPT", version, configuration hash, epoch, best-so-far, seed and
  * stream offsets, optimiser steps, tensor count, a graph-level trainer's
- * split hash or 0), then each tensor as rows,
+ * split hash or 0, the precision it trained in), then each tensor as rows,
  * cols and its floats: the model's state (parameters, buffers), the
  * optimisers' state, then the best-validation model's state (the shapes of
  * the first group again), then a CRC-32 of everything before it. */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,11 @@
 #include "../core/internal.h"
 #include "trainer_impl.h"
 
-#define CKPT_VERSION 2u
+#define CKPT_VERSION 3u
+
+/* Version 2 files end their header before the precision: fp32 or tf32,
+ * which resume the same. */
+#define CKPT_V2_HEADER offsetof(ckpt_header, precision)
 
 typedef struct ckpt_header {
     char magic[8];
@@ -28,7 +33,14 @@ typedef struct ckpt_header {
     int64_t optim_steps;
     uint32_t n_tensors;
     uint32_t split_hash; /* gcn_trainer_split_hash; 0: node-level, or saved before it was kept */
+    char precision[8];   /* "fp32", "tf32" or "bf16": the state is fp32 in every one, so a
+                          * run resumes in any precision */
 } ckpt_header;
+
+static const char *precision_name(const gcn_model_config *cfg)
+{
+    return cfg->bf16 ? "bf16" : cfg->tf32 ? "tf32" : "fp32";
+}
 
 static uint32_t crc_ints(uint32_t crc, const int32_t *v, int32_t n)
 {
@@ -136,6 +148,7 @@ gcn_status gcn_trainer_save(gcn_ctx *ctx, const gcn_trainer *tr, const char *pat
                      .best_valid = tr->best.valid_acc, .best_test = tr->best.test_acc,
                      .seed = ctx->seed, .optim_steps = gcn_optim_steps(tr->opt[0]),
                      .n_tensors = (uint32_t)(n + n_best), .split_hash = tr->split_hash};
+    snprintf(h.precision, sizeof h.precision, "%s", precision_name(&tr->cfg));
     gcn_rng_get_state(ctx, h.rng_offset);
     memcpy(buf, &h, sizeof h);
     size_t off = sizeof h;
@@ -178,18 +191,25 @@ static gcn_status read_file(gcn_ctx *ctx, const char *path, char **buf, size_t *
     return st;
 }
 
-/* Checks the header against the trainer; the tensors follow at sizeof h. */
+/* Checks the header against the trainer; the tensors follow at *size. */
 static gcn_status check_header(gcn_ctx *ctx, const gcn_trainer *tr, const char *path,
-                               const char *buf, size_t len, int n, ckpt_header *h)
+                               const char *buf, size_t len, int n, ckpt_header *h, size_t *size)
 {
-    if (len < sizeof *h + sizeof(uint32_t))
+    if (len < CKPT_V2_HEADER + sizeof(uint32_t))
         return GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s: too short for a checkpoint", path);
     uint32_t crc, want = (uint32_t)crc32_z(crc32(0L, Z_NULL, 0), (const Bytef *)buf, len - 4);
     memcpy(&crc, buf + len - 4, sizeof crc);
-    memcpy(h, buf, sizeof *h);
-    if (memcmp(h->magic, "GCNCKPT", 8) != 0 || h->version != CKPT_VERSION)
-        return GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s: not a gcn checkpoint (version %u expected)", path,
-                         CKPT_VERSION);
+    memset(h, 0, sizeof *h);
+    memcpy(h, buf, CKPT_V2_HEADER);
+    *size = h->version == 2u ? CKPT_V2_HEADER : sizeof *h;
+    if (memcmp(h->magic, "GCNCKPT", 8) != 0 || (h->version != CKPT_VERSION && h->version != 2u) ||
+        len < *size + sizeof(uint32_t))
+        return GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s: not a gcn checkpoint (version 2 or %u expected)",
+                         path, CKPT_VERSION);
+    if (h->version == 2u)
+        memcpy(h->precision, "fp32", 5);
+    else
+        memcpy(h, buf, sizeof *h);
     if (crc != want)
         return GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s: CRC-32 mismatch: the file is damaged", path);
     if (h->config_hash != gcn_model_config_hash(&tr->cfg) || h->n_tensors != (uint32_t)n)
@@ -209,14 +229,18 @@ gcn_status gcn_trainer_load(gcn_ctx *ctx, gcn_trainer *tr, const char *path)
     GCN_ARG(ctx, tr && path);
     gcn_tensor **list = NULL;
     char *buf = NULL;
-    size_t len = 0, off = sizeof(ckpt_header);
+    size_t len = 0, off = 0;
     int n, n_best;
     ckpt_header h;
     gcn_status st;
     float *best = tr->best_state;
     GCN_CHECK(collect(ctx, tr, &list, &n, &n_best));
     GCN_CHECK(read_file(ctx, path, &buf, &len));
-    GCN_CHECK(check_header(ctx, tr, path, buf, len, n + n_best, &h));
+    GCN_CHECK(check_header(ctx, tr, path, buf, len, n + n_best, &h, &off));
+    h.precision[sizeof h.precision - 1] = '\0';
+    if (strcmp(h.precision, precision_name(&tr->cfg)))
+        gcn_log(ctx, GCN_LOG_INFO, "%s: saved in %s, resuming in %s (the state is fp32 in both)",
+                path, h.precision, precision_name(&tr->cfg));
     for (int i = 0; i < n + n_best; i++) {
         int64_t shape[2];
         if (off + sizeof shape > len - 4) {

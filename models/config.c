@@ -429,7 +429,7 @@ static gcn_status parse_readout(parser *p, const cJSON *obj, gcn_readout_config 
     return GCN_OK;
 }
 
-static const char *const precisions[] = {"fp32", "tf32"};
+static const char *const precisions[] = {"fp32", "tf32", "bf16"};
 
 static gcn_status parse_top_key(parser *p, const cJSON *v, gcn_model_config *cfg, bool *has_layers)
 {
@@ -460,8 +460,9 @@ static gcn_status parse_top_key(parser *p, const cJSON *v, gcn_model_config *cfg
     if (!strcmp(k, "device"))
         return parse_device(p, v, cfg->device, sizeof cfg->device);
     if (!strcmp(k, "precision")) {
-        GCN_TRY(get_choice(p, v, k, precisions, 2, &c));
+        GCN_TRY(get_choice(p, v, k, precisions, 3, &c));
         cfg->tf32 = c == 1;
+        cfg->bf16 = c == 2;
         return GCN_OK;
     }
     if (!strcmp(k, "spmm"))

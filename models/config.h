@@ -62,6 +62,9 @@ typedef struct gcn_model_config {
     uint64_t seed;
     char device[16];       /* "auto", "cpu", "cuda" or "cuda:N" */
     bool tf32;             /* precision "tf32" (else "fp32") */
+    bool bf16;             /* precision "bf16": features, activations and their
+                            * gradients stored in bf16, computed in fp32; the
+                            * parameters, optimiser state and loss in fp32 */
     char spmm[64];         /* "auto", "auto-deterministic", a kernel or a strategy */
     bool cuda_graph;       /* replay steady-state epochs as one CUDA graph (default on) */
     bool sparse_input;     /* features that are mostly zeros go to the first layer as a

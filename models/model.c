@@ -282,14 +282,22 @@ static gcn_status forward(gcn_ctx *ctx, gcn_model *m, const gcn_csr *adj_gcn,
                           const gcn_csr *adj_raw, gcn_tensor *x, bool training, readout *r,
                           gcn_tensor **out)
 {
-    GCN_TRY(gcn_check_tensor(ctx, x, "model input"));
+    GCN_TRY(gcn_check_tensor_any(ctx, x, "model input"));
     if (x->cols != m->in_feat)
         return GCN_ERROR(ctx, GCN_ERR_SHAPE, "model: built for %lld input features, got %lld",
                          (long long)m->in_feat, (long long)x->cols);
+    if (r && m->cfg.bf16)
+        return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED,
+                         "precision bf16: graph-level models (a readout) train in fp32 or tf32");
     carry c = {0};
     gcn_status st = GCN_OK;
     int layer = gcn_ctx_set_layer(ctx, 0);
     float first = m->blocks[0].cfg.dropout;
+    gcn_tensor *x_bf16 = NULL;
+    if (m->cfg.bf16 && x->dtype == GCN_DTYPE_FP32) { /* features the caller kept in fp32 */
+        GCN_CHECK(gcn_cast(ctx, x, GCN_DTYPE_BF16, &x_bf16));
+        x = x_bf16;
+    }
     if (r && pools(m, -1))
         read_later(m, -1, x, r);
     if (!r && x == m->sparse_of) {
@@ -316,11 +324,14 @@ static gcn_status forward(gcn_ctx *ctx, gcn_model *m, const gcn_csr *adj_gcn,
     }
     if (r) {
         GCN_CHECK(read_out(ctx, m, training, r, out));
+    } else if (c.h->dtype == GCN_DTYPE_BF16) { /* the loss side is fp32 */
+        GCN_CHECK(gcn_cast(ctx, c.h, GCN_DTYPE_FP32, out));
     } else {
         *out = c.h;
         c.h = NULL;
     }
 cleanup:
+    gcn_tensor_free(&x_bf16);
     gcn_ctx_set_layer(ctx, layer);
     gcn_tensor_free(&c.h);
     gcn_tensor_free(&c.z);
@@ -501,7 +512,7 @@ cleanup:
 static bool takes_sparse_input(const gcn_model *m)
 {
     block *b = &m->blocks[0];
-    return !m->cfg.readout.enabled && m->cfg.sparse_input &&
+    return !m->cfg.readout.enabled && m->cfg.sparse_input && !m->cfg.bf16 &&
            (b->cfg.type == GCN_LAYER_LINEAR ||
             (b->cfg.type == GCN_LAYER_GCN && !gcn_gcn_conv_aggregates_first(&b->gcn)));
 }

@@ -31,10 +31,12 @@ gcn_status gcn_model_config_set(gcn_model_config *cfg, const char *key, const ch
             !copy_value(cfg->device, sizeof cfg->device, value))
             snprintf(expected, sizeof expected, "auto, cpu, cuda or cuda:N");
     } else if (!strcmp(key, "precision")) {
-        if (strcmp(value, "fp32") && strcmp(value, "tf32"))
-            snprintf(expected, sizeof expected, "fp32 or tf32");
-        else
+        if (strcmp(value, "fp32") && strcmp(value, "tf32") && strcmp(value, "bf16")) {
+            snprintf(expected, sizeof expected, "fp32, tf32 or bf16");
+        } else {
             cfg->tf32 = value[0] == 't';
+            cfg->bf16 = value[0] == 'b';
+        }
     } else if (!strcmp(key, "threads")) {
         char *end;
         long n = strtol(value, &end, 10);

@@ -154,12 +154,29 @@ static gcn_status make_matrices(gcn_ctx *ctx, gcn_trainer *tr, const gcn_dataset
     return GCN_OK;
 }
 
+/* Replaces the device features with their bf16 copy, once: every step
+ * reads the same tensor (GCNConv's cache of its first product knows it). */
+static gcn_status features_to_bf16(gcn_ctx *ctx, gcn_trainer *tr)
+{
+    gcn_tensor *b = NULL;
+    gcn_status st = gcn_cast(ctx, tr->dev.features, GCN_DTYPE_BF16, &b);
+    if (st != GCN_OK)
+        return gcn_trainer_allocating(ctx, st, "the features in bf16");
+    gcn_tensor_free(&tr->dev.features);
+    tr->dev.features = b;
+    return GCN_OK;
+}
+
 /* gcn_trainer_create, and with rows (indexed by gcn_adjacency) one rank's
  * trainer of gcn_trainer_create_rank. */
 static gcn_status trainer_build(gcn_ctx *ctx, gcn_trainer **out, const gcn_model_config *cfg,
                                 const gcn_dataset *ds, const gcn_part_rows *const *rows)
 {
     bool graphs = cfg->readout.enabled;
+    if (cfg->bf16 && (graphs || rows))
+        return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "precision bf16 trains node-level models on "
+                         "one rank; %s train in fp32 or tf32",
+                         graphs ? "graph-level models (a readout)" : "runs on several ranks");
     if (!graphs)
         GCN_TRY(check_dataset(ctx, ds));
     else if (ds->n_graphs == 0 || ds->n_graph_classes < 2)
@@ -201,6 +218,8 @@ static gcn_status trainer_build(gcn_ctx *ctx, gcn_trainer **out, const gcn_model
         GCN_CHECK(gcn_trainer_allocating(ctx, st, "the nodes' ids"));
         st = mine ? gcn_rank_upload(ctx, tr, ds, mine) : gcn_dataset_upload(ctx, ds, &tr->dev);
         GCN_CHECK(gcn_trainer_allocating(ctx, st, "the dataset's features, labels and split"));
+        if (cfg->bf16)
+            GCN_CHECK(features_to_bf16(ctx, tr));
         st = gcn_model_set_sparse_input(ctx, tr->model, tr->dev.features, NULL);
         GCN_CHECK(gcn_trainer_allocating(ctx, st, "the features as a sparse matrix"));
         GCN_CHECK(make_matrices(ctx, tr, ds, rows));

@@ -27,6 +27,10 @@ static const char usage[] =
     "  --epochs N --runs R --seed S\n"
     "                        override the configuration (run r uses seed S + r)\n"
     "  --device cpu|cuda|cuda:N|auto\n"
+    "  --precision fp32|tf32|bf16\n"
+    "                        fp32, tf32 matmuls, or bf16 storage of features, activations\n"
+    "                        and their gradients with fp32 arithmetic and parameters\n"
+    "                        (default: the config's precision)\n"
     "  --threads N           CPU threads (default: the config's, else 0: the CPUs the\n"
     "                        process may use, its affinity and cgroup quota; shared out\n"
     "                        between ranks)\n"
@@ -141,13 +145,13 @@ static bool parse_value(const char *o, const char *v, args *a)
                                         "--sparse-input", "--features", "--log", "--save", "--resume",
                                         "--export-data", "--predict", "--folds-file",
                                         "--protocol", "--threads", "--ranks", "--gpus",
-                                        "--cache-dir", "--mirror"};
+                                        "--cache-dir", "--mirror", "--precision"};
     const char **fields[] = {&a->dataset, &a->root, &a->device, &a->spmm,
                              &a->reorder, &a->spmm_choices, &a->cuda_graph,
                              &a->sparse_input, &a->features, &a->log, &a->save, &a->resume,
                              &a->export_dir, &a->predict, &a->folds_file,
                              &a->protocol, &a->threads, &a->ranks, &a->gpus, &a->cache_dir,
-                             &a->mirror};
+                             &a->mirror, &a->precision};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(o, names[i])) {
             *fields[i] = v;
@@ -232,10 +236,11 @@ static int apply_args(const args *a, gcn_model_config *cfg)
     if (a->runs > 0) cfg->runs = (int)a->runs;
     if (a->seed >= 0) cfg->seed = (uint64_t)a->seed;
     const char *keys[] = {"device", "spmm", "features", "reorder", "root", "cuda_graph",
-                          "sparse_input", "threads", "ranks", "devices", "cache_dir"};
+                          "sparse_input", "threads", "ranks", "devices", "cache_dir",
+                          "precision"};
     const char *values[] = {a->device,  a->spmm, a->features, a->reorder,
                             a->root, a->cuda_graph, a->sparse_input, a->threads, a->ranks,
-                            a->gpus, a->cache_dir};
+                            a->gpus, a->cache_dir, a->precision};
     char err[512];
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
         if (values[i] && gcn_model_config_set(cfg, keys[i], values[i], err, sizeof err) != GCN_OK) {
@@ -398,7 +403,8 @@ static void print_summary(session *s)
            (double)o->lr, (double)o->weight_decay, s->cfg.epochs, s->cfg.runs,
            (unsigned long long)s->cfg.seed);
     printf("device     %s, %s matmuls, %d CPU thread%s, spmm %s (",
-           gcn_device_name(gcn_ctx_device(s->ctx)), gcn_ctx_tf32(s->ctx) ? "tf32" : "fp32",
+           gcn_device_name(gcn_ctx_device(s->ctx)),
+           s->cfg.bf16 ? "bf16 storage, fp32" : gcn_ctx_tf32(s->ctx) ? "tf32" : "fp32",
            gcn_ctx_threads(s->ctx), gcn_ctx_threads(s->ctx) == 1 ? "" : "s",
            gcn_spmm_kernel(s->ctx));
     int n;

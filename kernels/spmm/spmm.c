@@ -361,9 +361,12 @@ static gcn_status spmm_backward(gcn_ctx *ctx, gcn_node *nd)
 static gcn_status check_spmm(gcn_ctx *ctx, const gcn_csr *a, const gcn_tensor *x)
 {
     GCN_ARG(ctx, a && a->priv);
-    GCN_TRY(gcn_check_tensor(ctx, x, "spmm x"));
+    GCN_TRY(gcn_check_tensor_any(ctx, x, "spmm x"));
     if (a->priv->ctx != ctx)
         return GCN_ERROR(ctx, GCN_ERR_DEVICE, "spmm: the matrix belongs to another context");
+    if (x->dtype == GCN_DTYPE_BF16 && gcn_halo_of(a))
+        return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED,
+                         "spmm: bf16 features on a rank's block (halo exchange is fp32 only)");
     /* a rank's block multiplies the rank's rows and the halo rows it fetches */
     int64_t rows = gcn_halo_of(a) ? a->n_rows : a->n_cols;
     if (x->rows != rows || x->cols > INT32_MAX)
@@ -373,30 +376,59 @@ static gcn_status check_spmm(gcn_ctx *ctx, const gcn_csr *a, const gcn_tensor *x
     return GCN_OK;
 }
 
-/* y = A x, plus alpha x when self_term; records backward on the tape.  A
- * matrix with a halo multiplies its two parts, fetching the halo rows. */
+/* y = A x (+ alpha x when self_term) for an fp32 x.  A matrix with a
+ * halo multiplies its two parts, fetching the halo rows. */
+static gcn_status spmm_values(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, bool self_term,
+                              float alpha, gcn_tensor *y)
+{
+    if (gcn_halo_of(a)) {
+        gcn_prof_category prev = gcn_prof_enter(ctx, GCN_PROF_SPMM);
+        gcn_status st = gcn_halo_spmm(ctx, a, x, self_term ? alpha : 0.0f, y->data);
+        gcn_prof_leave(ctx, prev);
+        return st;
+    }
+    if (self_term)
+        GCN_TRY(ctx->be->axpby(ctx, x->rows * x->cols, alpha, x->data, 0.0f, y->data));
+    if (x->cols > 0)
+        GCN_TRY(gcn_spmm_apply(ctx, a, x->data, y->data, (int)x->cols, self_term));
+    return GCN_OK;
+}
+
+/* spmm_values for a bf16 x into a bf16 y: the product of x's widened
+ * values accumulated in fp32, each output rounded once. */
+static gcn_status spmm_values_bf16(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x,
+                                   bool self_term, float alpha, gcn_tensor *y)
+{
+    gcn_tensor *x32 = NULL, *y32 = NULL;
+    gcn_status st;
+    GCN_CHECK(gcn_tensor_create(ctx, &x32, x->rows, x->cols));
+    GCN_CHECK(gcn_tensor_create(ctx, &y32, y->rows, y->cols));
+    GCN_CHECK(ctx->be->from_bf16(ctx, x->rows * x->cols, x->bf16, x32->data, false));
+    GCN_CHECK(spmm_values(ctx, a, x32, self_term, alpha, y32));
+    GCN_CHECK(ctx->be->to_bf16(ctx, y->rows * y->cols, y32->data, y->bf16, false));
+cleanup:
+    gcn_tensor_free(&x32);
+    gcn_tensor_free(&y32);
+    return st;
+}
+
+/* y = A x, plus alpha x when self_term, y of x's dtype; records backward
+ * on the tape (a bf16 node's backward runs on fp32 stand-ins). */
 static gcn_status spmm_op(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, bool self_term,
                           float alpha, gcn_backward_fn backward, gcn_tensor **out)
 {
     gcn_tensor *y = NULL;
     gcn_node *nd;
     gcn_status st;
-    GCN_CHECK(gcn_tensor_create(ctx, &y, a->n_rows, x->cols));
-    if (gcn_halo_of(a)) {
-        gcn_prof_category prev = gcn_prof_enter(ctx, GCN_PROF_SPMM);
-        st = gcn_halo_spmm(ctx, a, x, self_term ? alpha : 0.0f, y->data);
-        gcn_prof_leave(ctx, prev);
-        GCN_CHECK(st);
-    } else {
-        if (self_term)
-            GCN_CHECK(ctx->be->axpby(ctx, x->rows * x->cols, alpha, x->data, 0.0f, y->data));
-        if (x->cols > 0)
-            GCN_CHECK(gcn_spmm_apply(ctx, a, x->data, y->data, (int)x->cols, self_term));
-    }
+    bool bf16 = x->dtype == GCN_DTYPE_BF16;
+    GCN_CHECK(gcn_tensor_create_dtype(ctx, &y, a->n_rows, x->cols, x->dtype));
+    GCN_CHECK(bf16 ? spmm_values_bf16(ctx, a, x, self_term, alpha, y)
+                   : spmm_values(ctx, a, x, self_term, alpha, y));
     GCN_CHECK(gcn_tape_record(ctx, self_term ? "spmm_self" : "spmm", backward, &x, 1, y, &nd));
     if (nd) {
         nd->matrix = a;
         nd->param[0] = alpha;
+        nd->mixed = bf16;
     }
     *out = y;
     y = NULL;

@@ -25,7 +25,7 @@ typedef enum phase { PHASE_INPUT, PHASE_TRAIN, PHASE_OUTPUT } phase;
 
 typedef struct args {
     const char *config, *dataset, *root, *device, *spmm, *features, *reorder, *cuda_graph,
-                *sparse_input;
+                *sparse_input, *precision;
     const char *log, *save, *resume, *export_dir, *spmm_choices, *predict;
     const char *folds_file, *protocol, *threads, *ranks, *gpus, *cache_dir;
     const char *mirror; /* --mirror: the datasets' base address */
