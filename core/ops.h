@@ -2,7 +2,15 @@
  * caller owns one reference) and, when gradients are enabled and an input
  * requires them, records itself on the context's tape so gcn_backward can
  * propagate through it.  Shapes are [rows, cols]; all operands must live on
- * the context's device. */
+ * the context's device.
+ *
+ * dtypes: operands are fp32 (GCN_ERR_DTYPE otherwise), except that the
+ * activation operands of matmul, matmul_bias, add, add_bias, scale, relu,
+ * elu, scale_by (x), dropout, batchnorm (x), apply_epilogue (x),
+ * epilogue_matmul (x, w) and gcn_spmm / gcn_spmm_self (x) may be bf16;
+ * with one bf16 the op computes in fp32, a product reading its fp32
+ * operand rounded to bf16, and returns bf16 rounded once.  Parameters,
+ * statistics and losses stay fp32; gcn_cast converts. */
 #ifndef GCN_OPS_H
 #define GCN_OPS_H
 

@@ -10,6 +10,7 @@
 
 #include "bf16_train.h"
 #include "helpers.h"
+#include "tool_run.h"
 
 Test(train_bf16, gcn_follows_fp32_for_50_epochs, .timeout = 60)
 {
@@ -131,4 +132,25 @@ Test(train_bf16, checkpoint_resumes_in_bf16_or_fp32)
                   (double)straight[4 + e]);
     done(&ctx, &ds, &tr);
     unlink(path);
+}
+
+/* gcntrain: a precision it does not know, and bf16 where it cannot run,
+ * are bad input (exit 2, one line naming it); a bf16 run trains. */
+Test(train_bf16, gcntrain_precision_option, .timeout = 60)
+{
+    tool_result r;
+    tool_run(&r, "gcntrain", (const char *[]){"models/gcn.json", "--precision", "fp16", NULL});
+    cr_assert_eq(r.code, 2, "%s", r.err);
+    cr_assert(strstr(r.err, "--precision 'fp16': expected fp32, tf32 or bf16"), "%s", r.err);
+    tool_expect_one_line(r.err);
+    tool_run(&r, "gcntrain",
+             (const char *[]){"models/gcn.json", "--dataset", "sbm", "--precision", "bf16",
+                              "--ranks", "2", "--device", "cpu", "--epochs", "1", NULL});
+    cr_assert_eq(r.code, 2, "%s", r.err);
+    cr_assert(strstr(r.err, "precision bf16 trains node-level models on one rank"), "%s", r.err);
+    tool_run(&r, "gcntrain",
+             (const char *[]){"models/gcn.json", "--dataset", "sbm", "--precision", "bf16",
+                              "--device", "cpu", "--epochs", "2", NULL});
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "bf16 storage, fp32 matmuls"), "%s", r.out);
 }

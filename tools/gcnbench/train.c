@@ -18,7 +18,8 @@ enum { BREAKDOWN_EPOCHS = 20 };
 
 static const char help[] =
     "usage: gcnbench train CONFIG --dataset SPEC [--dataset SPEC ...] [--root DIR]\n"
-    "                      [--features SPEC] [--epochs N] [--warmup N] [--precision fp32|tf32]\n"
+    "                      [--features SPEC] [--epochs N] [--warmup N]\n"
+    "                      [--precision fp32|tf32|bf16]\n"
     "                      [--seed S] [--spmm NAME] [--reorder SPEC] [--device cuda|cpu]\n"
     "                      [--cuda-graph on|off] [--sparse-input on|off] [--threads N]\n"
     "                      [--ranks N | --gpus N] [--cache-dir DIR] [--out FILE.jsonl]\n"
@@ -360,7 +361,7 @@ static void write_line(const train_bench *b, measured *m, FILE *f)
     fputc(',', f);
     gcnbench_json_str(f, "device", b->device);
     fprintf(f, ",\"precision\":\"%s\",\"adjacency\":\"csr\",",
-            gcn_ctx_tf32(b->ctx) ? "tf32" : "fp32");
+            b->cfg.bf16 ? "bf16" : gcn_ctx_tf32(b->ctx) ? "tf32" : "fp32");
     gcnbench_json_str(f, "spmm", b->cfg.spmm);
     fprintf(f, ",\"epochs\":%d,\"warmup\":%d,\"n_nodes\":%lld,\"nnz\":%lld", n, m->warmup,
             (long long)m->n_nodes, (long long)m->nnz);
