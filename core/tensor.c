@@ -84,9 +84,9 @@ gcn_status gcn_tensor_create_dtype(gcn_ctx *ctx, gcn_tensor **out, int64_t rows,
     if (st != GCN_OK) {
         header_give((void **)&ctx->free_tensors, t, sizeof *t);
         return st == GCN_ERR_NOMEM
-                   ? gcn_error_prefix(ctx, st, "a [%lld, %lld] %s tensor (%zu bytes)",
-                                      (long long)rows, (long long)cols, gcn_dtype_name(dtype),
-                                      bytes)
+                   ? gcn_error_prefix(ctx, st, "a [%lld, %lld] %stensor (%zu bytes)",
+                                      (long long)rows, (long long)cols,
+                                      dtype == GCN_DTYPE_BF16 ? "bf16 " : "", bytes)
                    : st;
     }
     t->rows = rows;
