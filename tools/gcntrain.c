@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "gcntrain/gcntrain.h"
@@ -262,18 +263,37 @@ static int check_ranks(const args *a, const gcn_model_config *cfg)
     return 0;
 }
 
-/* The output files: their folders exist, and the log is new unless
- * --force or --append says otherwise. */
+/* The outputs, before any work: each can be written where it is asked
+ * for, no two name the same path, and the log is new unless --force or
+ * --append says otherwise.  --spmm-plan and --folds-file are read when
+ * they exist, else written. */
 static int check_outputs(session *s)
 {
-    const char *options[] = {"--save", "--predict", "--spmm-plan"};
-    const char *paths[] = {s->a.save, s->a.predict, s->a.spmm_plan};
-    for (int i = 0; i < 3; i++) {
-        int rc = paths[i] ? check_output_dir(options[i], paths[i]) : 0;
+    const args *a = &s->a;
+    const char *options[] = {"--log", "--save", "--predict", "--spmm-plan", "--folds-file",
+                             "--export-data"};
+    const char *paths[] = {a->log, a->save, a->predict, a->spmm_plan, a->folds_file,
+                           a->export_dir};
+    enum { N = sizeof paths / sizeof *paths };
+    for (int i = 1; i < N; i++) {
+        if (!paths[i])
+            continue;
+        bool read_first = i == 3 || i == 4;
+        struct stat st;
+        if (read_first && *paths[i] && stat(paths[i], &st) == 0 && S_ISREG(st.st_mode))
+            continue;
+        int rc = check_output_path(options[i], paths[i], i == 5 ? OUTPUT_DIR : OUTPUT_FILE);
         if (rc)
             return rc;
     }
-    return log_check(&s->log, &s->a);
+    for (int i = 0; i < N; i++)
+        for (int j = i + 1; j < N; j++)
+            if (paths[i] && paths[j] && !strcmp(paths[i], paths[j])) {
+                fprintf(stderr, "gcntrain: %s and %s both name %s\n", options[i], options[j],
+                        paths[i]);
+                return EXIT_INPUT;
+            }
+    return log_check(&s->log, a);
 }
 
 static int exit_code(gcn_status st, phase p)
@@ -316,6 +336,7 @@ static int open_context(session *s)
     }
     o.log_level = s->a.quiet ? GCN_LOG_WARN : GCN_LOG_INFO;
     o.log_fn = gcntrain_log;
+    o.temp_fn = signals_temp;
     gcn_status st = gcn_ctx_create(&s->ctx, &o);
     int n_gpus = st == GCN_ERR_DEVICE ? gcn_cuda_device_count() : 0;
     if (st == GCN_ERR_DEVICE && n_gpus <= 0) {
@@ -343,13 +364,14 @@ static int load_dataset(session *s)
     const char *spec = s->a.dataset ? s->a.dataset : "synthetic";
     gcn_status st = gcn_model_config_load_dataset(s->ctx, &s->cfg, spec, &s->ds);
     s->t_load = now_s() - t0;
-    if (st != GCN_OK)
-        return fail(s, st, PHASE_INPUT, "dataset");
+    return st == GCN_OK ? 0 : fail(s, st, PHASE_INPUT, "dataset");
+}
+
+int export_data(session *s)
+{
     if (!s->a.export_dir)
         return 0;
-    signals_hold(true);
-    st = gcn_dataset_export_npy(s->ctx, s->ds, s->a.export_dir);
-    signals_hold(false);
+    gcn_status st = gcn_dataset_export_npy(s->ctx, s->ds, s->a.export_dir);
     return st == GCN_OK ? 0 : fail(s, st, PHASE_OUTPUT, "export");
 }
 
