@@ -65,6 +65,10 @@ gcn_status gcn_ds_check_dense(gcn_ctx *ctx, const char *where, int64_t n, int64_
     return GCN_OK;
 }
 
+/* Values a dense matrix may have before its size is checked against its
+ * file (16 MiB of floats). */
+#define DENSE_TRUSTED_VALUES ((uint64_t)1 << 22)
+
 /* One line a row, blank lines included (a blank row is an error). */
 static const gcn_record_fmt dense_fmt = {
     .sep = ',', .min_fields = 1, .max_fields = GCN_DS_MAX_FEATURES, .blank_records = true};
@@ -84,8 +88,11 @@ static gcn_status dense_record(gcn_reader *r, char **f, void *user)
         return GCN_OK;
     if (d->width == 0) {
         r->fmt.min_fields = r->fmt.max_fields = d->width = r->n_fields;
-        /* each value takes a character and a separator or line end */
-        if ((uint64_t)d->width * (uint64_t)d->n_rows > (gcn_reader_max_bytes(r) + 1) / 2)
+        /* A large matrix is allocated only when the file can hold it: each
+         * value takes a character and a separator or line end.  (A small one
+         * is, and the rows are counted as they come.) */
+        uint64_t values = (uint64_t)d->width * (uint64_t)d->n_rows;
+        if (values > DENSE_TRUSTED_VALUES && values > (gcn_reader_max_bytes(r) + 1) / 2)
             return gcn_reader_fail(r, GCN_ERR_FORMAT,
                                    "%lld rows of %d values (%s) are more than this file of "
                                    "%llu bytes can hold", (long long)d->n_rows, d->width,

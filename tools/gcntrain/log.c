@@ -56,7 +56,7 @@ int check_output_path(const char *option, const char *path, output_kind kind)
         fprintf(stderr, "gcntrain: %s %s: exists and is not a directory\n", option, path);
         return EXIT_INPUT;
     }
-    if (exists && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+    if (exists && kind == OUTPUT_FILE && !S_ISREG(st.st_mode)) {
         fprintf(stderr, "gcntrain: %s %s: not a regular file\n", option, path);
         return EXIT_INPUT;
     }

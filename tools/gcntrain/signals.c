@@ -6,7 +6,12 @@
  * after an "interrupted" line in the log.  While a file is being written
  * through a temporary one (by the tool or by the library, through
  * gcn_ctx_opts.temp_fn) an exit waits for it to be in place, so no
- * temporary file is left. */
+ * temporary file is left.
+ *
+ * The signals are blocked in every thread and taken by one thread of their
+ * own with sigwait(), so no handler runs inside library code: METIS traps
+ * SIGTERM while it partitions (its error handling longjmps out of its
+ * handler), which would turn a signal into a METIS error. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -15,18 +20,13 @@
 
 #include "gcntrain.h"
 
-/* first_signal is claimed atomically: the two signals may be handled at
- * once on two threads (the CPU backend's OpenMP threads receive them too).
- * For the same reason holding and stopping at once exclude each other
- * through one atomic state, so a signal handled on another thread cannot
- * exit between a writer's check and its creating a temporary file.  Holds
- * nest and may come from several threads (ranks write through the
- * library): their count is kept under a mutex the handler never takes. */
-enum { FREE, HELD, EXITING, DEFERRED_INT, DEFERRED_TERM };
-static atomic_int first_signal, state, training;
-static volatile sig_atomic_t log_fd = -1;
-static pthread_mutex_t hold_lock = PTHREAD_MUTEX_INITIALIZER;
+/* hold_depth counts the temporary files being written (holds nest and come
+ * from any thread); exiting, once set, lets no new one start. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t released = PTHREAD_COND_INITIALIZER;
 static int hold_depth;
+static bool exiting;
+static atomic_int first_signal, training, log_fd = -1;
 
 static void say(int fd, const char *text)
 {
@@ -34,13 +34,18 @@ static void say(int fd, const char *text)
     (void)unused;
 }
 
+/* Exits with 128 + sig once no temporary file is being written; called
+ * with the lock held. */
 static void stop_now(int sig)
 {
+    exiting = true;
+    while (hold_depth > 0)
+        pthread_cond_wait(&released, &lock);
     bool again = atomic_load(&training);
-    if (log_fd >= 0)
-        say(log_fd, sig == SIGINT
-                        ? "{\"interrupted\":true,\"signal\":\"SIGINT\",\"at_once\":true}\n"
-                        : "{\"interrupted\":true,\"signal\":\"SIGTERM\",\"at_once\":true}\n");
+    int fd = atomic_load(&log_fd);
+    if (fd >= 0)
+        say(fd, sig == SIGINT ? "{\"interrupted\":true,\"signal\":\"SIGINT\",\"at_once\":true}\n"
+                              : "{\"interrupted\":true,\"signal\":\"SIGTERM\",\"at_once\":true}\n");
     say(STDERR_FILENO, sig == SIGINT
                            ? (again ? "gcntrain: SIGINT again: stopping now\n"
                                     : "gcntrain: SIGINT before the first epoch: stopping now\n")
@@ -49,51 +54,38 @@ static void stop_now(int sig)
     _exit(128 + sig);
 }
 
-/* A signal that stops at once: exits now when nothing is held, else leaves
- * itself for the last signals_hold(false); another one while one is
- * deferred or exiting adds nothing. */
-static void exit_signal(int sig)
+static void *take_signals(void *set)
 {
     for (;;) {
-        int s = atomic_load(&state);
-        if (s == FREE) {
-            if (atomic_compare_exchange_strong(&state, &s, EXITING))
-                stop_now(sig);
-        } else if (s == HELD) {
-            if (atomic_compare_exchange_strong(&state, &s,
-                                               sig == SIGINT ? DEFERRED_INT : DEFERRED_TERM))
-                return;
-        } else {
-            return;
-        }
+        int sig;
+        if (sigwait(set, &sig) != 0)
+            continue;
+        pthread_mutex_lock(&lock);
+        int none = 0;
+        if (atomic_compare_exchange_strong(&first_signal, &none, sig) && atomic_load(&training))
+            say(STDERR_FILENO, sig == SIGINT ? "gcntrain: SIGINT: stopping after this epoch "
+                                               "(send it again to stop at once)\n"
+                                             : "gcntrain: SIGTERM: stopping after this epoch "
+                                               "(send it again to stop at once)\n");
+        else
+            stop_now(sig);
+        pthread_mutex_unlock(&lock);
     }
-}
-
-static void on_signal(int sig)
-{
-    int none = 0;
-    bool first = atomic_compare_exchange_strong(&first_signal, &none, sig);
-    if (!first || !atomic_load(&training)) {
-        exit_signal(sig);
-        return;
-    }
-    say(STDERR_FILENO, sig == SIGINT ? "gcntrain: SIGINT: stopping after this epoch "
-                                       "(send it again to stop at once)\n"
-                                     : "gcntrain: SIGTERM: stopping after this epoch "
-                                       "(send it again to stop at once)\n");
+    return NULL;
 }
 
 void signals_install(void)
 {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sa.sa_flags = SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    sigaddset(&sa.sa_mask, SIGINT);
-    sigaddset(&sa.sa_mask, SIGTERM);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    static sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, take_signals, &set) == 0)
+        pthread_detach(thread);
+    else
+        pthread_sigmask(SIG_UNBLOCK, &set, NULL); /* the default: signals end the process */
 }
 
 void signals_training(void)
@@ -103,7 +95,7 @@ void signals_training(void)
 
 void signals_log_fd(int fd)
 {
-    log_fd = fd;
+    atomic_store(&log_fd, fd);
 }
 
 int signals_pending(void)
@@ -113,18 +105,15 @@ int signals_pending(void)
 
 void signals_hold(bool on)
 {
-    pthread_mutex_lock(&hold_lock);
-    if (on && hold_depth++ == 0) {
-        int s = FREE;
-        if (!atomic_compare_exchange_strong(&state, &s, HELD))
-            for (;;) /* another thread is exiting the process */
-                pause();
-    } else if (!on && --hold_depth == 0) {
-        int s = atomic_exchange(&state, FREE);
-        if (s == DEFERRED_INT || s == DEFERRED_TERM)
-            exit_signal(s == DEFERRED_INT ? SIGINT : SIGTERM);
+    pthread_mutex_lock(&lock);
+    if (on) {
+        while (exiting) /* the process is about to exit: write nothing more */
+            pthread_cond_wait(&released, &lock);
+        hold_depth++;
+    } else if (--hold_depth == 0) {
+        pthread_cond_broadcast(&released);
     }
-    pthread_mutex_unlock(&hold_lock);
+    pthread_mutex_unlock(&lock);
 }
 
 void signals_temp(bool writing, void *user)
