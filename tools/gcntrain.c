@@ -57,7 +57,8 @@ static const char usage[] =
     "  --eval-only           with --resume FILE: evaluate its best-validation model on the\n"
     "                        splits (and --predict), no training\n"
     "  --export-data DIR     write the dataset as used (features, edges, labels, split)\n"
-    "                        as .npy files, e.g. for tools/compare/pyg_train.py\n"
+    "                        as .npy files, e.g. for tools/compare/pyg_train.py, once setup\n"
+    "                        has accepted it\n"
     "graph-level models (a \"readout\" in CONFIG) on collections (--dataset tu:NAME):\n"
     "  --folds K             stratified K-fold cross-validation (default 10)\n"
     "  --fold F              run only outer fold F (0 to K-1)\n"
@@ -73,8 +74,8 @@ static const char usage[] =
     "                        (graph: the 0-based index in the collection), or .npy\n"
     "  --quiet               no per-epoch lines\n"
     "  --help, --version\n"
-    "SIGINT or SIGTERM ends the epoch, logs, checkpoints (--save) and summarises; a second\n"
-    "one stops at once.\n"
+    "SIGINT or SIGTERM before the first epoch stops at once; during training it ends the\n"
+    "epoch, logs, checkpoints (--save) and summarises, and a second one stops at once.\n"
     "exit status: 0 success; 1 runtime failure (CUDA error, out of memory, I/O error while\n"
     "writing); 2 bad usage or bad input (options, configuration, dataset contents, no GPU\n"
     "for --device cuda); 3 the training loss became non-finite; 130 SIGINT, 143 SIGTERM.\n";
@@ -264,16 +265,16 @@ static int check_ranks(const args *a, const gcn_model_config *cfg)
 }
 
 /* The outputs, before any work: each can be written where it is asked
- * for, no two name the same path, and the log is new unless --force or
+ * for (the cache folder too), no two name the same path, and the log is new unless --force or
  * --append says otherwise.  --spmm-plan and --folds-file are read when
  * they exist, else written. */
 static int check_outputs(session *s)
 {
     const args *a = &s->a;
     const char *options[] = {"--log", "--save", "--predict", "--spmm-plan", "--folds-file",
-                             "--export-data"};
+                             "--export-data", "--cache-dir"};
     const char *paths[] = {a->log, a->save, a->predict, a->spmm_plan, a->folds_file,
-                           a->export_dir};
+                           a->export_dir, a->cache_dir};
     enum { N = sizeof paths / sizeof *paths };
     for (int i = 1; i < N; i++) {
         if (!paths[i])
@@ -282,7 +283,7 @@ static int check_outputs(session *s)
         struct stat st;
         if (read_first && *paths[i] && stat(paths[i], &st) == 0 && S_ISREG(st.st_mode))
             continue;
-        int rc = check_output_path(options[i], paths[i], i == 5 ? OUTPUT_DIR : OUTPUT_FILE);
+        int rc = check_output_path(options[i], paths[i], i >= 5 ? OUTPUT_DIR : OUTPUT_FILE);
         if (rc)
             return rc;
     }
