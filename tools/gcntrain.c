@@ -265,33 +265,38 @@ static int check_ranks(const args *a, const gcn_model_config *cfg)
 }
 
 /* The outputs, before any work: each can be written where it is asked
- * for (the cache folder too), no two name the same path, and the log is new unless --force or
- * --append says otherwise.  --spmm-plan and --folds-file are read when
- * they exist, else written. */
+ * for (the cache folder too), no two name the same path, and the log is
+ * new unless --force or --append says otherwise.  --spmm-plan and
+ * --folds-file are read when they exist, else written. */
 static int check_outputs(session *s)
 {
     const args *a = &s->a;
-    const char *options[] = {"--log", "--save", "--predict", "--spmm-plan", "--folds-file",
-                             "--export-data", "--cache-dir"};
-    const char *paths[] = {a->log, a->save, a->predict, a->spmm_plan, a->folds_file,
-                           a->export_dir, a->cache_dir};
-    enum { N = sizeof paths / sizeof *paths };
-    for (int i = 1; i < N; i++) {
-        if (!paths[i])
-            continue;
-        bool read_first = i == 3 || i == 4;
+    const struct {
+        const char *option, *path;
+        output_kind kind;
+        bool read_first;
+    } out[] = {{"--log", a->log, OUTPUT_IN_PLACE, false},
+               {"--save", a->save, OUTPUT_FILE, false},
+               {"--predict", a->predict, OUTPUT_FILE, false},
+               {"--spmm-plan", a->spmm_plan, OUTPUT_FILE, true},
+               {"--folds-file", a->folds_file, OUTPUT_FILE, true},
+               {"--export-data", a->export_dir, OUTPUT_DIR, false},
+               {"--cache-dir", a->cache_dir, OUTPUT_DIR, false}};
+    enum { N = sizeof out / sizeof *out };
+    for (int i = 0; i < N; i++) {
         struct stat st;
-        if (read_first && *paths[i] && stat(paths[i], &st) == 0 && S_ISREG(st.st_mode))
+        if (!out[i].path || out[i].kind == OUTPUT_IN_PLACE || /* log_check's */
+            (out[i].read_first && stat(out[i].path, &st) == 0 && S_ISREG(st.st_mode)))
             continue;
-        int rc = check_output_path(options[i], paths[i], i >= 5 ? OUTPUT_DIR : OUTPUT_FILE);
+        int rc = check_output_path(out[i].option, out[i].path, out[i].kind);
         if (rc)
             return rc;
     }
     for (int i = 0; i < N; i++)
         for (int j = i + 1; j < N; j++)
-            if (paths[i] && paths[j] && !strcmp(paths[i], paths[j])) {
-                fprintf(stderr, "gcntrain: %s and %s both name %s\n", options[i], options[j],
-                        paths[i]);
+            if (out[i].path && out[j].path && !strcmp(out[i].path, out[j].path)) {
+                fprintf(stderr, "gcntrain: %s and %s both name %s\n", out[i].option,
+                        out[j].option, out[i].path);
                 return EXIT_INPUT;
             }
     return log_check(&s->log, a);
