@@ -302,27 +302,28 @@ static void flipped_checkpoint(const char *dir)
     fclose(f);
 }
 
-/* The magic of a checkpoint, then zeros: a sparse file of 8 GiB that must
- * be refused from its header, without reading it. */
-static void huge_checkpoint(const char *dir)
+/* dir/ck as a sparse file of gib GiB that starts with magic (NULL: all
+ * zeros): it must be refused from its header, without being read. */
+static void sparse_checkpoint(const char *dir, const char *magic, int gib)
 {
     char path[128];
     ck_path(dir, path, sizeof path);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     cr_assert_geq(fd, 0);
-    cr_assert_eq(write(fd, "GCNCKPT", 8), 8);
-    cr_assert_eq(ftruncate(fd, (off_t)8 << 30), 0);
+    if (magic)
+        cr_assert_eq(write(fd, magic, strlen(magic) + 1), (ssize_t)strlen(magic) + 1);
+    cr_assert_eq(ftruncate(fd, (off_t)gib << 30), 0);
     close(fd);
+}
+
+static void huge_checkpoint(const char *dir)
+{
+    sparse_checkpoint(dir, "GCNCKPT", 8);
 }
 
 static void zero_checkpoint(const char *dir)
 {
-    char path[128];
-    ck_path(dir, path, sizeof path);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    cr_assert_geq(fd, 0);
-    cr_assert_eq(ftruncate(fd, (off_t)12 << 30), 0);
-    close(fd);
+    sparse_checkpoint(dir, NULL, 12);
 }
 
 static void ck_directory(const char *dir)
