@@ -499,6 +499,17 @@ static const bad_case ogb_size_cases[] = {
 };
 
 /* Configurations. */
+static void huge_config(const char *dir)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/cfg.json", dir);
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    fputs("{\"layers\": [", f);
+    fclose(f);
+    cr_assert_eq(truncate(path, 20 << 20), 0);
+}
+
 static char deep_json[20010];
 
 static const bad_case config_cases[] = {
@@ -512,6 +523,11 @@ static const bad_case config_cases[] = {
      .config = "@/cfg.json", .code = 2, .says = {"cfg.json"}},
     {"deeply nested configuration", {F("cfg.json", deep_json)}, .config = "@/cfg.json",
      .code = 2, .says = {"cfg.json"}},
+    {"configuration a directory", .config = "@/ds", .code = 2, .says = {"/ds: read error"}},
+    {"configuration past 16 MiB", .prepare = huge_config, .config = "@/cfg.json", .code = 2,
+     .says = {"cfg.json", "larger than 16 MiB"}},
+    {"NUL byte in a configuration", {{.path = "cfg.json", .text = "{\"layers\"\0: 1}", .len = 14}},
+     .config = "@/cfg.json", .code = 2, .says = {"cfg.json: contains a NUL byte"}},
     {"configuration with a BOM", {F("cfg.json", "\xEF\xBB\xBF{\"layers\": [{\"type\": \"gcn\", \"out\": \"classes\"}]}")},
      .config = "@/cfg.json", .code = 0, .cache_ok = true},
 };
