@@ -61,7 +61,7 @@ int check_output_path(const char *option, const char *path, output_kind kind)
         return EXIT_INPUT;
     }
     const char *where = exists && kind == OUTPUT_DIR ? path : dir;
-    if (!can_create_in(where)) {
+    if (!(exists && kind == OUTPUT_IN_PLACE) && !can_create_in(where)) {
         fprintf(stderr, "gcntrain: %s %s: cannot write in %s: %s\n", option, path, where,
                 strerror(errno));
         return EXIT_INPUT;
