@@ -303,13 +303,34 @@ static void expect_no_temporary(const char *dir)
     closedir(d);
 }
 
-/* Starts gcntrain with args, sends sig after delay_ms (while it still
- * runs: before its first epoch) and checks that it stops within a second
- * with 128 + sig, saying so in one line. */
+/* Waits until the process blocks SIGINT and SIGTERM (its main thread's
+ * SigBlk in /proc), so that gcntrain has set up its signal thread: a signal
+ * while the program and its libraries are still being loaded ends the
+ * process the default way. */
+static void wait_for_signal_thread(int pid)
+{
+    char path[64], text[4096];
+    snprintf(path, sizeof path, "/proc/%d/status", pid);
+    unsigned long long want = (1ull << (SIGINT - 1)) | (1ull << (SIGTERM - 1)), mask = 0;
+    double t0 = now_ms();
+    for (;;) {
+        tool_slurp(path, text, sizeof text);
+        const char *blk = strstr(text, "SigBlk:");
+        if (blk && sscanf(blk + 7, "%llx", &mask) == 1 && (mask & want) == want)
+            return;
+        cr_assert_lt(now_ms() - t0, 30e3, "gcntrain does not block its signals: %s", text);
+        sleep_ms(1);
+    }
+}
+
+/* Starts gcntrain with args, sends sig delay_ms after its signal thread is
+ * up (while it still runs: before its first epoch) and checks that it
+ * stops within a second with 128 + sig, saying so in one line. */
 static void stop_before_training(const char *const *args, int sig, double delay_ms)
 {
     tool_proc p;
     tool_start(&p, "gcntrain", args);
+    wait_for_signal_thread(p.pid);
     sleep_ms(delay_ms);
     int status;
     cr_assert_eq(waitpid(p.pid, &status, WNOHANG), 0, "gcntrain ended before the signal");

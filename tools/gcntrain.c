@@ -414,6 +414,7 @@ int main(int argc, char **argv)
 {
     session s = {.pred_valid = -1.0};
     char err[512];
+    signals_install();
     int rc = parse_args(argc, argv, &s.a);
     if (rc)
         return rc < 0 ? 0 : rc;
@@ -425,7 +426,6 @@ int main(int argc, char **argv)
     if ((rc = apply_args(&s.a, &s.cfg)) || (rc = check_model_kind(&s.a, &s.cfg)) ||
         (rc = check_ranks(&s.a, &s.cfg)) || (rc = check_outputs(&s)))
         return rc;
-    signals_install();
     if ((rc = open_context(&s)) || (rc = check_gpus(&s)) || (rc = load_dataset(&s)))
         goto done;
     if (!(s.best_test = calloc((size_t)s.cfg.runs, sizeof *s.best_test))) {
