@@ -282,7 +282,6 @@ static gcn_status cache_location(gcn_ctx *ctx, const source *s, const gcn_datase
                                  char **path, bool *can_write)
 {
     char buf[PATH_MAX], folder[PATH_MAX];
-    const char *parent;
     bool fits;
     if (o->cache_dir) {
         /* Named after the data's absolute path, so that one cache folder
@@ -294,12 +293,10 @@ static gcn_status cache_location(gcn_ctx *ctx, const source *s, const gcn_datase
         for (int part = 0; part < 2; part++)
             for (const char *p = part ? s->path : abs; *p; p++)
                 h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
-        parent = NULL;
         fits = format_path(folder, sizeof folder, "%s", o->cache_dir) &&
                format_path(buf, sizeof buf, "%s/%s-%08x.gcn-v1.bin", folder, s->name,
                            (unsigned)(h >> 32));
     } else {
-        parent = s->dir;
         fits = format_path(folder, sizeof folder, "%s/processed", s->dir) &&
                format_path(buf, sizeof buf, "%s/%s%sgcn-v1.bin", folder, s->base ? s->base : "",
                            s->base ? "." : "");
@@ -308,8 +305,7 @@ static gcn_status cache_location(gcn_ctx *ctx, const source *s, const gcn_datase
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "%s: cache path too long", s->path);
     /* The folder is made when the cache is written (gcn_file_write_atomic),
      * so that a load that fails leaves nothing behind. */
-    *can_write = o->cache_dir || gcn_path_is_dir(folder) ? can_create(folder)
-                                                         : writable_dir(parent);
+    *can_write = can_create(folder);
     *path = strdup(buf);
     return *path ? GCN_OK : GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory");
 }
