@@ -21,11 +21,12 @@
 #include "gcntrain.h"
 
 /* hold_depth counts the temporary files being written (holds nest and come
- * from any thread); exiting, once set, lets no new one start. */
+ * from any thread); exit_signal, once set, is the exit that waits for the
+ * last hold to end: the thread that ends it exits, at once, and no new hold
+ * starts. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t released = PTHREAD_COND_INITIALIZER;
-static int hold_depth;
-static bool exiting;
+static pthread_cond_t never = PTHREAD_COND_INITIALIZER;
+static int hold_depth, exit_signal;
 static atomic_int first_signal, training, log_fd = -1;
 
 static void say(int fd, const char *text)
@@ -34,13 +35,9 @@ static void say(int fd, const char *text)
     (void)unused;
 }
 
-/* Exits with 128 + sig once no temporary file is being written; called
- * with the lock held. */
+/* Exits with 128 + sig; called with the lock held and no hold. */
 static void stop_now(int sig)
 {
-    exiting = true;
-    while (hold_depth > 0)
-        pthread_cond_wait(&released, &lock);
     bool again = atomic_load(&training);
     int fd = atomic_load(&log_fd);
     if (fd >= 0)
@@ -67,8 +64,10 @@ static void *take_signals(void *set)
                                                "(send it again to stop at once)\n"
                                              : "gcntrain: SIGTERM: stopping after this epoch "
                                                "(send it again to stop at once)\n");
-        else
+        else if (hold_depth == 0)
             stop_now(sig);
+        else if (!exit_signal)
+            exit_signal = sig;
         pthread_mutex_unlock(&lock);
     }
     return NULL;
@@ -107,11 +106,11 @@ void signals_hold(bool on)
 {
     pthread_mutex_lock(&lock);
     if (on) {
-        while (exiting) /* the process is about to exit: write nothing more */
-            pthread_cond_wait(&released, &lock);
+        while (exit_signal) /* the last hold's end exits the process: write nothing more */
+            pthread_cond_wait(&never, &lock);
         hold_depth++;
-    } else if (--hold_depth == 0) {
-        pthread_cond_broadcast(&released);
+    } else if (--hold_depth == 0 && exit_signal) {
+        stop_now(exit_signal);
     }
     pthread_mutex_unlock(&lock);
 }
