@@ -21,6 +21,12 @@ gcn_ctx_opts gcn_ctx_default_opts(void)
     return o;
 }
 
+void gcn_ctx_temp(gcn_ctx *ctx, bool on)
+{
+    if (ctx && ctx->temp_fn)
+        ctx->temp_fn(on, ctx->temp_user);
+}
+
 const char *gcn_device_name(gcn_device d)
 {
     switch (d) {
@@ -91,6 +97,8 @@ gcn_status gcn_ctx_create(gcn_ctx **out, const gcn_ctx_opts *opts)
     ctx->log_level = o.log_level;
     ctx->log_fn = o.log_fn;
     ctx->log_user = o.log_user;
+    ctx->temp_fn = o.temp_fn;
+    ctx->temp_user = o.temp_user;
     ctx->threads = o.threads > 0 ? o.threads : gcn_cpu_count();
     gcn_rng_seed(ctx, o.seed);
     ctx->grad_enabled = true;

@@ -33,6 +33,13 @@ typedef enum gcn_log_level {
  * The library itself never writes to stdout or stderr. */
 typedef void (*gcn_log_fn)(gcn_log_level level, const char *msg, void *user);
 
+/* Called with true before the library creates a temporary file that it
+ * renames into place (a dataset cache, a reordering, a checkpoint, an
+ * export folder) and with false once it is in place or removed, on the
+ * thread that writes it.  A program that exits from a signal handler holds
+ * that exit in between, so that no temporary file is left behind. */
+typedef void (*gcn_temp_fn)(bool writing, void *user);
+
 #define GCN_MAX_THREADS 1024
 
 typedef struct gcn_ctx_opts {
@@ -47,6 +54,8 @@ typedef struct gcn_ctx_opts {
     int threads;           /* threads of the CPU backend (OpenMP and OpenBLAS), at most
                             * GCN_MAX_THREADS; 0, the default: the CPUs the process may
                             * use (its affinity mask, capped by its cgroup's CPU quota) */
+    gcn_temp_fn temp_fn;   /* NULL: not called */
+    void *temp_user;
 } gcn_ctx_opts;
 
 /* Defaults: AUTO device, index 0, seed 0, FP32, WARN level, no log sink,

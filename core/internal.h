@@ -77,6 +77,10 @@ void gcn_log(gcn_ctx *ctx, gcn_log_level level, const char *fmt, ...)
 #endif
     ;
 
+/* Tells the program that a temporary file is being written (on) or is
+ * gone again (off): gcn_ctx_opts.temp_fn.  Accepts NULL. */
+void gcn_ctx_temp(gcn_ctx *ctx, bool on);
+
 /* ---- caller-filled structs ------------------------------------------ */
 
 /* Copies the caller's struct src (its first member `size_t size`) into dst,
@@ -366,6 +370,8 @@ struct gcn_ctx {
     gcn_log_level log_level;
     gcn_log_fn log_fn;
     void *log_user;
+    gcn_temp_fn temp_fn;
+    void *temp_user;
     char err[512];
 };
 

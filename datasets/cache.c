@@ -99,15 +99,36 @@ static void fill_header(gcn_cache_header *h, uint64_t fingerprint, const gcn_dat
     h->header_crc = crc_of(0, h, offsetof(gcn_cache_header, header_crc));
 }
 
+/* Removes the folder of path when gcn_file_write_atomic made it. */
+static void remove_made_folder(char *path, bool made)
+{
+    char *slash = strrchr(path, '/');
+    if (!made || !slash)
+        return;
+    *slash = '\0';
+    rmdir(path);
+    *slash = '/';
+}
+
 gcn_status gcn_file_write_atomic(gcn_ctx *ctx, const char *path, const gcn_section *s, int n)
 {
     size_t len = strlen(path);
     char *tmp = NULL;
     GCN_TRY(gcn_ds_malloc(ctx, (void **)&tmp, len + 16, 1));
     snprintf(tmp, len + 16, "%s.tmp.XXXXXX", path);
+    gcn_ctx_temp(ctx, true);
+    char *slash = strrchr(tmp, '/');
+    bool made = false;
+    if (slash && slash > tmp) { /* the folder, made now if missing */
+        *slash = '\0';
+        made = mkdir(tmp, 0777) == 0;
+        *slash = '/';
+    }
     int fd = mkstemp(tmp);
     if (fd < 0) {
         gcn_status st = GCN_ERROR(ctx, GCN_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
+        remove_made_folder(tmp, made);
+        gcn_ctx_temp(ctx, false);
         free(tmp);
         return st;
     }
@@ -128,8 +149,10 @@ gcn_status gcn_file_write_atomic(gcn_ctx *ctx, const char *path, const gcn_secti
     gcn_status st = GCN_OK;
     if (!ok) {
         unlink(tmp);
+        remove_made_folder(tmp, made);
         st = GCN_ERROR(ctx, GCN_ERR_IO, "%s: cannot write: %s", path, strerror(err));
     }
+    gcn_ctx_temp(ctx, false);
     free(tmp);
     return st;
 }

@@ -238,6 +238,23 @@ static bool writable_dir(const char *path)
            access(path, W_OK) == 0;
 }
 
+/* Whether folder can be written, or made in a writable folder. */
+static bool can_create(const char *folder)
+{
+    if (gcn_path_is_dir(folder))
+        return writable_dir(folder);
+    char parent[PATH_MAX];
+    size_t len = strlen(folder);
+    while (len > 1 && folder[len - 1] == '/')
+        len--;
+    while (len > 0 && folder[len - 1] != '/')
+        len--;
+    while (len > 1 && folder[len - 1] == '/')
+        len--;
+    snprintf(parent, sizeof parent, "%.*s", len ? (int)len : 1, len ? folder : ".");
+    return writable_dir(parent);
+}
+
 /* A generated graph has no cache of its own, but with cache_dir its
  * reorderings are kept there: "<cache_dir>/generated-<spec>" is the prefix
  * of their files (characters other than letters, digits and "=,.:_-" as
@@ -253,9 +270,7 @@ static gcn_status generated_cache(gcn_ctx *ctx, const char *spec, const char *ca
     name[n] = '\0';
     if (!format_path(buf, sizeof buf, "%s/generated-%s", cache_dir, name))
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "%s: cache path too long", cache_dir);
-    if (!gcn_path_is_dir(cache_dir))
-        mkdir(cache_dir, 0777);
-    *can_write = gcn_path_is_dir(cache_dir) && writable_dir(cache_dir);
+    *can_write = can_create(cache_dir);
     if (!(*path = strdup(buf)))
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory");
     return GCN_OK;
@@ -267,7 +282,6 @@ static gcn_status cache_location(gcn_ctx *ctx, const source *s, const gcn_datase
                                  char **path, bool *can_write)
 {
     char buf[PATH_MAX], folder[PATH_MAX];
-    const char *parent;
     bool fits;
     if (o->cache_dir) {
         /* Named after the data's absolute path, so that one cache folder
@@ -279,23 +293,19 @@ static gcn_status cache_location(gcn_ctx *ctx, const source *s, const gcn_datase
         for (int part = 0; part < 2; part++)
             for (const char *p = part ? s->path : abs; *p; p++)
                 h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
-        parent = o->cache_dir;
         fits = format_path(folder, sizeof folder, "%s", o->cache_dir) &&
                format_path(buf, sizeof buf, "%s/%s-%08x.gcn-v1.bin", folder, s->name,
                            (unsigned)(h >> 32));
     } else {
-        parent = s->dir;
         fits = format_path(folder, sizeof folder, "%s/processed", s->dir) &&
                format_path(buf, sizeof buf, "%s/%s%sgcn-v1.bin", folder, s->base ? s->base : "",
                            s->base ? "." : "");
     }
     if (!fits)
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "%s: cache path too long", s->path);
-    /* cache_dir is created on request; processed/ only in a writable folder. */
-    bool exists = gcn_path_is_dir(folder);
-    if (!exists && (o->cache_dir || writable_dir(parent)))
-        exists = mkdir(folder, 0777) == 0;
-    *can_write = exists && writable_dir(folder);
+    /* The folder is made when the cache is written (gcn_file_write_atomic),
+     * so that a load that fails leaves nothing behind. */
+    *can_write = can_create(folder);
     *path = strdup(buf);
     return *path ? GCN_OK : GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory");
 }

@@ -116,6 +116,13 @@ static gcn_status size_record(gcn_reader *r, char **f, mtx_file *m)
         return gcn_reader_fail(r, GCN_ERR_UNSUPPORTED,
                                "%lld x %lld matrix: a graph needs a square one", (long long)rows,
                                (long long)cols);
+    if (m->entries == 0)
+        return gcn_reader_fail(r, GCN_ERR_FORMAT, "no edges: the size line declares 0 entries");
+    /* the shortest entry line, "1 1\n", has 4 bytes */
+    if ((uint64_t)m->entries > gcn_reader_max_bytes(r) / 4)
+        return gcn_reader_fail(r, GCN_ERR_FORMAT,
+                               "%lld entries: more than this file of %llu bytes can hold",
+                               (long long)m->entries, (unsigned long long)r->file_bytes);
     m->n = rows;
     r->fmt.min_fields = r->fmt.max_fields = m->pattern ? 2 : 3;
     return GCN_OK;

@@ -37,33 +37,27 @@ static bool write_header(FILE *f, const npy_array *a)
     return ok && fputc('\n', f) != EOF;
 }
 
-/* Opens dir/name.tmp for writing; finish() renames it into place. */
-static gcn_status start(gcn_ctx *ctx, const char *dir, const npy_array *a, FILE **f, char *tmp,
+/* Opens dir/name (dir is the temporary folder) and writes the header. */
+static gcn_status start(gcn_ctx *ctx, const char *dir, const npy_array *a, FILE **f, char *path,
                         size_t size)
 {
-    if ((size_t)snprintf(tmp, size, "%s/%s.tmp", dir, a->name) >= size)
+    if ((size_t)snprintf(path, size, "%s/%s", dir, a->name) >= size)
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "export: path %s/%s is too long", dir, a->name);
-    *f = fopen(tmp, "wb");
+    *f = fopen(path, "wb");
     if (!*f)
-        return GCN_ERROR(ctx, GCN_ERR_IO, "%s: cannot write: %s", tmp, strerror(errno));
+        return GCN_ERROR(ctx, GCN_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
     if (!write_header(*f, a)) {
         fclose(*f);
-        unlink(tmp);
-        return GCN_ERROR(ctx, GCN_ERR_IO, "%s: write failed", tmp);
+        return GCN_ERROR(ctx, GCN_ERR_IO, "%s: write failed", path);
     }
     return GCN_OK;
 }
 
-static gcn_status finish(gcn_ctx *ctx, FILE *f, const char *tmp, bool ok)
+static gcn_status finish(gcn_ctx *ctx, FILE *f, const char *path, bool ok)
 {
     ok = !ferror(f) && ok;
     ok = fclose(f) == 0 && ok;
-    char final[4096];
-    snprintf(final, sizeof final, "%.*s", (int)(strlen(tmp) - 4), tmp);
-    if (ok && rename(tmp, final) == 0)
-        return GCN_OK;
-    unlink(tmp);
-    return GCN_ERROR(ctx, GCN_ERR_IO, "%s: write failed", final);
+    return ok ? GCN_OK : GCN_ERROR(ctx, GCN_ERR_IO, "%s: write failed", path);
 }
 
 static gcn_status write_ids(gcn_ctx *ctx, const char *dir, const char *name, const int32_t *ids,
@@ -71,22 +65,22 @@ static gcn_status write_ids(gcn_ctx *ctx, const char *dir, const char *name, con
 {
     npy_array a = {name, "<i8", n, 0};
     FILE *f;
-    char tmp[4096];
-    GCN_TRY(start(ctx, dir, &a, &f, tmp, sizeof tmp));
+    char path[4096];
+    GCN_TRY(start(ctx, dir, &a, &f, path, sizeof path));
     bool ok = true;
     for (int64_t i = 0; i < n && ok; i++) {
         int64_t v = ids[i];
         ok = fwrite(&v, sizeof v, 1, f) == 1;
     }
-    return finish(ctx, f, tmp, ok);
+    return finish(ctx, f, path, ok);
 }
 
 static gcn_status write_edges(gcn_ctx *ctx, const char *dir, const gcn_graph *g)
 {
     npy_array a = {"edge_index.npy", "<i8", 2, g->nnz};
     FILE *f;
-    char tmp[4096];
-    GCN_TRY(start(ctx, dir, &a, &f, tmp, sizeof tmp));
+    char path[4096];
+    GCN_TRY(start(ctx, dir, &a, &f, path, sizeof path));
     bool ok = true;
     for (int32_t i = 0; i < g->n_nodes && ok; i++)
         for (int32_t e = g->row_ptr[i]; e < g->row_ptr[i + 1] && ok; e++) {
@@ -97,7 +91,7 @@ static gcn_status write_edges(gcn_ctx *ctx, const char *dir, const gcn_graph *g)
         int64_t v = g->col_idx[e];
         ok = fwrite(&v, sizeof v, 1, f) == 1;
     }
-    return finish(ctx, f, tmp, ok);
+    return finish(ctx, f, path, ok);
 }
 
 /* The graph's values, or ones when it stores none. */
@@ -105,8 +99,8 @@ static gcn_status write_values(gcn_ctx *ctx, const char *dir, const gcn_graph *g
 {
     npy_array a = {"values.npy", "<f4", g->nnz, 0};
     FILE *f;
-    char tmp[4096];
-    GCN_TRY(start(ctx, dir, &a, &f, tmp, sizeof tmp));
+    char path[4096];
+    GCN_TRY(start(ctx, dir, &a, &f, path, sizeof path));
     size_t n = (size_t)g->nnz;
     bool ok = true;
     if (g->values)
@@ -115,22 +109,82 @@ static gcn_status write_values(gcn_ctx *ctx, const char *dir, const gcn_graph *g
         float one = 1.0f;
         ok = fwrite(&one, sizeof one, 1, f) == 1;
     }
-    return finish(ctx, f, tmp, ok);
+    return finish(ctx, f, path, ok);
 }
 
-static gcn_status make_dir(gcn_ctx *ctx, const char *dir)
+/* The files each export may write: a folder that already holds an
+ * earlier export loses those this one does not write. */
+static const char *const dataset_files[] = {"x.npy", "edge_index.npy", "y.npy",
+                                            "train_idx.npy", "valid_idx.npy", "test_idx.npy",
+                                            NULL};
+static const char *const graph_files[] = {"shape.npy", "row_ptr.npy", "col_idx.npy",
+                                          "values.npy", NULL};
+
+/* Removes the export's files from the temporary folder, then the folder. */
+static void remove_tmp(const char *tmp, const char *const *files)
 {
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+    char path[4200];
+    for (int k = 0; files[k]; k++) {
+        snprintf(path, sizeof path, "%s/%s", tmp, files[k]);
+        unlink(path);
+    }
+    rmdir(tmp);
+}
+
+/* Puts the finished temporary folder in place: renamed to dir when there
+ * is none, else each file renamed into dir (and the export's files it
+ * lacks removed there). */
+static gcn_status put_in_place(gcn_ctx *ctx, const char *tmp, const char *dir,
+                               const char *const *files)
+{
+    if (rename(tmp, dir) == 0)
+        return GCN_OK;
+    if (!gcn_path_is_dir(dir))
         return GCN_ERROR(ctx, GCN_ERR_IO, "%s: cannot create: %s", dir, strerror(errno));
+    char from[4200], to[4200];
+    for (int k = 0; files[k]; k++) {
+        snprintf(from, sizeof from, "%s/%s", tmp, files[k]);
+        snprintf(to, sizeof to, "%s/%s", dir, files[k]);
+        if (!gcn_path_is_file(from))
+            unlink(to);
+        else if (rename(from, to) != 0)
+            return GCN_ERROR(ctx, GCN_ERR_IO, "%s: cannot write: %s", to, strerror(errno));
+    }
+    rmdir(tmp);
     return GCN_OK;
 }
 
-gcn_status gcn_graph_export_npy(gcn_ctx *ctx, const gcn_graph *g, const char *dir)
+/* Writes an export through a new folder beside dir ("dir.tmp.XXXXXX"), so
+ * that a failure leaves nothing behind and dir only ever holds a whole
+ * export. */
+static gcn_status export_through_tmp(gcn_ctx *ctx, const char *dir, const char *const *files,
+                                     gcn_status (*write)(gcn_ctx *, const char *, const void *),
+                                     const void *what)
 {
-    if (!ctx)
-        return GCN_ERR_INVALID_ARG;
-    GCN_ARG(ctx, g && dir);
-    GCN_TRY(make_dir(ctx, dir));
+    char tmp[4096];
+    size_t len = strlen(dir);
+    while (len > 1 && dir[len - 1] == '/')
+        len--;
+    if (len == 0 || (size_t)snprintf(tmp, sizeof tmp, "%.*s.tmp.XXXXXX", (int)len, dir) >=
+                        sizeof tmp - 32)
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "export: bad folder '%s'", dir);
+    gcn_ctx_temp(ctx, true);
+    gcn_status st = GCN_OK;
+    if (!mkdtemp(tmp) || chmod(tmp, 0755) != 0)
+        st = GCN_ERROR(ctx, GCN_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
+    if (st == GCN_OK)
+        st = write(ctx, tmp, what);
+    if (st == GCN_OK)
+        st = put_in_place(ctx, tmp, dir, files);
+    if (st != GCN_OK)
+        remove_tmp(tmp, files);
+    gcn_ctx_temp(ctx, false);
+    return st;
+}
+
+static gcn_status write_graph(gcn_ctx *ctx, const char *dir, const void *what)
+{
+    const gcn_graph *g = what;
     const int32_t shape[2] = {g->n_nodes, g->n_nodes};
     GCN_TRY(write_ids(ctx, dir, "shape.npy", shape, 2));
     GCN_TRY(write_ids(ctx, dir, "row_ptr.npy", g->row_ptr, (int64_t)g->n_nodes + 1));
@@ -138,16 +192,24 @@ gcn_status gcn_graph_export_npy(gcn_ctx *ctx, const gcn_graph *g, const char *di
     return write_values(ctx, dir, g);
 }
 
-static gcn_status export_dataset(gcn_ctx *ctx, const gcn_dataset *ds, const char *dir)
+gcn_status gcn_graph_export_npy(gcn_ctx *ctx, const gcn_graph *g, const char *dir)
 {
-    GCN_TRY(make_dir(ctx, dir));
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, g && dir);
+    return export_through_tmp(ctx, dir, graph_files, write_graph, g);
+}
+
+static gcn_status write_dataset(gcn_ctx *ctx, const char *dir, const void *what)
+{
+    const gcn_dataset *ds = what;
     if (ds->features) {
         npy_array a = {"x.npy", "<f4", ds->n_nodes, ds->n_features};
         FILE *f;
-        char tmp[4096];
-        GCN_TRY(start(ctx, dir, &a, &f, tmp, sizeof tmp));
+        char path[4096];
+        GCN_TRY(start(ctx, dir, &a, &f, path, sizeof path));
         size_t n = (size_t)ds->n_nodes * (size_t)ds->n_features;
-        GCN_TRY(finish(ctx, f, tmp, fwrite(ds->features, sizeof(float), n, f) == n));
+        GCN_TRY(finish(ctx, f, path, fwrite(ds->features, sizeof(float), n, f) == n));
     }
     GCN_TRY(write_edges(ctx, dir, ds->graph));
     if (ds->labels)
@@ -165,10 +227,10 @@ gcn_status gcn_dataset_export_npy(gcn_ctx *ctx, const gcn_dataset *ds, const cha
         return GCN_ERR_INVALID_ARG;
     GCN_ARG(ctx, ds && ds->graph && dir);
     if (!ds->reorder)
-        return export_dataset(ctx, ds, dir);
+        return export_through_tmp(ctx, dir, dataset_files, write_dataset, ds);
     gcn_dataset original;
     GCN_TRY(gcn_ds_original(ctx, ds, &original));
-    gcn_status st = export_dataset(ctx, &original, dir);
+    gcn_status st = export_through_tmp(ctx, dir, dataset_files, write_dataset, &original);
     gcn_ds_clear(&original);
     return st;
 }

@@ -62,11 +62,19 @@ typedef struct gcn_record_fmt {
                                  * skipped */
 } gcn_record_fmt;
 
-/* Streams a plain or gzip file (zlib detects which) one line at a time
- * through a single buffer and splits its lines into fields. */
+/* Streams a plain or gzip file (its first bytes say which; gzip members
+ * one after the other, as gzip writes them, and nothing else after the
+ * last) one line at a time through a single buffer and splits its lines
+ * into fields.  A UTF-8 byte-order mark opening the file is skipped. */
 typedef struct gcn_reader {
     gcn_ctx *ctx;
-    gzFile gz;
+    int fd;
+    bool gzip;              /* inflating through zs */
+    bool in_member;         /* inside a gzip member (else between or after them) */
+    bool raw_eof;           /* every byte of the file has been read into raw */
+    z_stream zs;            /* zs.next_in, avail_in: raw bytes not consumed yet */
+    unsigned char *raw;     /* the file's bytes as read */
+    uint64_t file_bytes;    /* the file's size */
     char *path;
     char *buf;
     size_t cap, start, end; /* unread bytes are buf[start, end) */
@@ -112,6 +120,11 @@ gcn_status gcn_reader_split(gcn_reader *r, char *line);
 
 void gcn_reader_close(gcn_reader *r);
 
+/* The most bytes the open file's text can hold: its size, or for gzip
+ * data its size times deflate's largest ratio (1032:1).  Counts that the
+ * file declares are checked against it before they size an array. */
+uint64_t gcn_reader_max_bytes(const gcn_reader *r);
+
 /* Records "path:line: message" on the context and returns st. */
 gcn_status gcn_reader_fail(gcn_reader *r, gcn_status st, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -146,6 +159,15 @@ bool gcn_path_is_file(const char *path);
 #define GCN_DS_MAX_NODES ((int64_t)INT32_MAX - 1)
 #define GCN_DS_MAX_FEATURE_VALUES ((int64_t)1 << 40)
 #endif
+
+/* Most feature columns a dataset may have, whichever file gives them (a
+ * dense row's width, a sparse entry's column, num_features). */
+#define GCN_DS_MAX_FEATURES ((int64_t)1 << 20)
+
+/* Checks that an n x d dense feature matrix fits the limits above and this
+ * machine's memory before it is allocated; `where` names the file (and
+ * line) that gave the sizes. */
+gcn_status gcn_ds_check_dense(gcn_ctx *ctx, const char *where, int64_t n, int64_t d);
 
 /* Most classes a dataset may have: labels are below this (the generators
  * take at most as many), so that a stray label cannot make the loader or a
@@ -298,8 +320,8 @@ typedef struct gcn_section {
 } gcn_section;
 
 /* Writes the n sections one after the other to path through a temporary
- * file in the same folder, fsync() and rename(), so that readers see the
- * old file or the whole new one. */
+ * file in the same folder (made if missing), fsync() and rename(), so that
+ * readers see the old file or the whole new one. */
 gcn_status gcn_file_write_atomic(gcn_ctx *ctx, const char *path, const gcn_section *s, int n);
 
 /* Frees what a dataset holds and zeroes it (the struct itself stays). */

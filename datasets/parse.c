@@ -1,8 +1,10 @@
 /* Parsing steps shared by the loaders: count files, node-id lists and
  * splits, line counts, dense float rows, renumbering of sparse node ids,
  * and building the graph from the edges read. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -48,12 +50,28 @@ gcn_status gcn_reader_check_count(gcn_reader *r, char **f, int64_t n, int64_t co
     return GCN_OK;
 }
 
-/* Most comma-separated columns a dense row may have. */
-#define MAX_DENSE_COLUMNS (1 << 20)
+gcn_status gcn_ds_check_dense(gcn_ctx *ctx, const char *where, int64_t n, int64_t d)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    double gib = (double)n * (double)d * sizeof(float) / (double)(1 << 30);
+    double have = pages > 0 && page > 0 ? (double)pages * (double)page / (double)(1 << 30) : 0;
+    if (d > GCN_DS_MAX_FEATURES)
+        return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "%s: %lld feature columns, more than the "
+                         "%lld supported", where, (long long)d, (long long)GCN_DS_MAX_FEATURES);
+    if (n * d > GCN_DS_MAX_FEATURE_VALUES || (have > 0 && gib > have))
+        return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "%s: %lld x %lld features (%.1f GiB): more "
+                         "than this machine's %.1f GiB of memory", where, (long long)n,
+                         (long long)d, gib, have);
+    return GCN_OK;
+}
+
+/* Values a dense matrix may have before its size is checked against its
+ * file (16 MiB of floats). */
+#define DENSE_TRUSTED_VALUES ((uint64_t)1 << 22)
 
 /* One line a row, blank lines included (a blank row is an error). */
 static const gcn_record_fmt dense_fmt = {
-    .sep = ',', .min_fields = 1, .max_fields = MAX_DENSE_COLUMNS, .blank_records = true};
+    .sep = ',', .min_fields = 1, .max_fields = GCN_DS_MAX_FEATURES, .blank_records = true};
 
 typedef struct dense_file {
     int64_t n_rows, row;
@@ -70,8 +88,18 @@ static gcn_status dense_record(gcn_reader *r, char **f, void *user)
         return GCN_OK;
     if (d->width == 0) {
         r->fmt.min_fields = r->fmt.max_fields = d->width = r->n_fields;
-        if ((int64_t)d->width * d->n_rows > GCN_DS_MAX_FEATURE_VALUES)
-            return gcn_reader_fail(r, GCN_ERR_UNSUPPORTED, "too many feature columns");
+        /* A large matrix is allocated only when the file can hold it: each
+         * value takes a character and a separator or line end.  (A small one
+         * is, and the rows are counted as they come.) */
+        uint64_t values = (uint64_t)d->width * (uint64_t)d->n_rows;
+        if (values > DENSE_TRUSTED_VALUES && values > (gcn_reader_max_bytes(r) + 1) / 2)
+            return gcn_reader_fail(r, GCN_ERR_FORMAT,
+                                   "%lld rows of %d values (%s) are more than this file of "
+                                   "%llu bytes can hold", (long long)d->n_rows, d->width,
+                                   d->source, (unsigned long long)r->file_bytes);
+        char where[4200];
+        snprintf(where, sizeof where, "%s:%ld", r->path, r->line_no);
+        GCN_TRY(gcn_ds_check_dense(r->ctx, where, d->n_rows, d->width));
         GCN_TRY(gcn_ds_malloc(r->ctx, (void **)&d->x, (size_t)d->n_rows * (size_t)d->width,
                               sizeof(float)));
     }

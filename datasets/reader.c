@@ -1,13 +1,15 @@
 /* The record reader every parser reads through (lines streamed through one
- * gzread buffer, split into fields as the format says, "file:line" errors)
+ * buffer from a plain or gzip file, split into fields as the format says, "file:line" errors)
  * with strict number parsing, plus small memory and path helpers. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -70,11 +72,37 @@ gcn_status gcn_reader_fail(gcn_reader *r, gcn_status st, const char *fmt, ...)
     return GCN_ERROR(r->ctx, st, "%s:%ld: %s", r->path, r->line_no, msg);
 }
 
+/* Raw bytes read at a time, and deflate's largest expansion ratio. */
+#define READER_RAW_BYTES ((size_t)1 << 17)
+#define DEFLATE_MAX_RATIO 1032u
+
+/* Appends what the file has next to the raw bytes not consumed yet
+ * (moved to the front); sets raw_eof at its end. */
+static gcn_status read_raw(gcn_reader *r)
+{
+    z_stream *zs = &r->zs;
+    if (zs->avail_in > 0 && zs->next_in != r->raw)
+        memmove(r->raw, zs->next_in, zs->avail_in);
+    zs->next_in = r->raw;
+    ssize_t n;
+    do
+        n = read(r->fd, r->raw + zs->avail_in, READER_RAW_BYTES - zs->avail_in);
+    while (n < 0 && errno == EINTR);
+    if (n < 0) {
+        r->line_no++;
+        return gcn_reader_fail(r, GCN_ERR_IO, "read error: %s", strerror(errno));
+    }
+    r->raw_eof = n == 0;
+    zs->avail_in += (uInt)n;
+    return GCN_OK;
+}
+
 gcn_status gcn_reader_open(gcn_ctx *ctx, gcn_reader *r, const char *path,
                            const gcn_record_fmt *fmt)
 {
     memset(r, 0, sizeof *r);
     r->ctx = ctx;
+    r->fd = -1;
     if (fmt)
         r->fmt = *fmt;
     struct stat sb;
@@ -84,32 +112,114 @@ gcn_status gcn_reader_open(gcn_ctx *ctx, gcn_reader *r, const char *path,
         return GCN_ERROR(ctx, GCN_ERR_IO, "%s: is a directory, expected a file", path);
     r->path = strdup(path);
     r->buf = malloc(READER_START_BYTES);
+    r->raw = malloc(READER_RAW_BYTES);
     r->fields = malloc(READER_START_FIELDS * sizeof *r->fields);
-    if (!r->path || !r->buf || !r->fields) {
+    if (!r->path || !r->buf || !r->raw || !r->fields) {
         gcn_reader_close(r);
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory for reading %s", path);
     }
     r->cap = READER_START_BYTES;
     r->fields_cap = READER_START_FIELDS;
-    r->gz = gzopen(path, "rb");
-    if (!r->gz) {
+    r->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (r->fd < 0 || fstat(r->fd, &sb) != 0) {
         int err = errno;
         gcn_reader_close(r);
-        return GCN_ERROR(ctx, GCN_ERR_IO, "%s: cannot open: %s", path,
-                         err ? strerror(err) : "out of memory");
+        return GCN_ERROR(ctx, GCN_ERR_IO, "%s: cannot open: %s", path, strerror(err));
     }
-    gzbuffer(r->gz, 1u << 17);
-    return GCN_OK;
+    r->file_bytes = sb.st_size > 0 ? (uint64_t)sb.st_size : 0;
+    gcn_status st = read_raw(r);
+    if (st == GCN_OK && r->zs.avail_in == 1 && !r->raw_eof)
+        st = read_raw(r);
+    if (st == GCN_OK && r->zs.avail_in >= 2 && r->raw[0] == 0x1f && r->raw[1] == 0x8b) {
+        if (inflateInit2(&r->zs, 15 + 16) == Z_OK)
+            r->gzip = true;
+        else
+            st = GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory for reading %s", path);
+    }
+    r->line_no = 0;
+    if (st != GCN_OK)
+        gcn_reader_close(r);
+    return st;
 }
 
 void gcn_reader_close(gcn_reader *r)
 {
-    if (r->gz)
-        gzclose(r->gz);
+    if (r->gzip)
+        inflateEnd(&r->zs);
+    if (r->fd >= 0)
+        close(r->fd);
     free(r->buf);
+    free(r->raw);
     free(r->path);
     free(r->fields);
     memset(r, 0, sizeof *r);
+    r->fd = -1;
+}
+
+uint64_t gcn_reader_max_bytes(const gcn_reader *r)
+{
+    if (!r->gzip)
+        return r->file_bytes;
+    return r->file_bytes > UINT64_MAX / DEFLATE_MAX_RATIO ? UINT64_MAX
+                                                          : r->file_bytes * DEFLATE_MAX_RATIO;
+}
+
+/* Damaged gzip data, reported at the line being read. */
+static gcn_status gzip_fail(gcn_reader *r, const char *why)
+{
+    r->line_no++;
+    return gcn_reader_fail(r, GCN_ERR_FORMAT, "corrupt or truncated gzip data (%s)", why);
+}
+
+/* Up to `want` bytes of text into dst (*got of them, 0 at the end): the
+ * file's bytes, or what its gzip members inflate to.  After a member
+ * either the file ends or another member starts; anything else is an
+ * error, as `gzip -t` has it. */
+static gcn_status read_text(gcn_reader *r, char *dst, size_t want, size_t *got)
+{
+    z_stream *zs = &r->zs;
+    *got = 0;
+    if (!r->gzip) {
+        if (zs->avail_in == 0 && !r->raw_eof)
+            GCN_TRY(read_raw(r));
+        size_t n = zs->avail_in < want ? zs->avail_in : want;
+        memcpy(dst, zs->next_in, n);
+        zs->next_in += n;
+        zs->avail_in -= (uInt)n;
+        *got = n;
+        return GCN_OK;
+    }
+    zs->next_out = (unsigned char *)dst;
+    zs->avail_out = (uInt)want;
+    while (zs->avail_out == want) {
+        if (!r->in_member) {
+            if (zs->avail_in < 2 && !r->raw_eof)
+                GCN_TRY(read_raw(r));
+            if (zs->avail_in == 0 && r->raw_eof)
+                break;
+            if (zs->avail_in < 2 || zs->next_in[0] != 0x1f || zs->next_in[1] != 0x8b) {
+                r->line_no++;
+                return gcn_reader_fail(r, GCN_ERR_FORMAT,
+                                       "bytes after the end of the gzip data that are not "
+                                       "another gzip member");
+            }
+            inflateReset(zs);
+            r->in_member = true;
+        }
+        if (zs->avail_in == 0 && !r->raw_eof)
+            GCN_TRY(read_raw(r));
+        if (zs->avail_in == 0 && r->raw_eof)
+            return gzip_fail(r, "unexpected end of file");
+        int ret = inflate(zs, Z_NO_FLUSH);
+        if (ret == Z_STREAM_END)
+            r->in_member = false;
+        else if (ret == Z_MEM_ERROR)
+            return GCN_ERROR(r->ctx, GCN_ERR_NOMEM, "out of host memory reading %s", r->path);
+        else if (ret != Z_OK && ret != Z_BUF_ERROR)
+            return gzip_fail(r, zs->msg ? zs->msg : "inflate failed");
+    }
+    *got = want - zs->avail_out;
+    return GCN_OK;
 }
 
 /* Reads more bytes behind the unread ones, growing the buffer when a single
@@ -133,22 +243,11 @@ static gcn_status refill(gcn_reader *r)
         r->buf = p;
         r->cap *= 2;
     }
-    size_t want = r->cap - 1 - r->end;
-    int n = gzread(r->gz, r->buf + r->end, (unsigned)(want > (1u << 30) ? (1u << 30) : want));
-    int zerr = Z_OK;
-    const char *zmsg = gzerror(r->gz, &zerr);
-    if (n < 0 || (zerr != Z_OK && zerr != Z_BUF_ERROR) || (n == 0 && zerr == Z_BUF_ERROR)) {
-        size_t plen = strlen(r->path); /* zlib prefixes its message with the path */
-        if (strncmp(zmsg, r->path, plen) == 0 && strncmp(zmsg + plen, ": ", 2) == 0)
-            zmsg += plen + 2;
-        r->line_no++;
-        return gcn_reader_fail(r, zerr == Z_ERRNO ? GCN_ERR_IO : GCN_ERR_FORMAT,
-                               "corrupt or truncated gzip data (%s)",
-                               zerr == Z_ERRNO ? strerror(errno) : zmsg);
-    }
+    size_t want = r->cap - 1 - r->end, n;
+    GCN_TRY(read_text(r, r->buf + r->end, want > (1u << 30) ? (1u << 30) : want, &n));
     if (n == 0)
         r->eof = true;
-    r->end += (size_t)n;
+    r->end += n;
     return GCN_OK;
 }
 
@@ -173,6 +272,8 @@ gcn_status gcn_reader_line(gcn_reader *r, char **line)
             if (len > 0 && s[len - 1] == '\r')
                 len--;
             s[len] = '\0';
+            if (r->line_no == 1 && strncmp(s, "\xEF\xBB\xBF", 3) == 0)
+                s += 3; /* a UTF-8 byte-order mark */
             *line = s;
             return GCN_OK;
         }

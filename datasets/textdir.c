@@ -39,8 +39,10 @@ static gcn_status meta_record(gcn_reader *r, char **f, void *user)
                                                         : NULL;
     if (slot)
         return gcn_reader_int(r, f[1], 2, 0,
-                              slot == &m->n_classes ? GCN_DS_MAX_CLASSES : GCN_DS_MAX_NODES, f[0],
-                              slot);
+                              slot == &m->n_classes    ? GCN_DS_MAX_CLASSES
+                              : slot == &m->n_features ? GCN_DS_MAX_FEATURES
+                                                       : GCN_DS_MAX_NODES,
+                              f[0], slot);
     if (strcmp(f[0], "name") == 0)
         snprintf(m->name, sizeof m->name, "%s", f[1]);
     return GCN_OK;
@@ -132,7 +134,7 @@ static gcn_status column_record(gcn_reader *r, char **f, void *user)
     int64_t *max_col = user, col;
     if (!f)
         return GCN_OK;
-    GCN_TRY(gcn_reader_int(r, f[1], 2, 0, INT32_MAX - 1, "feature column", &col));
+    GCN_TRY(gcn_reader_int(r, f[1], 2, 0, GCN_DS_MAX_FEATURES - 1, "feature column", &col));
     *max_col = col > *max_col ? col : *max_col;
     return GCN_OK;
 }
@@ -168,9 +170,7 @@ static gcn_status read_features(gcn_ctx *ctx, const char *path, const meta *m, g
         GCN_TRY(gcn_read_records(ctx, path, &features_fmt, column_record, &max_col));
         d = max_col + 1;
     }
-    if (d * (int64_t)ds->n_nodes > GCN_DS_MAX_FEATURE_VALUES)
-        return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "%s: %lld x %lld features: too large", path,
-                         (long long)ds->n_nodes, (long long)d);
+    GCN_TRY(gcn_ds_check_dense(ctx, path, ds->n_nodes, d));
     GCN_TRY(gcn_ds_calloc(ctx, (void **)&ds->features, (size_t)ds->n_nodes * (size_t)d,
                           sizeof(float)));
     ds->n_features = (int32_t)d;

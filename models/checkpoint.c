@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -95,10 +96,12 @@ gcn_status gcn_write_file_atomic(gcn_ctx *ctx, const char *path, const void *buf
     if (!tmp)
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "%s: out of host memory", path);
     snprintf(tmp, size, "%s.tmp.%ld", path, (long)getpid());
+    gcn_ctx_temp(ctx, true);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     gcn_status st = GCN_OK;
     if (fd < 0) {
         st = GCN_ERROR(ctx, GCN_ERR_IO, "%s: cannot create a temporary file: %s", path, strerror(errno));
+        gcn_ctx_temp(ctx, false);
         free(tmp);
         return st;
     }
@@ -121,6 +124,7 @@ gcn_status gcn_write_file_atomic(gcn_ctx *ctx, const char *path, const void *buf
         st = GCN_ERROR(ctx, GCN_ERR_IO, "%s: cannot rename into place: %s", path, strerror(errno));
     if (st != GCN_OK)
         unlink(tmp);
+    gcn_ctx_temp(ctx, false);
     free(tmp);
     return st;
 }
@@ -176,50 +180,124 @@ gcn_status gcn_trainer_save(gcn_ctx *ctx, const gcn_trainer *tr, const char *pat
     return st;
 }
 
-static gcn_status read_file(gcn_ctx *ctx, const char *path, char **buf, size_t *len)
+/* Reads exactly len bytes at the file's current position. */
+static bool read_all(int fd, void *buf, size_t len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return GCN_ERROR(ctx, GCN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    gcn_status st = GCN_OK;
-    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    *buf = size > 0 && fseek(f, 0, SEEK_SET) == 0 ? malloc((size_t)size) : NULL;
-    if (!*buf || fread(*buf, 1, (size_t)size, f) != (size_t)size)
-        st = GCN_ERROR(ctx, GCN_ERR_IO, "%s: cannot read the checkpoint", path);
-    *len = size > 0 ? (size_t)size : 0;
-    fclose(f);
-    return st;
+    char *p = buf;
+    while (len > 0) {
+        ssize_t n = read(fd, p, len > ((size_t)1 << 30) ? ((size_t)1 << 30) : len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false;
+        p += n;
+        len -= (size_t)n;
+    }
+    return true;
 }
 
-/* Checks the header against the trainer; the tensors follow at *size. */
-static gcn_status check_header(gcn_ctx *ctx, const gcn_trainer *tr, const char *path,
-                               const char *buf, size_t len, int n, ckpt_header *h, size_t *size)
+/* The file's size as a checkpoint of tr's n tensors (the list) has it,
+ * with a header of header bytes. */
+static uint64_t expected_size(gcn_tensor *const *list, int n, size_t header)
 {
-    if (len < CKPT_V2_HEADER + sizeof(uint32_t))
-        return GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s: too short for a checkpoint", path);
-    uint32_t crc, want = (uint32_t)crc32_z(crc32(0L, Z_NULL, 0), (const Bytef *)buf, len - 4);
-    memcpy(&crc, buf + len - 4, sizeof crc);
-    memset(h, 0, sizeof *h);
-    memcpy(h, buf, CKPT_V2_HEADER);
-    *size = h->version == 2u ? CKPT_V2_HEADER : sizeof *h;
-    if (memcmp(h->magic, "GCNCKPT", 8) != 0 || (h->version != CKPT_VERSION && h->version != 2u) ||
-        len < *size + sizeof(uint32_t))
-        return GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s: not a gcn checkpoint (version 2 or %u expected)",
-                         path, CKPT_VERSION);
-    if (h->version == 2u)
-        memcpy(h->precision, "fp32", 5);
-    else
-        memcpy(h, buf, sizeof *h);
-    if (crc != want)
-        return GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s: CRC-32 mismatch: the file is damaged", path);
+    uint64_t len = header + sizeof(uint32_t);
+    for (int i = 0; i < n; i++)
+        len += 2 * sizeof(int64_t) + (uint64_t)gcn_tensor_numel(list[i]) * sizeof(float);
+    return len;
+}
+
+/* Checks the header, read from the file's first bytes, against the
+ * trainer and the file's size before anything else is read: a file that
+ * is not a checkpoint of this model is refused without reading it. */
+static gcn_status check_header(gcn_ctx *ctx, const gcn_trainer *tr, const char *path,
+                               uint64_t size, uint64_t want, int n, const ckpt_header *h)
+{
     if (h->config_hash != gcn_model_config_hash(&tr->cfg) || h->n_tensors != (uint32_t)n)
         return GCN_ERROR(ctx, GCN_ERR_FORMAT,
                          "%s: saved from a different model architecture than this configuration", path);
+    if (size != want)
+        return GCN_ERROR(ctx, GCN_ERR_FORMAT,
+                         "%s: %llu bytes, but a checkpoint of this model has %llu: the file is "
+                         "damaged", path, (unsigned long long)size, (unsigned long long)want);
+    if (h->epoch < 0 || h->best_epoch < 0 || h->best_epoch > h->epoch || h->optim_steps < 0)
+        return GCN_ERROR(ctx, GCN_ERR_FORMAT,
+                         "%s: epoch %d, best epoch %d, %lld optimiser steps: the header is "
+                         "damaged", path, h->epoch, h->best_epoch, (long long)h->optim_steps);
     if (h->split_hash && tr->split_hash && h->split_hash != tr->split_hash)
         return GCN_ERROR(ctx, GCN_ERR_FORMAT,
                          "%s: saved for another split of the graphs (another fold, protocol, "
                          "fold file or data seed)", path);
     return GCN_OK;
+}
+
+/* The header's first bytes: magic and version, then the rest of a
+ * version 3 header (a version 2 file trained in fp32 or tf32, which resume
+ * the same).  *header is the header's size in the file. */
+static gcn_status read_header(gcn_ctx *ctx, const char *path, int fd, uint64_t size, ckpt_header *h,
+                              size_t *header)
+{
+    memset(h, 0, sizeof *h);
+    if (size < CKPT_V2_HEADER + sizeof(uint32_t))
+        return GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s: too short for a checkpoint", path);
+    if (!read_all(fd, h, CKPT_V2_HEADER))
+        return GCN_ERROR(ctx, GCN_ERR_IO, "%s: cannot read the checkpoint", path);
+    if (memcmp(h->magic, "GCNCKPT", 8) != 0 || (h->version != CKPT_VERSION && h->version != 2u))
+        return GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s: not a gcn checkpoint (version 2 or %u expected)",
+                         path, CKPT_VERSION);
+    *header = h->version == 2u ? CKPT_V2_HEADER : sizeof *h;
+    if (size < *header + sizeof(uint32_t))
+        return GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s: too short for a checkpoint", path);
+    if (h->version == 2u)
+        memcpy(h->precision, "fp32", 5);
+    else if (!read_all(fd, (char *)h + CKPT_V2_HEADER, sizeof *h - CKPT_V2_HEADER))
+        return GCN_ERROR(ctx, GCN_ERR_IO, "%s: cannot read the checkpoint", path);
+    h->precision[sizeof h->precision - 1] = '\0';
+    return GCN_OK;
+}
+
+/* The header, checked, and the rest of the file (its size checked first)
+ * into *body, CRC-32 verified. */
+static gcn_status read_checkpoint(gcn_ctx *ctx, const gcn_trainer *tr, const char *path,
+                                  gcn_tensor *const *list, int n, ckpt_header *h, char **body,
+                                  size_t *body_len)
+{
+    *body = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) != 0) {
+        int err = errno;
+        if (fd >= 0)
+            close(fd);
+        return GCN_ERROR(ctx, GCN_ERR_IO, "%s: cannot open: %s", path, strerror(err));
+    }
+    gcn_status st = GCN_OK;
+    uint64_t size = S_ISREG(sb.st_mode) && sb.st_size > 0 ? (uint64_t)sb.st_size : 0;
+    size_t header = sizeof *h;
+    if (!S_ISREG(sb.st_mode))
+        st = GCN_ERROR(ctx, GCN_ERR_IO, "%s: not a regular file", path);
+    else
+        st = read_header(ctx, path, fd, size, h, &header);
+    uint64_t want = expected_size(list, n, header);
+    if (st == GCN_OK)
+        st = check_header(ctx, tr, path, size, want, n, h);
+    *body_len = (size_t)(want - header);
+    if (st == GCN_OK && !(*body = malloc(*body_len)))
+        st = GCN_ERROR(ctx, GCN_ERR_NOMEM, "%s: out of host memory (%zu bytes)", path, *body_len);
+    if (st == GCN_OK && !read_all(fd, *body, *body_len))
+        st = GCN_ERROR(ctx, GCN_ERR_IO, "%s: cannot read the checkpoint", path);
+    close(fd);
+    if (st == GCN_OK) {
+        uint32_t crc, have = (uint32_t)crc32_z(crc32(0L, Z_NULL, 0), (const Bytef *)h, header);
+        have = (uint32_t)crc32_z(have, (const Bytef *)*body, *body_len - sizeof crc);
+        memcpy(&crc, *body + *body_len - sizeof crc, sizeof crc);
+        if (crc != have)
+            st = GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s: CRC-32 mismatch: the file is damaged", path);
+    }
+    if (st != GCN_OK) {
+        free(*body);
+        *body = NULL;
+    }
+    return st;
 }
 
 gcn_status gcn_trainer_load(gcn_ctx *ctx, gcn_trainer *tr, const char *path)
@@ -228,40 +306,39 @@ gcn_status gcn_trainer_load(gcn_ctx *ctx, gcn_trainer *tr, const char *path)
         return GCN_ERR_INVALID_ARG;
     GCN_ARG(ctx, tr && path);
     gcn_tensor **list = NULL;
-    char *buf = NULL;
+    char *body = NULL;
     size_t len = 0, off = 0;
     int n, n_best;
     ckpt_header h;
     gcn_status st;
     float *best = tr->best_state;
     GCN_CHECK(collect(ctx, tr, &list, &n, &n_best));
-    GCN_CHECK(read_file(ctx, path, &buf, &len));
-    GCN_CHECK(check_header(ctx, tr, path, buf, len, n + n_best, &h, &off));
-    h.precision[sizeof h.precision - 1] = '\0';
+    GCN_CHECK(read_checkpoint(ctx, tr, path, list, n + n_best, &h, &body, &len));
     if (strcmp(h.precision, precision_name(&tr->cfg)))
         gcn_log(ctx, GCN_LOG_INFO, "%s: saved in %s, resuming in %s (the state is fp32 in both)",
                 path, h.precision, precision_name(&tr->cfg));
     for (int i = 0; i < n + n_best; i++) {
         int64_t shape[2];
-        if (off + sizeof shape > len - 4) {
-            st = GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s: truncated at tensor %d", path, i);
-            goto cleanup;
-        }
-        memcpy(shape, buf + off, sizeof shape);
+        memcpy(shape, body + off, sizeof shape);
         off += sizeof shape;
         size_t bytes = (size_t)gcn_tensor_numel(list[i]) * sizeof(float);
-        if (shape[0] != gcn_tensor_rows(list[i]) || shape[1] != gcn_tensor_cols(list[i]) ||
-            off + bytes > len - 4) {
+        if (shape[0] != gcn_tensor_rows(list[i]) || shape[1] != gcn_tensor_cols(list[i])) {
             st = GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s: tensor %d has shape [%lld, %lld], expected [%lld, %lld]",
                            path, i, (long long)shape[0], (long long)shape[1],
                            (long long)gcn_tensor_rows(list[i]), (long long)gcn_tensor_cols(list[i]));
             goto cleanup;
         }
+        off += bytes;
+    }
+    off = 0;
+    for (int i = 0; i < n + n_best; i++) {
+        off += 2 * sizeof(int64_t);
+        size_t bytes = (size_t)gcn_tensor_numel(list[i]) * sizeof(float);
         if (i >= n) {
-            memcpy(best, buf + off, bytes);
+            memcpy(best, body + off, bytes);
             best += bytes / sizeof *best;
         } else if (bytes > 0) {
-            GCN_CHECK(gcn_tensor_copy_from_host(ctx, list[i], (const float *)(buf + off)));
+            GCN_CHECK(gcn_tensor_copy_from_host(ctx, list[i], (const float *)(body + off)));
         }
         off += bytes;
     }
@@ -272,7 +349,7 @@ gcn_status gcn_trainer_load(gcn_ctx *ctx, gcn_trainer *tr, const char *path)
     for (int o = 0; o < tr->n_opt; o++)
         GCN_CHECK(gcn_optim_set_steps(tr->opt[o], h.optim_steps));
 cleanup:
-    free(buf);
+    free(body);
     free(list);
     return st;
 }

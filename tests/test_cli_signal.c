@@ -1,6 +1,8 @@
-/* gcntrain under real signals: SIGINT and SIGTERM finish the epoch, log it,
- * checkpoint and summarise, exiting 130 / 143, while the log streams line
- * by line; a second signal stops at once, leaving no temporary file; and a
+/* gcntrain under real signals: before the first epoch (reading, generating,
+ * partitioning) a signal stops the run at once; during training SIGINT and
+ * SIGTERM finish the epoch, log it, checkpoint and summarise, exiting 130 /
+ * 143, while the log streams line by line; a second signal stops at once,
+ * leaving no temporary file; and a
  * run killed with SIGKILL at random moments, resumed each time from its
  * periodic checkpoint, ends bit for bit where an uninterrupted run does. */
 #include <criterion/criterion.h>
@@ -13,10 +15,16 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "tool_run.h"
 
 static tool_result r;
+
+static const char *signal_name_of(int sig)
+{
+    return sig == SIGINT ? "SIGINT" : "SIGTERM";
+}
 
 static double now_ms(void)
 {
@@ -281,5 +289,103 @@ Test(cli_signal, killed_runs_resume_to_the_same_end, .timeout = 300)
     cr_assert_eq(compare_epochs(ref_log, ref), KILL_EPOCHS);
     cr_assert_eq(compare_epochs(log, ref), KILL_EPOCHS);
     cr_assert_geq(tool_count(log, "\"resumed_from\""), 2, "fewer than two kills left a checkpoint");
+    tool_remove_dir(dir);
+}
+
+/* Fails when dir (if it exists) holds a temporary file. */
+static void expect_no_temporary(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    for (struct dirent *e; (e = readdir(d));)
+        cr_assert_not(strstr(e->d_name, ".tmp"), "%s/%s was left behind", dir, e->d_name);
+    closedir(d);
+}
+
+/* Waits until the process blocks SIGINT and SIGTERM (its main thread's
+ * SigBlk in /proc), so that gcntrain has set up its signal thread: a signal
+ * while the program and its libraries are still being loaded ends the
+ * process the default way. */
+static void wait_for_signal_thread(int pid)
+{
+    char path[64], text[4096];
+    snprintf(path, sizeof path, "/proc/%d/status", pid);
+    unsigned long long want = (1ull << (SIGINT - 1)) | (1ull << (SIGTERM - 1)), mask = 0;
+    double t0 = now_ms();
+    for (;;) {
+        tool_slurp(path, text, sizeof text);
+        const char *blk = strstr(text, "SigBlk:");
+        if (blk && sscanf(blk + 7, "%llx", &mask) == 1 && (mask & want) == want)
+            return;
+        cr_assert_lt(now_ms() - t0, 30e3, "gcntrain does not block its signals: %s", text);
+        sleep_ms(1);
+    }
+}
+
+/* Starts gcntrain with args, sends sig delay_ms after its signal thread is
+ * up (while it still runs: before its first epoch) and checks that it
+ * stops within a second with 128 + sig, saying so in one line. */
+static void stop_before_training(const char *const *args, int sig, double delay_ms)
+{
+    tool_proc p;
+    tool_start(&p, "gcntrain", args);
+    wait_for_signal_thread(p.pid);
+    sleep_ms(delay_ms);
+    int status;
+    cr_assert_eq(waitpid(p.pid, &status, WNOHANG), 0, "gcntrain ended before the signal");
+    double t0 = now_ms();
+    cr_assert_eq(kill(p.pid, sig), 0);
+    cr_assert_eq(tool_wait(&p, &r), 0, "gcntrain died of the signal");
+    double took = now_ms() - t0;
+    cr_assert_eq(r.code, 128 + sig, "%s", r.err);
+    cr_assert_lt(took, 1000.0, "took %.0f ms to stop", took);
+    char want[96];
+    snprintf(want, sizeof want, "gcntrain: %s before the first epoch: stopping now\n",
+             signal_name_of(sig));
+    cr_assert_str_eq(r.err, want);
+    cr_assert_not(strstr(r.out, "epoch "), "%s", r.out);
+}
+
+/* A generated graph of 300,000 nodes reordered by METIS: generating takes
+ * a second or more and METIS several; a signal in either stops the run at
+ * once, and the cache folder holds no temporary file. */
+Test(cli_signal, signal_while_generating_or_partitioning_stops_at_once, .timeout = 120)
+{
+    char dir[] = "/tmp/gcn-sig-XXXXXX", cache[64];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(cache, sizeof cache, "%s/cache", dir);
+    const char *args[] = {"models/gcn.json", "--dataset", "sbm:nodes=300000", "--reorder", "metis",
+                          "--cache-dir", cache, "--device", "cpu", "--epochs", "1000000",
+                          "--quiet", NULL};
+    stop_before_training(args, SIGINT, 200);
+    expect_no_temporary(cache);
+    stop_before_training(args, SIGTERM, 2500);
+    expect_no_temporary(cache);
+    tool_remove_dir(dir);
+}
+
+/* A gzip edge list of 3 million lines, parsed for seconds: SIGTERM and
+ * SIGINT during the parse stop the run at once, leaving no cache. */
+Test(cli_signal, signal_while_reading_stops_at_once, .timeout = 120)
+{
+    char dir[] = "/tmp/gcn-sig-XXXXXX", path[64];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/big.txt.gz", dir);
+    gzFile gz = gzopen(path, "wb1");
+    cr_assert_not_null(gz);
+    uint32_t state = 12345;
+    for (int e = 0; e < 3000000; e++) {
+        state = state * 1664525u + 1013904223u;
+        cr_assert_gt(gzprintf(gz, "%u %u\n", (unsigned)e % 1000000, state % 1000000), 0);
+    }
+    cr_assert_eq(gzclose(gz), Z_OK);
+    const char *args[] = {"models/gcn.json", "--dataset", path, "--features", "degree",
+                          "--device", "cpu", "--quiet", NULL};
+    stop_before_training(args, SIGTERM, 150);
+    stop_before_training(args, SIGINT, 300);
+    char processed[96];
+    snprintf(processed, sizeof processed, "%s/processed", dir);
+    cr_assert_not(tool_exists(processed), "a cache folder was left behind");
     tool_remove_dir(dir);
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "gcntrain/gcntrain.h"
@@ -74,7 +75,8 @@ static const char usage[] =
     "  --eval-only           with --resume FILE: evaluate its best-validation model on the\n"
     "                        splits (and --predict), no training\n"
     "  --export-data DIR     write the dataset as used (features, edges, labels, split)\n"
-    "                        as .npy files, e.g. for tools/compare/pyg_train.py\n"
+    "                        as .npy files, e.g. for tools/compare/pyg_train.py, once setup\n"
+    "                        has accepted it\n"
     "graph-level models (a \"readout\" in CONFIG) on collections (--dataset tu:NAME):\n"
     "  --folds K             stratified K-fold cross-validation (default 10)\n"
     "  --fold F              run only outer fold F (0 to K-1)\n"
@@ -90,8 +92,8 @@ static const char usage[] =
     "                        (graph: the 0-based index in the collection), or .npy\n"
     "  --quiet               no per-epoch lines\n"
     "  --help, --version\n"
-    "SIGINT or SIGTERM ends the epoch, logs, checkpoints (--save) and summarises; a second\n"
-    "one stops at once.\n"
+    "SIGINT or SIGTERM before the first epoch stops at once; during training it ends the\n"
+    "epoch, logs, checkpoints (--save) and summarises, and a second one stops at once.\n"
     "exit status: 0 success; 1 runtime failure (CUDA error, out of memory, I/O error while\n"
     "writing); 2 bad usage or bad input (options, configuration, dataset contents, no GPU\n"
     "for --device cuda); 3 the training loss became non-finite; 130 SIGINT, 143 SIGTERM.\n";
@@ -291,18 +293,42 @@ static int check_ranks(const args *a, const gcn_model_config *cfg)
     return 0;
 }
 
-/* The output files: their folders exist, and the log is new unless
- * --force or --append says otherwise. */
+/* The outputs, before any work: each can be written where it is asked
+ * for (the cache folder too), no two name the same path, and the log is
+ * new unless --force or --append says otherwise.  --spmm-choices and
+ * --folds-file are read when they exist, else written. */
 static int check_outputs(session *s)
 {
-    const char *options[] = {"--save", "--predict", "--spmm-choices"};
-    const char *paths[] = {s->a.save, s->a.predict, s->a.spmm_choices};
-    for (int i = 0; i < 3; i++) {
-        int rc = paths[i] ? check_output_dir(options[i], paths[i]) : 0;
+    const args *a = &s->a;
+    const struct {
+        const char *option, *path;
+        output_kind kind;
+        bool read_first;
+    } out[] = {{"--log", a->log, OUTPUT_IN_PLACE, false},
+               {"--save", a->save, OUTPUT_FILE, false},
+               {"--predict", a->predict, OUTPUT_FILE, false},
+               {"--spmm-choices", a->spmm_choices, OUTPUT_FILE, true},
+               {"--folds-file", a->folds_file, OUTPUT_FILE, true},
+               {"--export-data", a->export_dir, OUTPUT_DIR, false},
+               {"--cache-dir", a->cache_dir, OUTPUT_DIR, false}};
+    enum { N = sizeof out / sizeof *out };
+    for (int i = 0; i < N; i++) {
+        struct stat st;
+        if (!out[i].path || out[i].kind == OUTPUT_IN_PLACE || /* log_check's */
+            (out[i].read_first && stat(out[i].path, &st) == 0 && S_ISREG(st.st_mode)))
+            continue;
+        int rc = check_output_path(out[i].option, out[i].path, out[i].kind);
         if (rc)
             return rc;
     }
-    return log_check(&s->log, &s->a);
+    for (int i = 0; i < N; i++)
+        for (int j = i + 1; j < N; j++)
+            if (out[i].path && out[j].path && !strcmp(out[i].path, out[j].path)) {
+                fprintf(stderr, "gcntrain: %s and %s both name %s\n", out[i].option,
+                        out[j].option, out[i].path);
+                return EXIT_INPUT;
+            }
+    return log_check(&s->log, a);
 }
 
 static int exit_code(gcn_status st, phase p)
@@ -345,6 +371,7 @@ static int open_context(session *s)
     }
     o.log_level = s->a.quiet ? GCN_LOG_WARN : GCN_LOG_INFO;
     o.log_fn = gcntrain_log;
+    o.temp_fn = signals_temp;
     gcn_status st = gcn_ctx_create(&s->ctx, &o);
     int n_gpus = st == GCN_ERR_DEVICE ? gcn_cuda_device_count() : 0;
     if (st == GCN_ERR_DEVICE && n_gpus <= 0) {
@@ -380,11 +407,14 @@ static int load_dataset(session *s)
     s->t_load = now_s() - t0;
     if (st != GCN_OK)
         return fetch_load_failed(s, spec, st);
+    return 0;
+}
+
+int export_data(session *s)
+{
     if (!s->a.export_dir)
         return 0;
-    signals_hold(true);
-    st = gcn_dataset_export_npy(s->ctx, s->ds, s->a.export_dir);
-    signals_hold(false);
+    gcn_status st = gcn_dataset_export_npy(s->ctx, s->ds, s->a.export_dir);
     return st == GCN_OK ? 0 : fail(s, st, PHASE_OUTPUT, "export");
 }
 
@@ -422,6 +452,7 @@ int main(int argc, char **argv)
 {
     session s = {.pred_valid = -1.0};
     char err[512];
+    signals_install();
     int rc = parse_args(argc, argv, &s.a);
     if (rc)
         return rc < 0 ? 0 : rc;
@@ -433,7 +464,6 @@ int main(int argc, char **argv)
     if ((rc = apply_args(&s.a, &s.cfg)) || (rc = check_model_kind(&s.a, &s.cfg)) ||
         (rc = check_ranks(&s.a, &s.cfg)) || (rc = check_outputs(&s)))
         return rc;
-    signals_install();
     if ((rc = open_context(&s)) || (rc = check_gpus(&s)) || (rc = load_dataset(&s)))
         goto done;
     if (!(s.best_test = calloc((size_t)s.cfg.runs, sizeof *s.best_test))) {

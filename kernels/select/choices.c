@@ -211,8 +211,10 @@ gcn_status gcn_spmm_choices_load(gcn_ctx *ctx, FILE *f, const char *name,
     char text[512];
     bool seen[16] = {false};
     gcn_status st = GCN_OK;
-    if (!fgets(text, sizeof text, f) || (strncmp(text, MAGIC, strlen(MAGIC)) != 0 &&
-                                          strncmp(text, OLD_MAGIC, strlen(OLD_MAGIC)) != 0))
+    bool got = fgets(text, sizeof text, f) != NULL;
+    const char *first = got && !strncmp(text, "\xEF\xBB\xBF", 3) ? text + 3 : text; /* a BOM */
+    if (!got || (strncmp(first, MAGIC, strlen(MAGIC)) != 0 &&
+                 strncmp(first, OLD_MAGIC, strlen(OLD_MAGIC)) != 0))
         st = GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s:1: not a gcn SpMM choices file (expected '%s')",
                        name, MAGIC);
     for (int line = 2; st == GCN_OK && fgets(text, sizeof text, f); line++)

@@ -120,13 +120,9 @@ static int resume_fold(session *s, cv *c, int32_t f, gcn_trainer *tr)
     gcn_status st = gcn_trainer_load(s->ctx, tr, s->a.resume);
     if (st != GCN_OK)
         return fail(s, st, PHASE_INPUT, "resume");
-    int from = gcn_trainer_epochs_done(tr);
-    if (from > s->cfg.epochs) {
-        snprintf(s->error, sizeof s->error, "resume: %s has trained %d epochs, more than the "
-                 "%d asked for (--epochs)", s->a.resume, from, s->cfg.epochs);
-        fprintf(stderr, "gcntrain: %s\n", s->error);
-        return EXIT_INPUT;
-    }
+    int from = gcn_trainer_epochs_done(tr), rc = check_resumed_epochs(s, from);
+    if (rc)
+        return rc;
     gcn_train_best b;
     gcn_trainer_best(tr, &b);
     double *t = c->test + (size_t)f * (size_t)s->cfg.epochs;

@@ -90,6 +90,15 @@ void log_epoch(session *s, int run, const gcn_epoch_stats *e);
  * file is in place.  Returns 0 or an exit code after saying why. */
 int save_checkpoint(session *s, const gcn_trainer *tr);
 
+/* A --resume checkpoint that has trained `done` epochs fits --epochs;
+ * else says so, naming both, and returns EXIT_INPUT. */
+int check_resumed_epochs(session *s, int done);
+
+/* --export-data DIR, once the run's setup has accepted the dataset: the
+ * dataset as used, written through a temporary folder.  0 or an exit
+ * code after saying why. */
+int export_data(session *s);
+
 /* One epoch of tr, its times added to the session's; s->stop set (and no
  * epoch run) when a signal is pending.  0 or an exit status. */
 int next_epoch(session *s, gcn_trainer *tr, gcn_epoch_stats *es);
@@ -188,9 +197,16 @@ void fold_preds_free(fold_preds *p);
 
 /* ---- log.c ---- */
 
-/* Checks that an output file's directory exists and that the path is not
- * a directory.  Returns 0 or EXIT_INPUT after saying why. */
-int check_output_dir(const char *option, const char *path);
+/* How an output path is written: a file replaced through a temporary one
+ * beside it, a file opened in place (the log), or a folder. */
+typedef enum output_kind { OUTPUT_FILE, OUTPUT_IN_PLACE, OUTPUT_DIR } output_kind;
+
+/* Checks, before any work, that an output can be written where it is
+ * asked for: the path is not empty, its folder exists and takes new files,
+ * and what is there already is of the right kind (and writable, for one
+ * opened in place).  Returns 0 or EXIT_INPUT after saying why in one
+ * line. */
+int check_output_path(const char *option, const char *path, output_kind kind);
 
 /* Checks --log, --force and --append before anything runs: an existing
  * file needs one of them.  Returns 0 or an exit code after saying why. */
@@ -228,10 +244,16 @@ int fetch_load_failed(session *s, const char *spec, gcn_status st);
 
 /* ---- signals.c ---- */
 
-/* SIGINT and SIGTERM: the first asks the run to stop after the current
- * epoch (signals_pending); a second exits at once with 128 + its number,
- * after writing an "interrupted" line to the log when it is open. */
+/* SIGINT and SIGTERM: before signals_training, the first exits at once with
+ * 128 + its number (there is no epoch to finish); after it, the first asks
+ * the run to stop after the current epoch (signals_pending) and a second
+ * exits at once, after writing an "interrupted" line to the log when it is
+ * open.  An exit waits for every hold to end. */
 void signals_install(void);
+
+/* The first epoch is about to run: from now on the first signal waits for
+ * the epoch to end. */
+void signals_training(void);
 
 /* The log's file descriptor once it is open (-1: none), for that line. */
 void signals_log_fd(int fd);
@@ -239,10 +261,13 @@ void signals_log_fd(int fd);
 /* The first SIGINT or SIGTERM received, else 0. */
 int signals_pending(void);
 
-/* Holds a second signal back (on) while a file is written through a
- * temporary one, so that no signal leaves it behind; off delivers it.
- * Main thread only; holds do not nest. */
+/* Holds an exit back (on) while a file is written through a temporary
+ * one, so that no signal leaves it behind; the last off delivers it.
+ * Holds nest and may come from any thread. */
 void signals_hold(bool on);
+
+/* signals_hold as the library's gcn_ctx_opts.temp_fn. */
+void signals_temp(bool writing, void *user);
 
 const char *signal_name(int sig);
 

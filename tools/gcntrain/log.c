@@ -6,15 +6,39 @@
 #include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "gcntrain.h"
 
-int check_output_dir(const char *option, const char *path)
+/* Whether a file can be created in dir: a probe file made and removed
+ * (access() would say yes to root in a read-only place).  errno on false. */
+static bool can_create_in(const char *dir)
 {
-    const char *slash = strrchr(path, '/');
+    char probe[4200];
+    snprintf(probe, sizeof probe, "%s/.gcntrain-probe-XXXXXX", dir);
+    int fd = mkstemp(probe);
+    if (fd < 0)
+        return false;
+    close(fd);
+    unlink(probe);
+    return true;
+}
+
+int check_output_path(const char *option, const char *path, output_kind kind)
+{
+    if (!*path) {
+        fprintf(stderr, "gcntrain: %s '': an empty path\n", option);
+        return EXIT_INPUT;
+    }
+    size_t end = strlen(path);
+    while (end > 1 && path[end - 1] == '/') /* "out/": the folder out */
+        end--;
+    const char *slash = NULL;
+    for (size_t i = 0; i < end; i++)
+        slash = path[i] == '/' ? path + i : slash;
     int len = !slash ? 0 : slash == path ? 1 : (int)(slash - path);
     char dir[4096];
     snprintf(dir, sizeof dir, "%.*s", len ? len : 1, len ? path : ".");
@@ -23,9 +47,33 @@ int check_output_dir(const char *option, const char *path)
         fprintf(stderr, "gcntrain: %s %s: no directory %s\n", option, path, dir);
         return EXIT_INPUT;
     }
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    bool exists = stat(path, &st) == 0;
+    if (exists && kind != OUTPUT_DIR && S_ISDIR(st.st_mode)) {
         fprintf(stderr, "gcntrain: %s %s: is a directory\n", option, path);
         return EXIT_INPUT;
+    }
+    if (exists && kind == OUTPUT_DIR && !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "gcntrain: %s %s: exists and is not a directory\n", option, path);
+        return EXIT_INPUT;
+    }
+    if (exists && kind == OUTPUT_FILE && !S_ISREG(st.st_mode)) {
+        fprintf(stderr, "gcntrain: %s %s: not a regular file\n", option, path);
+        return EXIT_INPUT;
+    }
+    const char *where = exists && kind == OUTPUT_DIR ? path : dir;
+    if (!(exists && kind == OUTPUT_IN_PLACE) && !can_create_in(where)) {
+        fprintf(stderr, "gcntrain: %s %s: cannot write in %s: %s\n", option, path, where,
+                strerror(errno));
+        return EXIT_INPUT;
+    }
+    if (exists && kind == OUTPUT_IN_PLACE) {
+        int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+        if (fd < 0) {
+            fprintf(stderr, "gcntrain: %s %s: cannot write: %s\n", option, path,
+                    strerror(errno));
+            return EXIT_INPUT;
+        }
+        close(fd);
     }
     return 0;
 }
@@ -46,7 +94,7 @@ int log_check(run_log *l, const args *a)
                         "give one of them\n");
         return EXIT_INPUT;
     }
-    int rc = check_output_dir("--log", a->log);
+    int rc = check_output_path("--log", a->log, OUTPUT_IN_PLACE);
     if (rc)
         return rc;
     if (!a->force && !a->append && access(a->log, F_OK) == 0) {

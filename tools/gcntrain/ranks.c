@@ -146,11 +146,14 @@ static int ranks_run(session *s, gcn_ranks *g, int run, int *epochs)
         return fail(s, st, PHASE_INPUT, "setup");
     s->t_prep += now_s() - t0;
     s->spmm_reported = false;
+    if (run == 0 && (rc = export_data(s)))
+        goto done;
     if (run == 0) {
         print_partition(s, g, trainers);
         printf("params     %lld\n",
                (long long)gcn_model_param_count(gcn_trainer_model(trainers[0])));
     }
+    signals_training();
     for (int e = 0; e < s->cfg.epochs; e++) {
         if ((s->stop = signals_pending()))
             break;
@@ -209,6 +212,7 @@ int train_ranks(session *s)
     o.device = gcn_ctx_device(s->ctx); /* as resolved, once */
     o.log_level = s->a.quiet ? GCN_LOG_WARN : GCN_LOG_INFO;
     o.log_fn = gcntrain_log;
+    o.temp_fn = signals_temp;
     gcn_status st = gcn_ranks_create(s->ctx, &g, s->cfg.ranks,
                                      s->cfg.nccl ? GCN_COMM_NCCL : GCN_COMM_LOCAL, &o);
     if (st != GCN_OK)

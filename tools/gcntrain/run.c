@@ -62,8 +62,19 @@ static int write_predictions(session *s)
     return 0;
 }
 
+int check_resumed_epochs(session *s, int done)
+{
+    if (done <= s->cfg.epochs)
+        return 0;
+    snprintf(s->error, sizeof s->error, "resume: %s has trained %d epochs, more than the "
+             "%d asked for (--epochs)", s->a.resume, done, s->cfg.epochs);
+    fprintf(stderr, "gcntrain: %s\n", s->error);
+    return EXIT_INPUT;
+}
+
 int next_epoch(session *s, gcn_trainer *tr, gcn_epoch_stats *es)
 {
+    signals_training();
     if ((s->stop = signals_pending()))
         return 0;
     gcn_status st = gcn_trainer_epoch(s->ctx, tr, es);
@@ -140,10 +151,14 @@ static int train_run(session *s, int run)
             rc = fail(s, st, PHASE_INPUT, "resume");
             goto done;
         }
+        if ((rc = check_resumed_epochs(s, gcn_trainer_epochs_done(tr))))
+            goto done;
         char path[1024];
         log_line(&s->log, "{\"run\":1,\"resumed_from\":%s,\"resumed_at_epoch\":%d}",
                  json_string(path, sizeof path, s->a.resume), gcn_trainer_epochs_done(tr));
     }
+    if (run == 0 && (rc = export_data(s)))
+        goto done;
     bool from_file = false;
     if ((st = load_choices(s, tr, &from_file)) != GCN_OK) {
         rc = fail(s, st, PHASE_INPUT, "spmm plan");
@@ -258,6 +273,8 @@ int eval_only(session *s)
         rc = fail(s, st, PHASE_INPUT, "resume");
         goto done;
     }
+    if ((rc = export_data(s)))
+        goto done;
     if ((st = gcn_trainer_evaluate(s->ctx, tr, &b)) != GCN_OK) {
         rc = fail(s, st, PHASE_TRAIN, "evaluate");
         goto done;
