@@ -10,6 +10,7 @@
 
 typedef struct progress {
     const char *file; /* the archive's name */
+    bool quiet;       /* --quiet: no reports, only the check for a signal */
     bool tty, drawn;  /* a terminal; the line in place is on the screen */
     double t0, last;  /* when the download began; the last report */
     int64_t next;     /* not a terminal: report when this many bytes have come */
@@ -34,6 +35,8 @@ static int64_t step(int64_t total)
 static int on_progress(int64_t done, int64_t total, void *user)
 {
     progress *p = user;
+    if (p->quiet)
+        return signals_pending() != 0;
     if (done < p->seen)
         p->next = 0;
     p->seen = done;
@@ -78,23 +81,21 @@ int fetch_dataset(session *s, const char *spec)
         o.timeout_s = (int)s->a.download_timeout;
     char url[1200];
     gcn_dataset_fetch_url(spec, &o, url, sizeof url);
-    progress p = {.file = strrchr(url, '/') ? strrchr(url, '/') + 1 : url,
+    progress p = {.file = strrchr(url, '/') ? strrchr(url, '/') + 1 : url, .quiet = s->a.quiet,
                   .tty = isatty(STDERR_FILENO) == 1, .t0 = now_s()};
-    if (!s->a.quiet) {
-        o.progress = on_progress;
-        o.user = &p;
-    } else {
-        o.progress = NULL;
-    }
+    o.progress = on_progress;
+    o.user = &p;
+    /* A signal during the download cancels it through the progress
+     * callback, and the process exits once the temporary folder is gone:
+     * the hold makes the signal wait for that. */
+    signals_hold(true);
     bool fetched = false;
     gcn_status st = gcn_dataset_fetch(s->ctx, spec, s->cfg.root, &o, &fetched);
     if (p.drawn)
         fputc('\n', stderr);
-    if (st != GCN_OK && signals_pending()) {
-        s->stop = signals_pending();
+    if (st != GCN_OK && signals_pending())
         fprintf(stderr, "gcntrain: %s: download interrupted; nothing kept\n", spec);
-        return 128 + s->stop;
-    }
+    signals_hold(false);
     return st == GCN_OK ? 0 : fail(s, st, PHASE_INPUT, "dataset");
 }
 
