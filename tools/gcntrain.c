@@ -279,20 +279,6 @@ static int check_model_kind(const args *a, const gcn_model_config *cfg)
     return 0;
 }
 
-/* Options of a run on one context only. */
-static int check_ranks(const args *a, const gcn_model_config *cfg)
-{
-    const char *single[] = {a->save ? "--save" : NULL, a->resume ? "--resume" : NULL,
-                            a->predict ? "--predict" : NULL, a->eval_only ? "--eval-only" : NULL,
-                            a->spmm_choices ? "--spmm-choices" : NULL};
-    for (int i = 0; i < 5 && (cfg->ranks > 1 || cfg->nccl); i++)
-        if (single[i])
-            return usage_error("%s applies to a run on one rank (without --ranks N or --gpus "
-                               "N, or \"ranks\" and \"devices\" in the configuration)",
-                               single[i]);
-    return 0;
-}
-
 /* The outputs, before any work: each can be written where it is asked
  * for (the cache folder too), no two name the same path, and the log is
  * new unless --force or --append says otherwise.  --spmm-choices and
@@ -462,7 +448,7 @@ int main(int argc, char **argv)
         return EXIT_INPUT;
     }
     if ((rc = apply_args(&s.a, &s.cfg)) || (rc = check_model_kind(&s.a, &s.cfg)) ||
-        (rc = check_ranks(&s.a, &s.cfg)) || (rc = check_outputs(&s)))
+        (rc = check_outputs(&s)))
         return rc;
     if ((rc = open_context(&s)) || (rc = check_gpus(&s)) || (rc = load_dataset(&s)))
         goto done;

@@ -302,7 +302,7 @@ static void report(session *s, const cv *c, int n_folds, int protocol_epoch)
 }
 
 /* --predict once every fold has run: the protocol's models' predictions. */
-static int write_predictions(session *s, cv *c, int protocol_epoch)
+static int write_fold_predictions(session *s, cv *c, int protocol_epoch)
 {
     char which[96];
     if (c->errica) {
@@ -354,7 +354,7 @@ int train_folds(session *s)
     if (rc == 0 && s->stop)
         rc = 128 + s->stop;
     else if (rc == 0 && s->a.predict && n_folds > 0)
-        rc = write_predictions(s, &c, epoch);
+        rc = write_fold_predictions(s, &c, epoch);
 done:
     fold_preds_free(&c.preds);
     free(c.fold);

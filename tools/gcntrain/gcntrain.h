@@ -50,7 +50,8 @@ typedef struct session {
     args a;
     gcn_model_config cfg;
     gcn_ctx *ctx;
-    gcn_ranks *ranks;     /* the ranks' group while the summary of a run on them is written */
+    gcn_ranks *ranks;     /* a run on ranks: their group (NULL on one context) */
+    gcn_trainer **trainers; /* and every rank's trainer while a run is on them */
     gcn_dataset *ds;
     run_log log;
     char error[640];      /* the last failure's message, for the log */
@@ -86,9 +87,24 @@ void gcntrain_log(gcn_log_level level, const char *msg, void *user);
 /* One epoch's line on stdout (unless --quiet) and in the log. */
 void log_epoch(session *s, int run, const gcn_epoch_stats *e);
 
-/* --save: the trainer's checkpoint, with a second signal held until the
- * file is in place.  Returns 0 or an exit code after saying why. */
+/* --save: the trainer's checkpoint (on ranks: rank 0's, which holds the
+ * whole model), with a second signal held until the file is in place.
+ * Returns 0 or an exit code after saying why. */
 int save_checkpoint(session *s, const gcn_trainer *tr);
+
+/* --resume: the checkpoint into tr (into every rank's trainer on ranks),
+ * its epochs checked against --epochs and logged.  0 or an exit code. */
+int resume(session *s, gcn_trainer *tr);
+
+/* The epochs of one run, from where the trainer is (on ranks, tr is rank
+ * 0's and every rank trains), until the last or a signal (s->stop); a
+ * checkpoint every --save-every epochs and at the end. */
+int train_epochs(session *s, int run, gcn_trainer *tr, bool from_file);
+
+/* --predict: the predictions of the run's best-validation model when it
+ * beats the earlier runs' on validation; then the file. */
+int keep_predictions(session *s, gcn_trainer *tr, const gcn_train_best *b);
+int write_predictions(session *s);
 
 /* A --resume checkpoint that has trained `done` epochs fits --epochs;
  * else says so, naming both, and returns EXIT_INPUT. */
@@ -116,8 +132,10 @@ void finish_run(session *s, int run, const gcn_train_best *b, int epochs_done);
 int train_runs(session *s);
 
 /* --eval-only: the checkpoint's best-validation model on the splits, and
- * its predictions. */
+ * its predictions; eval_trainer does it with a trainer made (on ranks,
+ * every rank's, tr rank 0's). */
 int eval_only(session *s);
+int eval_trainer(session *s, gcn_trainer *tr);
 
 /* The summary on stdout and as the log's last line (marked interrupted
  * when a signal stopped the run). */
@@ -146,8 +164,14 @@ void order_end(session *s);
 int check_gpus(session *s);
 
 /* Every run on the configuration's ranks (--ranks N, --gpus N), then the
- * summary; 128 + the signal when one stopped it. */
+ * summary; or --eval-only's evaluation on them.  128 + the signal when one
+ * stopped it. */
 int train_ranks(session *s);
+
+/* fn(rank's context, rank's trainer, user) on every rank of s->ranks at
+ * once (s->trainers). */
+gcn_status on_every_rank(session *s, gcn_status (*fn)(gcn_ctx *, gcn_trainer *, void *),
+                         void *user);
 
 /* ---- folds.c ---- */
 
