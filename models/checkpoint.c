@@ -344,8 +344,10 @@ static gcn_status apply_checkpoint(gcn_ctx *ctx, gcn_trainer *tr, const char *pa
 }
 
 /* On a rank of several: rank 0 reads and checks the file, and its header
- * and body go to every rank through the communicator (a failure of rank
- * 0's stops it, so the others return "rank 0 stopped: ..."). */
+ * and body go to every rank through the communicator.  A failure of rank
+ * 0's returns there before the broadcast: its caller stops the
+ * communicator (gcn_comm_abort, as gcn_ranks_run does), and the others
+ * return "rank 0 stopped: ...". */
 static gcn_status share_checkpoint(gcn_ctx *ctx, const gcn_trainer *tr, const char *path,
                                    gcn_tensor *const *list, int n, ckpt_header *h, char **body,
                                    size_t *body_len)
@@ -365,9 +367,8 @@ static gcn_status share_checkpoint(gcn_ctx *ctx, const gcn_trainer *tr, const ch
         }
         free(mine);
     }
-    if (st != GCN_OK) {
+    if (st != GCN_OK) { /* the caller stops the communicator, as after any failed step */
         free(buf);
-        gcn_comm_abort(ctx);
         return st;
     }
     st = gcn_comm_broadcast_host(ctx, buf, (int64_t)len, 0);

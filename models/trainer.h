@@ -220,8 +220,10 @@ GCN_API const gcn_csr *gcn_trainer_adjacency(const gcn_trainer *tr, gcn_adjacenc
  * at once on the others; gcn_trainer_load is a collective: rank 0 reads and
  * checks the file and sends it to the other ranks through the
  * communicator, so only rank 0 needs to see the path.  A failure of rank
- * 0's stops the communicator (gcn_comm_abort): the other ranks return
- * GCN_ERR_STATE, "rank 0 stopped: " and its message. */
+ * 0's (a missing or damaged file, another model's) returns on rank 0 before
+ * anything is sent; as after any failed step, its caller stops the
+ * communicator (gcn_comm_abort; gcn_ranks_run does), and the other ranks
+ * return GCN_ERR_STATE, "rank 0 stopped: " and its message. */
 GCN_API gcn_status gcn_trainer_save(gcn_ctx *ctx, const gcn_trainer *tr, const char *path);
 GCN_API gcn_status gcn_trainer_load(gcn_ctx *ctx, gcn_trainer *tr, const char *path);
 

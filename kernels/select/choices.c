@@ -489,8 +489,8 @@ static gcn_status split_ranks(gcn_ctx *ctx, const char *path, char *text, int n,
 }
 
 /* A file of a run on several ranks: rank 0 reads it and each rank's lines
- * go to that rank through the communicator (a failure of rank 0's stops
- * it, so the others return "rank 0 stopped: ..."). */
+ * go to that rank through the communicator.  A failure of rank 0's
+ * returns there before the scatter (its caller stops the communicator). */
 static gcn_status read_ranked(gcn_ctx *ctx, const char *path, const tagged *t)
 {
     int n = gcn_ctx_ranks(ctx);
@@ -506,8 +506,6 @@ static gcn_status read_ranked(gcn_ctx *ctx, const char *path, const tagged *t)
         if (st == GCN_OK)
             st = split_ranks(ctx, path, text, n, &all, &all_len, lens);
         free(text);
-        if (st != GCN_OK)
-            gcn_comm_abort(ctx);
     }
     if (st == GCN_OK)
         st = gcn_comm_scatter_host(ctx, all, lens, 0, (void **)&mine, &mine_len);
