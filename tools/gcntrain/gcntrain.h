@@ -304,11 +304,14 @@ bool report_spmm(session *s, int run, const gcn_trainer *tr);
 
 /* Before training: the selector's choices from --spmm-choices FILE when it
  * exists, else from an earlier run of this invocation, so that only the
- * first run profiles.  *from_file says whether FILE was read. */
+ * first run profiles (on ranks, each rank's lines of FILE, read by rank 0
+ * and sent through the communicator; without FILE each run profiles).
+ * *from_file says whether FILE was read. */
 gcn_status load_choices(session *s, const gcn_trainer *tr, bool *from_file);
 
-/* Once every site has locked: --spmm-choices FILE (unless it was read) and the
- * copy in memory for the next runs. */
+/* Once every site has locked (on every rank): --spmm-choices FILE (unless
+ * it was read; on ranks, every rank's lines, written by rank 0) and, on one
+ * context, the copy in memory for the next runs. */
 gcn_status save_choices(session *s, const gcn_trainer *tr, bool from_file);
 
 #endif
