@@ -1,6 +1,7 @@
 /* gcntrain on several ranks (--ranks N on one device, --gpus N over NCCL):
  * the partition, then each run's epochs on every rank at once, with the
- * same lines, log and summary as a run on one context. */
+ * same lines, log, checkpoints, predictions and summary as a run on one
+ * context (run.c's paths, each step on every rank), or --eval-only. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
