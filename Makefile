@@ -307,7 +307,7 @@ FUZZ_CC     ?= clang
 FUZZ_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION \
                -DGCN_WITH_CUDA=0 $(BLAS_CPPFLAGS) \
                -I. -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined -MMD -MP
-FUZZ_SRC    := $(wildcard datasets/*.c) $(wildcard core/*.c) kernels/adaptgear/adaptgear.c \
+FUZZ_SRC    := $(wildcard datasets/*.c) $(wildcard core/*.c core/*/*.c) kernels/adaptgear/adaptgear.c \
                kernels/adaptgear/split_none.c fuzz/harness.c
 FUZZ_OBJ    := $(FUZZ_SRC:%.c=$(BUILD)/fuzz/obj/%.o)
 FUZZ_BINS   := $(patsubst fuzz/fuzz_%.c,$(BUILD)/fuzz/fuzz_%,$(wildcard fuzz/fuzz_*.c))

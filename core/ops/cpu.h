@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#include "internal.h"
+#include "core/internal.h"
 
 /* Whether x[0, 8) are all zeros (of either sign): one vector test, for the
  * loops that skip the zeros of sparse features eight at a time. */

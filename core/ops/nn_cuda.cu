@@ -2,7 +2,7 @@
  * the fused cross-entropy and the backward passes of sum, NLL and
  * cross-entropy on the GPU (segment pooling and the readout's heads are in
  * ops_cuda_readout.cu). */
-#include "cuda_impl.h"
+#include "core/cuda_impl.h"
 
 /* Sums accumulate in double in a fixed order (block partials, then one
  * block), like the CPU reference in core/ops_cpu_nn.c, whose expressions the

@@ -1,6 +1,6 @@
 /* Per-column reductions on the GPU: col_sum and batch normalisation (train,
  * eval, and both backwards). */
-#include "cuda_cols.cuh"
+#include "cols.cuh"
 
 /* Sums accumulate in double like the CPU reference, in a fixed order
  * (per-chunk partials, then their sum in chunk order), so results are

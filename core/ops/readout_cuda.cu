@@ -3,7 +3,7 @@
  * a graph-level batch of a few thousand rows is bound by.  Arithmetic
  * mirrors core/ops_cpu_nn.c (round-to-nearest intrinsics, sums in double in
  * the same order), so the two backends agree to rounding. */
-#include "cuda_impl.h"
+#include "core/cuda_impl.h"
 #include "epilogue_math.h"
 
 #define ACC(p, acc) ((acc) ? (p) : 0.0f)
