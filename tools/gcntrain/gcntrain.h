@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "gcn.h"
+#include "tools/common/config_options.h"
 
 /* The exit codes (gcntrain --help, README.md); an interrupted run exits
  * with 128 + the signal's number: 130 for SIGINT, 143 for SIGTERM. */
@@ -24,10 +25,10 @@ enum {
 typedef enum phase { PHASE_INPUT, PHASE_TRAIN, PHASE_OUTPUT } phase;
 
 typedef struct args {
-    const char *config, *dataset, *root, *device, *spmm, *features, *reorder, *cuda_graph,
-                *sparse_input, *precision;
+    const char *config, *dataset;
+    const char *set[N_CLI_CONFIG]; /* the shared options' values, NULL where not given */
     const char *log, *save, *resume, *export_dir, *spmm_choices, *predict;
-    const char *folds_file, *protocol, *threads, *ranks, *gpus, *cache_dir;
+    const char *folds_file, *protocol;
     const char *mirror; /* --mirror: the datasets' base address */
     long epochs, runs, save_every, folds, fold; /* folds, fold: -1 when not given */
     long download_timeout; /* seconds; 0: the library's default */
