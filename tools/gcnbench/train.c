@@ -8,8 +8,9 @@
 
 #include "train.h"
 
-/* Warm-up epochs after the selector locked while the trainer has not yet
- * replayed a captured epoch (it captures the second locked one). */
+/* The most warm-up epochs run after the selector has locked in, while the
+ * trainer has not yet replayed a captured CUDA graph (it captures the
+ * second epoch after locking). */
 enum { MAX_GRAPH_WARMUP = 3 };
 
 /* Epochs profiled for the breakdown, after the timed ones (fewer when
@@ -170,7 +171,8 @@ static int parse_args(int argc, char **argv, train_opts *o)
     return 0;
 }
 
-/* The configuration with the command line over it, and its context. */
+/* Loads the configuration, applies the command line over it and opens
+ * its context. */
 static int open_bench(train_bench *b)
 {
     char err[512];
@@ -233,8 +235,8 @@ static bool alloc_measured(measured *m, int n)
     return ok;
 }
 
-/* One epoch: a warm-up one (e < 0), timed one e, or, with profile, profiled
- * one e. */
+/* Runs one epoch: a warm-up epoch when e < 0, else timed epoch e, or,
+ * with profile, profiled epoch e. */
 static gcn_status epoch(train_bench *b, gcn_trainer *tr, measured *m, int e, bool profile,
                         gcn_epoch_stats *stats)
 {

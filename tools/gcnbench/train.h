@@ -61,9 +61,9 @@ static inline double train_mib(double bytes)
     return bytes / (1024.0 * 1024.0);
 }
 
-/* The dataset trained on the configuration's ranks (--ranks or --gpus): its
- * warm-up and timed epochs, each rank's peak and traffic into *m.  Returns
- * an exit status after saying why on failure. */
+/* Trains the dataset on the configuration's ranks (--ranks or --gpus):
+ * warm-up and timed epochs, with each rank's peak and traffic written to
+ * *m.  Returns an exit status after saying why on failure. */
 int train_run_ranks(train_bench *b, const char *spec, measured *m);
 
 /* The line's multi-rank keys (ranks, transport, rank_peak_mib, comm). */
