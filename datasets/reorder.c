@@ -434,7 +434,7 @@ static gcn_status keep_levels(nest *t, int n_levels, gcn_reorder *r)
 
 /* Orders the connected nodes first, cutting them level by level, starting
  * from the coarsest size that gives two or more parts.  The isolated nodes
- * follow, cut into chunks of the same sizes. */
+ * follow, cut level by level in the same way. */
 static gcn_status metis_order(gcn_ctx *ctx, const gcn_graph *g, const int32_t *sizes,
                               int n_sizes, uint32_t seed, const atomic_bool *stop,
                               gcn_reorder *r)
