@@ -40,8 +40,6 @@ static gcn_status predict_rank(gcn_ctx *ctx, gcn_trainer *tr, void *user)
     return gcn_trainer_predict(ctx, tr, s->pred_classes, s->pred_probs);
 }
 
-/* --predict: the predictions of the run's best-validation model when it
- * beats the earlier runs' on validation. */
 int keep_predictions(session *s, gcn_trainer *tr, const gcn_train_best *b)
 {
     if (!s->a.predict || b->valid_acc <= s->pred_valid)
@@ -216,8 +214,8 @@ done:
     return rc;
 }
 
-/* The interrupted run's place and its best so far, after the summary's
- * fields. */
+/* Logs the summary of an interrupted run, followed by where it stopped
+ * (run and epoch) and its best result so far. */
 static void log_interrupted(session *s, const char *summary)
 {
     char extra[512] = "";
