@@ -39,6 +39,13 @@ static const char usage[] =
     "                        local transport): the single-device model, every rank's code\n"
     "  --gpus N              partition the graph over N GPUs (from --device's), one rank\n"
     "                        each, joined by NCCL (libnccl.so.2, or GCN_NCCL_LIBRARY)\n"
+    "  --rendezvous FILE     this process is one rank of a job started by a launcher\n"
+    "                        (torchrun's RANK, WORLD_SIZE, LOCAL_RANK; else Open MPI's\n"
+    "                        OMPI_COMM_WORLD_*; else Slurm's SLURM_PROCID, SLURM_NTASKS,\n"
+    "                        SLURM_LOCALID), on GPU LOCAL_RANK; the ranks meet through FILE\n"
+    "                        on a folder they share (docs/distributed.md)\n"
+    "  --rank-timeout S      with --rendezvous: give up on peers that do not come, or that\n"
+    "                        stop beating, after S seconds (default 60)\n"
     "  --spmm MODE           auto (the adaptive selector, the default), auto-deterministic,\n"
     "                        a kernel name (rowsplit) or a strategy (intra_smem@256,\n"
     "                        intra_smem+inter_csr@256)\n"
@@ -147,13 +154,14 @@ static bool parse_value(const char *o, const char *v, args *a)
                                         "--sparse-input", "--features", "--log", "--save", "--resume",
                                         "--export-data", "--predict", "--folds-file",
                                         "--protocol", "--threads", "--ranks", "--gpus",
-                                        "--cache-dir", "--mirror", "--precision"};
+                                        "--cache-dir", "--mirror", "--precision",
+                                        "--rendezvous"};
     const char **fields[] = {&a->dataset, &a->root, &a->device, &a->spmm,
                              &a->reorder, &a->spmm_choices, &a->cuda_graph,
                              &a->sparse_input, &a->features, &a->log, &a->save, &a->resume,
                              &a->export_dir, &a->predict, &a->folds_file,
                              &a->protocol, &a->threads, &a->ranks, &a->gpus, &a->cache_dir,
-                             &a->mirror, &a->precision};
+                             &a->mirror, &a->precision, &a->rendezvous};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(o, names[i])) {
             *fields[i] = v;
@@ -170,6 +178,7 @@ static bool parse_value(const char *o, const char *v, args *a)
         a->download_timeout = n;
     else if (!strcmp(o, "--reorder-switch-at") && parse_long(v, 1, 10000000, &n))
         a->switch_at = n;
+    else if (!strcmp(o, "--rank-timeout") && parse_long(v, 1, 86400, &n)) a->rank_timeout = n;
     else return false;
     return true;
 }
@@ -186,6 +195,11 @@ static int check_combinations(const args *a)
     if (a->ranks && a->gpus)
         return usage_error("%s: --ranks runs every rank on one device, --gpus one rank per "
                            "GPU; give one", "--ranks with --gpus");
+    if (a->rendezvous && (a->ranks || a->gpus))
+        return usage_error("%s: the launcher gives the job's size; --ranks and --gpus run the "
+                           "ranks in this process", "--rendezvous");
+    if (a->rank_timeout > 0 && !a->rendezvous)
+        return usage_error("%s needs --rendezvous FILE", "--rank-timeout");
     if (a->download && a->no_download)
         return usage_error("%s: give one", "--download with --no-download");
     if (a->protocol && strcmp(a->protocol, "gin") && strcmp(a->protocol, "errica"))
@@ -461,10 +475,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "gcntrain: %s\n", err);
         return EXIT_INPUT;
     }
-    if ((rc = apply_args(&s.a, &s.cfg)) || (rc = check_model_kind(&s.a, &s.cfg)) ||
-        (rc = check_ranks(&s.a, &s.cfg)) || (rc = check_outputs(&s)))
+    if ((rc = apply_args(&s.a, &s.cfg)) || (s.a.rendezvous && (rc = job_begin(&s))) ||
+        (rc = check_model_kind(&s.a, &s.cfg)) || (rc = check_ranks(&s.a, &s.cfg)) ||
+        (rc = check_outputs(&s)))
         return rc;
-    if ((rc = open_context(&s)) || (rc = check_gpus(&s)) || (rc = load_dataset(&s)))
+    if ((rc = open_context(&s)) || (rc = s.a.rendezvous ? job_join(&s) : check_gpus(&s)) ||
+        (rc = job_load_turn(&s, true)) || (rc = load_dataset(&s)) ||
+        (rc = job_load_turn(&s, false)))
         goto done;
     if (!(s.best_test = calloc((size_t)s.cfg.runs, sizeof *s.best_test))) {
         fprintf(stderr, "gcntrain: out of host memory\n");
@@ -475,6 +492,7 @@ int main(int argc, char **argv)
     if ((rc = order_begin(&s)))
         goto done;
     rc = s.cfg.readout.enabled           ? train_folds(&s)
+         : s.a.rendezvous                ? train_job(&s)
          : s.cfg.ranks > 1 || s.cfg.nccl ? train_ranks(&s)
          : s.a.eval_only                 ? eval_only(&s)
                                          : train_runs(&s);
@@ -487,6 +505,7 @@ done:
     if ((!log_close(&s.log) || !log_ok(&s.log)) && rc == 0)
         rc = EXIT_RUNTIME;
     order_end(&s);
+    job_end(&s, rc);
     free(s.best_test);
     free(s.choices);
     free(s.pred_classes);

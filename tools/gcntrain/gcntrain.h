@@ -29,6 +29,8 @@ typedef struct args {
     const char *log, *save, *resume, *export_dir, *spmm_choices, *predict;
     const char *folds_file, *protocol, *threads, *ranks, *gpus, *cache_dir;
     const char *mirror; /* --mirror: the datasets' base address */
+    const char *rendezvous; /* --rendezvous FILE: this process is one rank of a job */
+    long rank_timeout;      /* --rank-timeout S */
     long epochs, runs, save_every, folds, fold; /* folds, fold: -1 when not given */
     long download_timeout; /* seconds; 0: the library's default */
     long switch_at;       /* --reorder-switch-at K, -1 when not given */
@@ -51,6 +53,8 @@ typedef struct session {
     gcn_model_config cfg;
     gcn_ctx *ctx;
     gcn_ranks *ranks;     /* the ranks' group while the summary of a run on them is written */
+    gcn_job job;          /* --rendezvous: this process's rank in its job */
+    gcn_rendezvous *rdv;  /* its rendezvous, once joined */
     gcn_dataset *ds;
     run_log log;
     char error[640];      /* the last failure's message, for the log */
@@ -148,6 +152,24 @@ int check_gpus(session *s);
 /* Every run on the configuration's ranks (--ranks N, --gpus N), then the
  * summary; 128 + the signal when one stopped it. */
 int train_ranks(session *s);
+
+/* ---- job.c ---- */
+/* --rendezvous: the rank from the launcher's environment, its GPU (its
+ * local rank, modulo the GPUs it sees) and "devices" set in the
+ * configuration; ranks other than 0 print nothing on stdout and write no
+ * log.  0 or an exit code after saying why. */
+int job_begin(session *s);
+/* The rendezvous (rank 0 makes NCCL's id) and the communicator. */
+int job_join(session *s);
+/* Rank 0 loads the dataset, and with it computes and caches the
+ * partition, before the others: called before (before = true) and after
+ * load_dataset, it waits for the others' turn.  0 without a job. */
+int job_load_turn(session *s, bool before);
+/* Every run of this rank, rank 0 printing; 128 + the signal that stopped
+ * it. */
+int train_job(session *s);
+/* Closes the rendezvous: peers see this rank finished (rc 0) or failed. */
+void job_end(session *s, int rc);
 
 /* ---- folds.c ---- */
 
