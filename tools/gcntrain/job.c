@@ -91,7 +91,7 @@ int job_join(session *s)
     o.on_failure = peer_failed;
     o.user = s;
     if ((st = gcn_rendezvous_open(s->ctx, s->a.rendezvous, &s->job, &o, &id, &s->rdv)) != GCN_OK)
-        return fail(s, st, PHASE_INPUT, "rendezvous");
+        return fail(s, st, PHASE_INPUT, "job");
     if ((st = gcn_comm_join(s->ctx, s->job.rank, s->job.ranks, &id)) != GCN_OK)
         return fail(s, st, PHASE_TRAIN, "NCCL");
     gcn_rendezvous_attach(s->rdv, s->ctx);
