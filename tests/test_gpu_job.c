@@ -114,7 +114,7 @@ Test(gpu_job, a_killed_rank_stops_the_others_within_the_timeout, .timeout = 300)
     start_rank(&p[1], 1, 2, args);
     start_rank(&p[0], 0, 2, args);
     for (int i = 0; i < 1200 && tool_count(log, "\"epoch\":") < 5; i++)
-        usleep(100000);
+        nanosleep(&(struct timespec){0, 100000000}, NULL);
     cr_assert_geq(tool_count(log, "\"epoch\":"), 5, "rank 0 trains");
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
