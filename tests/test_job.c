@@ -226,6 +226,18 @@ static pid_t fork_rank(const char *path, gcn_job job, double timeout, double sta
     _exit(code);
 }
 
+/* Joins in this process as `job` with the given timeout (rank 0 publishes
+ * the test's id). */
+static gcn_status open_here(gcn_ctx *ctx, const char *path, gcn_job job, double timeout,
+                            gcn_rendezvous **r)
+{
+    gcn_rendezvous_opts o = gcn_rendezvous_default_opts();
+    o.timeout_s = timeout;
+    gcn_comm_id id;
+    test_id(&id);
+    return gcn_rendezvous_open(ctx, path, &job, &o, &id, r);
+}
+
 static int wait_code(pid_t pid)
 {
     int status = 0;
@@ -265,15 +277,10 @@ Test(rendezvous, a_peer_that_never_comes_is_named_after_the_timeout, .timeout = 
     temp_dir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/job.rdv", dir);
     gcn_ctx *ctx = cpu_ctx();
-    gcn_rendezvous_opts o = gcn_rendezvous_default_opts();
-    o.timeout_s = 0.4;
-    gcn_comm_id id;
-    test_id(&id);
     gcn_rendezvous *r = NULL;
-    gcn_job lead = job_of(0, 3, "t2");
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    cr_expect_eq(gcn_rendezvous_open(ctx, path, &lead, &o, &id, &r), GCN_ERR_STATE);
+    cr_expect_eq(open_here(ctx, path, job_of(0, 3, "t2"), 0.4, &r), GCN_ERR_STATE);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     cr_expect(s >= 0.4 && s < 2.0, "gave up after %.2f s", s);
@@ -283,8 +290,7 @@ Test(rendezvous, a_peer_that_never_comes_is_named_after_the_timeout, .timeout = 
     /* a rank whose rank 0 never comes */
     char other[300];
     snprintf(other, sizeof other, "%s/none.rdv", dir);
-    gcn_job follower = job_of(1, 2, "t2");
-    cr_expect_eq(gcn_rendezvous_open(ctx, other, &follower, &o, &id, &r), GCN_ERR_STATE);
+    cr_expect_eq(open_here(ctx, other, job_of(1, 2, "t2"), 0.4, &r), GCN_ERR_STATE);
     cr_expect(strstr(gcn_last_error(ctx), "rank 0 did not come"), "%s", gcn_last_error(ctx));
     gcn_ctx_free(&ctx);
     remove_files(dir);
@@ -299,12 +305,8 @@ Test(rendezvous, a_stale_file_is_waited_out_then_refused, .timeout = 20)
     pid_t old = fork_rank(path, job_of(0, 1, "earlier"), 5.0, 0.0, true);
     cr_assert_eq(wait_code(old), CHILD_OK);
     gcn_ctx *ctx = cpu_ctx();
-    gcn_rendezvous_opts o = gcn_rendezvous_default_opts();
-    o.timeout_s = 0.4;
-    gcn_comm_id id;
     gcn_rendezvous *r = NULL;
-    gcn_job follower = job_of(1, 2, "now");
-    cr_expect_eq(gcn_rendezvous_open(ctx, path, &follower, &o, &id, &r), GCN_ERR_FORMAT);
+    cr_expect_eq(open_here(ctx, path, job_of(1, 2, "now"), 0.4, &r), GCN_ERR_FORMAT);
     cr_expect(strstr(gcn_last_error(ctx), "is from another job (its job is \"earlier\", this "
                                           "one's \"now\")"), "%s", gcn_last_error(ctx));
     /* while this job's rank 0 replaces it in time, the stale file is no obstacle */
@@ -323,12 +325,8 @@ Test(rendezvous, a_job_of_another_size_is_refused_at_once, .timeout = 20)
     snprintf(path, sizeof path, "%s/job.rdv", dir);
     pid_t lead = fork_rank(path, job_of(0, 2, "t3"), 1.0, 0.0, true);
     gcn_ctx *ctx = cpu_ctx();
-    gcn_rendezvous_opts o = gcn_rendezvous_default_opts();
-    o.timeout_s = 5.0;
-    gcn_comm_id id;
     gcn_rendezvous *r = NULL;
-    gcn_job follower = job_of(1, 3, "t3");
-    cr_expect_eq(gcn_rendezvous_open(ctx, path, &follower, &o, &id, &r), GCN_ERR_INVALID_ARG);
+    cr_expect_eq(open_here(ctx, path, job_of(1, 3, "t3"), 5.0, &r), GCN_ERR_INVALID_ARG);
     cr_expect(strstr(gcn_last_error(ctx), "rank 0 started a job of 2 ranks, this process one "
                                           "of 3"), "%s", gcn_last_error(ctx));
     cr_expect_eq(wait_code(lead), CHILD_OPEN_FAILED + 10 * GCN_ERR_STATE,
@@ -350,13 +348,8 @@ static int watch_peer(double timeout, double stay_s, bool ok, double kill_after_
     clock_gettime(CLOCK_MONOTONIC, &t0);
     pid_t peer = fork_rank(path, job_of(1, 2, "w"), timeout, stay_s, ok);
     gcn_ctx *ctx = cpu_ctx();
-    gcn_rendezvous_opts o = gcn_rendezvous_default_opts();
-    o.timeout_s = timeout;
-    gcn_comm_id id;
-    test_id(&id);
     gcn_rendezvous *r = NULL;
-    gcn_job lead = job_of(0, 2, "w");
-    cr_assert_eq(gcn_rendezvous_open(ctx, path, &lead, &o, &id, &r), GCN_OK, "%s",
+    cr_assert_eq(open_here(ctx, path, job_of(0, 2, "w"), timeout, &r), GCN_OK, "%s",
                  gcn_last_error(ctx));
     if (kill_after_s >= 0.0) {
         struct timespec t = {0, (long)(kill_after_s * 1e9)};
