@@ -73,6 +73,8 @@ static gcn_status stopped_error(gcn_ctx *ctx)
     int rank = g->stopped_rank;
     memcpy(msg, g->stopped_msg, sizeof msg);
     pthread_mutex_unlock(&g->mu);
+    if (rank < 0) /* gcn_comm_stop without a rank to name */
+        return GCN_ERROR(ctx, GCN_ERR_STATE, "the communicator stopped: %s", msg);
     return GCN_ERROR(ctx, GCN_ERR_STATE, "rank %d stopped: %s", rank, msg);
 }
 

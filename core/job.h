@@ -81,7 +81,8 @@ GCN_API gcn_status gcn_comm_async_error(gcn_ctx *ctx, char *msg, size_t size);
 
 /* Stops ctx's communicator in the name of rank `failed` (another process's
  * rank, or -1 for none known) with msg, from any thread: as gcn_comm_abort,
- * the rank's collectives return GCN_ERR_STATE ("rank F stopped: msg") and
+ * the rank's collectives return GCN_ERR_STATE ("rank F stopped: msg", or
+ * "the communicator stopped: msg" for -1) and
  * its NCCL communicator is aborted (ncclCommAbort), which also releases
  * work of the rank's stream waiting in an NCCL kernel for the failed peer.
  * No-op without a communicator; the first stop's rank and message stay. */

@@ -102,13 +102,16 @@ int job_join(session *s)
 }
 
 /* A failure while the ranks work together: when the watcher names a
- * failed peer (waiting for it when the failure came from the communicator
- * without a name), one line naming it; else the rank's own error. */
+ * failed peer (waiting for it, up to the timeout, when the failure came
+ * from the communicator or NCCL), one line naming it; else the rank's own
+ * error, at once. */
 static int job_fail(session *s, gcn_status st, phase p, const char *what)
 {
     char why[384];
     int peer = gcn_rendezvous_failed(s->rdv, why, sizeof why);
-    if (peer < 0 && (st == GCN_ERR_STATE || st == GCN_ERR_CUDA))
+    bool from_comm = st == GCN_ERR_STATE ||
+                     (st == GCN_ERR_CUDA && strstr(gcn_last_error(s->ctx), "nccl"));
+    if (peer < 0 && from_comm)
         peer = gcn_rendezvous_wait_failed(s->rdv, why, sizeof why);
     if (peer < 0)
         return fail(s, st, p, what);
