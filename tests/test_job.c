@@ -1,7 +1,8 @@
 /* Rank processes of a job: the launchers' environment, the heartbeat's
  * judgement on a clock the test drives, and the rendezvous file between
  * processes this test forks (success, a missing peer, a stale file, a job
- * of another size, a peer that fails or is killed). */
+ * of another size, a peer that fails or is killed), and what joining a
+ * communicator across processes refuses. */
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdio.h>
@@ -389,4 +390,26 @@ Test(rendezvous, a_peer_that_finishes_is_not_a_failure, .timeout = 20)
     char why[256];
     double took;
     cr_expect_eq(watch_peer(0.5, 0.1, true, -1.0, why, &took), -1);
+}
+
+/* ---- joining a communicator across processes --------------------------------------- */
+
+Test(comm_join, needs_a_gpu_and_a_rank_within_the_job)
+{
+    gcn_ctx *ctx = cpu_ctx();
+    gcn_comm_id id;
+    test_id(&id);
+    cr_expect_eq(gcn_comm_join(ctx, 2, 2, &id), GCN_ERR_INVALID_ARG);
+    cr_expect_eq(gcn_comm_join(ctx, 0, 0, &id), GCN_ERR_INVALID_ARG);
+    cr_expect_eq(gcn_comm_join(ctx, 0, 2, NULL), GCN_ERR_INVALID_ARG);
+    cr_expect_eq(gcn_comm_join(ctx, 0, 2, &id), GCN_ERR_DEVICE);
+    cr_expect(strstr(gcn_last_error(ctx), "NCCL needs a GPU per rank"), "%s",
+              gcn_last_error(ctx));
+    cr_expect_eq(gcn_ctx_ranks(ctx), 1, "nothing attached");
+    /* without a communicator, stopping and asking for NCCL's error do nothing */
+    char msg[64] = "";
+    gcn_comm_stop(ctx, 1, "gone");
+    cr_expect_eq(gcn_comm_async_error(ctx, msg, sizeof msg), GCN_OK);
+    cr_expect_str_eq(msg, "");
+    gcn_ctx_free(&ctx);
 }
