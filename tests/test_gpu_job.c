@@ -82,7 +82,8 @@ Test(gpu_job, two_rank_processes_train_the_one_context_model, .timeout = 300)
     start_rank(&p[1], 1, 2, args);
     start_rank(&p[0], 0, 2, args);
     for (int k = 0; k < 2; k++) {
-        cr_assert_eq(tool_wait(&p[k], &r), 0, "rank %d: %s", k, r.err);
+        tool_wait(&p[k], &r);
+        cr_assert_eq(r.code, 0, "rank %d: %s", k, r.err);
         cr_assert(strstr(r.err, "joined"), "%s", r.err);
         if (k == 0)
             cr_assert(strstr(r.out, "partition  2 rank processes (torchrun launcher, NCCL)"),
@@ -121,7 +122,8 @@ Test(gpu_job, a_killed_rank_stops_the_others_within_the_timeout, .timeout = 300)
     kill(p[1].pid, SIGKILL);
     tool_result r;
     tool_wait(&p[1], &r);
-    cr_assert_eq(tool_wait(&p[0], &r), 1, "%s", r.err);
+    tool_wait(&p[0], &r);
+    cr_assert_eq(r.code, 1, "%s", r.err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     cr_expect(s < 5.0 + 10.0 + 2.0, "rank 0 exited %.1f s after the kill", s);
