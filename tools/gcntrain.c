@@ -28,6 +28,13 @@ static const char usage_tail[] =
     "  --download-timeout S  give up a download after S seconds without data (default 60)\n"
     "  --epochs N --runs R --seed S\n"
     "                        override the configuration (run r uses seed S + r)\n"
+    "  --rendezvous FILE     this process is one rank of a job started by a launcher\n"
+    "                        (torchrun's RANK, WORLD_SIZE, LOCAL_RANK; else Open MPI's\n"
+    "                        OMPI_COMM_WORLD_*; else Slurm's SLURM_PROCID, SLURM_NTASKS,\n"
+    "                        SLURM_LOCALID), on GPU LOCAL_RANK; the ranks meet through FILE\n"
+    "                        on a folder they share (docs/distributed.md)\n"
+    "  --rank-timeout S      with --rendezvous: give up on peers that do not come, or that\n"
+    "                        stop beating, after S seconds (default 60)\n"
     "  --reorder-switch-at K start on the order as loaded and switch to --reorder's (auto:\n"
     "                        metis:256,4096) after epoch K, untimed, waiting for it\n"
     "  --spmm-choices FILE   load the selector's choices from FILE if it exists (and skip\n"
@@ -121,10 +128,11 @@ static bool parse_value(const char *o, const char *v, args *a)
     }
     static const char *const names[] = {"--dataset", "--spmm-choices", "--log", "--save",
                                         "--resume", "--export-data", "--predict",
-                                        "--folds-file", "--protocol", "--mirror"};
+                                        "--folds-file", "--protocol", "--mirror",
+                                        "--rendezvous"};
     const char **fields[] = {&a->dataset, &a->spmm_choices, &a->log, &a->save, &a->resume,
                              &a->export_dir, &a->predict, &a->folds_file, &a->protocol,
-                             &a->mirror};
+                             &a->mirror, &a->rendezvous};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(o, names[i])) {
             *fields[i] = v;
@@ -141,6 +149,7 @@ static bool parse_value(const char *o, const char *v, args *a)
         a->download_timeout = n;
     else if (!strcmp(o, "--reorder-switch-at") && parse_long(v, 1, 10000000, &n))
         a->switch_at = n;
+    else if (!strcmp(o, "--rank-timeout") && parse_long(v, 1, 86400, &n)) a->rank_timeout = n;
     else return false;
     return true;
 }
@@ -157,6 +166,11 @@ static int check_combinations(const args *a)
     if (a->set[CLI_RANKS] && a->set[CLI_GPUS])
         return usage_error("%s: --ranks runs every rank on one device, --gpus one rank per "
                            "GPU; give one", "--ranks with --gpus");
+    if (a->rendezvous && (a->set[CLI_RANKS] || a->set[CLI_GPUS]))
+        return usage_error("%s: the launcher gives the job's size; --ranks and --gpus run the "
+                           "ranks in this process", "--rendezvous");
+    if (a->rank_timeout > 0 && !a->rendezvous)
+        return usage_error("%s needs --rendezvous FILE", "--rank-timeout");
     if (a->download && a->no_download)
         return usage_error("%s: give one", "--download with --no-download");
     if (a->protocol && strcmp(a->protocol, "gin") && strcmp(a->protocol, "errica"))
@@ -408,10 +422,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "gcntrain: %s\n", err);
         return EXIT_INPUT;
     }
-    if ((rc = apply_args(&s.a, &s.cfg)) || (rc = check_model_kind(&s.a, &s.cfg)) ||
+    if ((rc = apply_args(&s.a, &s.cfg)) || (s.a.rendezvous && (rc = job_begin(&s))) ||
+        (rc = check_model_kind(&s.a, &s.cfg)) ||
         (rc = check_outputs(&s)))
         return rc;
-    if ((rc = open_context(&s)) || (rc = check_gpus(&s)) || (rc = load_dataset(&s)))
+    if ((rc = open_context(&s)) || (rc = s.a.rendezvous ? job_join(&s) : check_gpus(&s)) ||
+        (rc = job_load_turn(&s, true)) || (rc = load_dataset(&s)) ||
+        (rc = job_load_turn(&s, false)))
         goto done;
     if (!(s.best_test = calloc((size_t)s.cfg.runs, sizeof *s.best_test))) {
         fprintf(stderr, "gcntrain: out of host memory\n");
@@ -422,6 +439,7 @@ int main(int argc, char **argv)
     if ((rc = order_begin(&s)))
         goto done;
     rc = s.cfg.readout.enabled           ? train_folds(&s)
+         : s.a.rendezvous                ? train_job(&s)
          : s.cfg.ranks > 1 || s.cfg.nccl ? train_ranks(&s)
          : s.a.eval_only                 ? eval_only(&s)
                                          : train_runs(&s);
@@ -434,6 +452,7 @@ done:
     if ((!log_close(&s.log) || !log_ok(&s.log)) && rc == 0)
         rc = EXIT_RUNTIME;
     order_end(&s);
+    job_end(&s, rc);
     free(s.best_test);
     free(s.choices);
     free(s.pred_classes);

@@ -30,6 +30,8 @@ typedef struct args {
     const char *log, *save, *resume, *export_dir, *spmm_choices, *predict;
     const char *folds_file, *protocol;
     const char *mirror; /* --mirror: the datasets' base address */
+    const char *rendezvous; /* --rendezvous FILE: this process is one rank of a job */
+    long rank_timeout;      /* --rank-timeout S */
     long epochs, runs, save_every, folds, fold; /* folds, fold: -1 when not given */
     long download_timeout; /* seconds; 0: the library's default */
     long switch_at;       /* --reorder-switch-at K, -1 when not given */
@@ -53,6 +55,8 @@ typedef struct session {
     gcn_ctx *ctx;
     gcn_ranks *ranks;     /* a run on ranks: their group (NULL on one context) */
     gcn_trainer **trainers; /* and every rank's trainer while a run is on them */
+    gcn_job job;          /* --rendezvous: this process's rank in its job */
+    gcn_rendezvous *rdv;  /* its rendezvous, once joined */
     gcn_dataset *ds;
     run_log log;
     char error[640];      /* the last failure's message, for the log */
@@ -175,6 +179,24 @@ int train_ranks(session *s);
  * once (s->trainers). */
 gcn_status on_every_rank(session *s, gcn_status (*fn)(gcn_ctx *, gcn_trainer *, void *),
                          void *user);
+
+/* ---- job.c ---- */
+/* --rendezvous: the rank from the launcher's environment, its GPU (its
+ * local rank, modulo the GPUs it sees) and "devices" set in the
+ * configuration; ranks other than 0 print nothing on stdout and write no
+ * log.  0 or an exit code after saying why. */
+int job_begin(session *s);
+/* The rendezvous (rank 0 makes NCCL's id) and the communicator. */
+int job_join(session *s);
+/* Rank 0 loads the dataset, and with it computes and caches the
+ * partition, before the others: called before (before = true) and after
+ * load_dataset, it waits for the others' turn.  0 without a job. */
+int job_load_turn(session *s, bool before);
+/* Every run of this rank, rank 0 printing; 128 + the signal that stopped
+ * it. */
+int train_job(session *s);
+/* Closes the rendezvous: peers see this rank finished (rc 0) or failed. */
+void job_end(session *s, int rc);
 
 /* ---- folds.c ---- */
 
