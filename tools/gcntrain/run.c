@@ -120,9 +120,8 @@ static int spmm_epoch(session *s, int run, gcn_trainer *tr, bool from_file)
     gcn_status st = job_agree(s, AGREE_ALL, &locked);
     if (st != GCN_OK)
         return fail(s, st, PHASE_TRAIN, "spmm plan");
-    if (!locked)
+    if (!locked || !(s->spmm_reported = report_spmm(s, run, tr)))
         return 0;
-    s->spmm_reported = report_spmm(s, run, tr);
     st = save_choices(s, tr, from_file);
     return st == GCN_OK ? 0 : fail(s, st, PHASE_OUTPUT, "spmm plan");
 }
