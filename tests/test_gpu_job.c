@@ -102,45 +102,6 @@ Test(gpu_job, two_rank_processes_train_the_one_context_model, .timeout = 300)
     tool_remove_dir(dir);
 }
 
-/* A prediction file's classes and probabilities (up to 8 classes); returns
- * its rows. */
-static int read_predictions(const char *path, int *classes, double (*probs)[8], int max)
-{
-    FILE *f = fopen(path, "r");
-    cr_assert(f, "%s", path);
-    char line[512];
-    int n = 0;
-    cr_assert(fgets(line, sizeof line, f), "%s is empty", path);
-    while (n < max && fgets(line, sizeof line, f)) {
-        char *at = strchr(line, ',');
-        cr_assert(at, "%s: %s", path, line);
-        classes[n] = (int)strtol(at + 1, &at, 10);
-        for (int k = 0; k < 8 && *at == ','; k++)
-            probs[n][k] = strtod(at + 1, &at);
-        n++;
-    }
-    fclose(f);
-    return n;
-}
-
-/* Two prediction files agree: probabilities within 1e-4, the class the
- * same unless the two largest probabilities tie to rounding. */
-static void expect_same_predictions(const char *a, const char *b)
-{
-    enum { MAX = 20000 };
-    static int ca[MAX], cb[MAX];
-    static double pa[MAX][8], pb[MAX][8];
-    int n = read_predictions(a, ca, pa, MAX);
-    cr_assert_eq(read_predictions(b, cb, pb, MAX), n);
-    cr_assert_eq(n, MAX);
-    for (int i = 0; i < n; i++) {
-        for (int k = 0; k < 8; k++)
-            cr_assert(fabs(pa[i][k] - pb[i][k]) <= 1e-4, "node %d class %d: %.9g and %.9g", i,
-                      k, pa[i][k], pb[i][k]);
-        cr_assert(ca[i] == cb[i] || fabs(pa[i][ca[i]] - pa[i][cb[i]]) <= 1e-4, "node %d", i);
-    }
-}
-
 /* The losses of epochs from+1 .. from+n of `log` against the reference's. */
 static void expect_losses(const char *ref, const char *log, int from, int n)
 {
@@ -211,7 +172,7 @@ Test(gpu_job, a_jobs_checkpoint_resumes_on_one_context_and_as_a_job, .timeout = 
                                      "30", "--cache-dir", dir, "--log", log[2], "--resume", ck,
                                      "--predict", pred, NULL});
     expect_losses(ref, log[2], 10, 10);
-    expect_same_predictions(refp, pred);
+    cr_assert_eq(tool_expect_same_predictions(refp, pred, 1e-4, 20), 20000);
     tool_remove_dir(dir);
 }
 
