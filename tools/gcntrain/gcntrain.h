@@ -138,7 +138,9 @@ int save_every(session *s, const gcn_trainer *tr, int epoch, int *saved);
 void finish_run(session *s, int run, const gcn_train_best *b, int epochs_done);
 
 /* Every run (each from seed + run, the first from --resume), the summary
- * and --predict; 128 + the signal when one stopped it. */
+ * and --predict; 128 + the signal when one stopped it.  In a job, this
+ * rank's trainer, with rank 0's lines on every rank's partition and
+ * traffic. */
 int train_runs(session *s);
 
 /* --eval-only: the checkpoint's best-validation model on the splits, and

@@ -1,6 +1,7 @@
-/* gcntrain's runs: epochs with their log lines and checkpoints, stopping
- * cleanly on a signal; the best-validation predictions; the summary; and
- * the evaluation of a checkpoint without training. */
+/* gcntrain's runs (on one context, on ranks, or as one rank process of a
+ * job): epochs with their log lines and checkpoints, stopping cleanly on a
+ * signal; the best-validation predictions; the summary; and the
+ * evaluation of a checkpoint without training. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,7 +96,7 @@ int next_epoch(session *s, gcn_trainer *tr, gcn_epoch_stats *es)
     if (s->stop)
         return 0;
     st = s->trainers ? gcn_trainer_epoch_ranks(s->ctx, s->ranks, s->trainers, es)
-                                : gcn_trainer_epoch(s->ctx, tr, es);
+                     : gcn_trainer_epoch(s->ctx, tr, es);
     if (st != GCN_OK)
         return fail(s, st, PHASE_TRAIN, "training");
     s->t_train += es->train_ms * 1e-3;
