@@ -1,10 +1,12 @@
 /* Choices files: the selector's locked choices written as text, and read back
  * so that a later run on the same graph skips profiling.
- *   gcn-spmm-choices 1
+ *   gcn-spmm-choices 2
  *   matrix TAG N_ROWS N_COLS NNZ FINGERPRINT
- *   site TAG DIR FEAT MODE STRATEGY
+ *   site TAG DIR FEAT DTYPE MODE STRATEGY
  * DIR is A, AT (the stored transpose), or A+sI, AT+sI: the A + s I that
- * gcn_spmm_self keeps with A, and its transpose. */
+ * gcn_spmm_self keeps with A, and its transpose; DTYPE is fp32 or bf16.
+ * Files of version 1 (and of the older name) have no DTYPE: their sites
+ * are fp32. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -14,8 +16,9 @@
 
 #include "kernels/spmm/internal.h"
 
-#define MAGIC "gcn-spmm-choices 1"
-/* The header of files written before the format took its name. */
+#define MAGIC "gcn-spmm-choices 2"
+/* The headers of files written before sites named their dtype. */
+#define V1_MAGIC "gcn-spmm-choices 1"
 #define OLD_MAGIC "gcn-spmm-plan 1"
 
 /* FNV-1a over row_ptr and col_idx: the structure the choices were made for. */
@@ -66,8 +69,8 @@ static gcn_status write_matrix(gcn_ctx *ctx, FILE *f, const gcn_csr *a, const ch
             snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "+%.9gI",
                      (double)info[i].self_alpha);
         if (info[i].locked && strcmp(info[i].mode, "forced") != 0)
-            fprintf(f, "site %s %s %d %s %s\n", tag, dir, info[i].feat, info[i].mode,
-                    info[i].chosen);
+            fprintf(f, "site %s %s %d %s %s %s\n", tag, dir, info[i].feat,
+                    gcn_dtype_name(info[i].dtype), info[i].mode, info[i].chosen);
     }
     free(info);
     return GCN_OK;
@@ -159,24 +162,45 @@ static gcn_status site_matrix(gcn_ctx *ctx, const gcn_csr *a, const char *dir,
 
 /* One "site" line: locks that site of the tagged matrix (or its transpose). */
 static gcn_status read_site(gcn_ctx *ctx, const char *path, int line, const gcn_csr *a,
-                            const char *dir, int feat, const char *mode, const char *strategy)
+                            const char *dir, int feat, gcn_dtype dtype, const char *mode,
+                            const char *strategy)
 {
     const gcn_csr *m;
     GCN_TRY(site_matrix(ctx, a, dir, &m));
     if (!m || feat < 1)
         return GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s:%d: bad site (direction %s, width %d)", path,
                          line, dir, feat);
-    gcn_status st = gcn_spmm_site_restore(ctx, m, feat, mode, strategy);
+    gcn_status st = gcn_spmm_site_restore(ctx, m, feat, dtype, mode, strategy);
     if (st != GCN_OK)
         return GCN_ERROR(ctx, st, "%s:%d: %s", path, line, gcn_last_error(ctx));
     return GCN_OK;
 }
 
+/* The dtype a site line names, false for another word. */
+static bool parse_dtype(const char *word, gcn_dtype *dtype)
+{
+    *dtype = !strcmp(word, "bf16") ? GCN_DTYPE_BF16 : GCN_DTYPE_FP32;
+    return !strcmp(word, "bf16") || !strcmp(word, "fp32");
+}
+
+/* A site line's fields after TAG: DIR FEAT [DTYPE] MODE STRATEGY (DTYPE
+ * from version 2 on). */
+static bool parse_site(const char *text, bool has_dtype, char *tag, char *dir, int *feat,
+                       gcn_dtype *dtype, char *mode, char *strategy)
+{
+    char word[16];
+    *dtype = GCN_DTYPE_FP32;
+    if (!has_dtype)
+        return sscanf(text, "site %63s %47s %d %63s %63s", tag, dir, feat, mode, strategy) == 5;
+    return sscanf(text, "site %63s %47s %d %15s %63s %63s", tag, dir, feat, word, mode,
+                  strategy) == 6 && parse_dtype(word, dtype);
+}
+
 /* Parses one line; *seen marks the tagged matrices whose "matrix" line
- * matched. */
+ * matched; has_dtype: a version 2 file. */
 static gcn_status read_line(gcn_ctx *ctx, const char *path, int line, char *text,
                             const gcn_csr *const *mats, const char *const *tags, int n,
-                            bool *seen)
+                            bool *seen, bool has_dtype)
 {
     char kind[16], tag[64], a1[64], a5[64], a6[64];
     int i1, i2, i3;
@@ -190,16 +214,18 @@ static gcn_status read_line(gcn_ctx *ctx, const char *path, int line, char *text
         return check_matrix(ctx, path, line, mats[k], tag, i1, i2, i3, strtoull(a5, NULL, 16));
     }
     char dir[48];
-    if (!matrix && sscanf(text, "site %63s %47s %d %63s %63s", tag, dir, &i1, a1, a6) == 5) {
+    gcn_dtype dtype;
+    if (!matrix && parse_site(text, has_dtype, tag, dir, &i1, &dtype, a1, a6)) {
         int k = tag_index(tags, n, tag);
         if (k < 0 || !mats[k])
             return GCN_OK;
         if (!seen[k])
             return GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s:%d: site of matrix '%s' before its "
                              "matrix line", path, line, tag);
-        return read_site(ctx, path, line, mats[k], dir, i1, a1, a6);
+        return read_site(ctx, path, line, mats[k], dir, i1, dtype, a1, a6);
     }
-    return GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s:%d: expected a matrix or site line", path, line);
+    return GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s:%d: expected a matrix or site line%s", path, line,
+                     has_dtype ? " (site TAG DIR FEAT fp32|bf16 MODE STRATEGY)" : "");
 }
 
 gcn_status gcn_spmm_choices_load(gcn_ctx *ctx, FILE *f, const char *name,
@@ -213,12 +239,13 @@ gcn_status gcn_spmm_choices_load(gcn_ctx *ctx, FILE *f, const char *name,
     gcn_status st = GCN_OK;
     bool got = fgets(text, sizeof text, f) != NULL;
     const char *first = got && !strncmp(text, "\xEF\xBB\xBF", 3) ? text + 3 : text; /* a BOM */
-    if (!got || (strncmp(first, MAGIC, strlen(MAGIC)) != 0 &&
+    bool has_dtype = got && !strncmp(first, MAGIC, strlen(MAGIC));
+    if (!got || (!has_dtype && strncmp(first, V1_MAGIC, strlen(V1_MAGIC)) != 0 &&
                  strncmp(first, OLD_MAGIC, strlen(OLD_MAGIC)) != 0))
         st = GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s:1: not a gcn SpMM choices file (expected '%s')",
                        name, MAGIC);
     for (int line = 2; st == GCN_OK && fgets(text, sizeof text, f); line++)
-        st = read_line(ctx, name, line, text, mats, tags, n, seen);
+        st = read_line(ctx, name, line, text, mats, tags, n, seen, has_dtype);
     for (int k = 0; st == GCN_OK && k < n; k++)
         if (mats[k] && !seen[k])
             st = GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s: no choices for matrix '%s'", name, tags[k]);
