@@ -189,21 +189,49 @@ __device__ __forceinline__ void words_load(const uint32_t *p, uint32_t (&w)[V])
     }
 }
 
-/* V units from p (X, read-only) widened to fp32 values r. */
+/* A unit as loaded, kept so until its multiply: a float, or a 32-bit word
+ * (two bf16, or one bf16 in the upper half), so the gathers in flight hold
+ * as many registers in bf16 as in fp32. */
+template <typename S>
+using unit_raw = typename std::conditional<std::is_same<S, float>::value, float, uint32_t>::type;
+
+/* V units from p (X, read-only), as loaded. */
 template <typename S, int V>
-__device__ __forceinline__ void uload_ro(const S *p, float (&r)[V * unit_values<S>])
+__device__ __forceinline__ void uload_ro(const S *p, unit_raw<S> (&r)[V])
 {
     if constexpr (std::is_same<S, float>::value) {
         vload_ro<V>(p, r);
     } else if constexpr (std::is_same<S, bf16x2>::value) {
-        uint32_t w[V];
-        words_load<V, true>(reinterpret_cast<const uint32_t *>(p), w);
-#pragma unroll
-        for (int i = 0; i < V; i++)
-            r[2 * i] = bf16_lo(w[i]), r[2 * i + 1] = bf16_hi(w[i]);
+        words_load<V, true>(reinterpret_cast<const uint32_t *>(p), r);
     } else {
         static_assert(V == 1, "single bf16 units load one at a time");
-        r[0] = __uint_as_float((uint32_t)__ldg(reinterpret_cast<const unsigned short *>(p)) << 16);
+        r[0] = (uint32_t)__ldg(reinterpret_cast<const unsigned short *>(p)) << 16;
+    }
+}
+
+template <typename S, int V>
+__device__ __forceinline__ void uzero(unit_raw<S> (&r)[V])
+{
+#pragma unroll
+    for (int i = 0; i < V; i++)
+        r[i] = 0; /* 0.0f as a float or as bf16 bits */
+}
+
+/* acc += w * the V units r, widened to fp32. */
+template <typename S, int V>
+__device__ __forceinline__ void ufma(float w, const unit_raw<S> (&r)[V],
+                                     float (&acc)[V * unit_values<S>])
+{
+#pragma unroll
+    for (int i = 0; i < V; i++) {
+        if constexpr (std::is_same<S, float>::value) {
+            acc[i] = fmaf(w, r[i], acc[i]);
+        } else if constexpr (std::is_same<S, bf16x2>::value) {
+            acc[2 * i] = fmaf(w, bf16_lo(r[i]), acc[2 * i]);
+            acc[2 * i + 1] = fmaf(w, bf16_hi(r[i]), acc[2 * i + 1]);
+        } else {
+            acc[i] = fmaf(w, __uint_as_float(r[i]), acc[i]);
+        }
     }
 }
 

@@ -106,7 +106,8 @@ __device__ __forceinline__ void unit_task(const rs_args &a, int64_t uwarp, int l
     vzero<N>(acc);
 #pragma unroll
     for (int p0 = 0; p0 < C; p0 += RP_LOADS) {
-        float xv[RP_LOADS][N], w[RP_LOADS];
+        unit_raw<T> xv[RP_LOADS][V];
+        float w[RP_LOADS];
 #pragma unroll
         for (int u = 0; u < RP_LOADS; u++) {
             const int p = p0 + u;
@@ -115,14 +116,12 @@ __device__ __forceinline__ void unit_task(const rs_args &a, int64_t uwarp, int l
             if (p < cnt && lane_on) /* a 32-bit offset: rowpack_supports */
                 uload_ro<T, V>(xt + (uint32_t)col * (uint32_t)a.feat, xv[u]);
             else
-                vzero<N>(xv[u]);
+                uzero<T, V>(xv[u]);
         }
 #pragma unroll
         for (int u = 0; u < RP_LOADS; u++) {
             const int p = p0 + u;
-#pragma unroll
-            for (int t = 0; t < N; t++)
-                acc[t] = fmaf(w[u], xv[u][t], acc[t]);
+            ufma<T, V>(w[u], xv[u], acc);
             if (ends_row(lo, hi, p)) {
                 const int64_t row = q.x + rows_before(lo, hi, p);
                 if (lane_on)

@@ -86,7 +86,8 @@ __device__ __forceinline__ void row_sum(const rs_args &a, const S *xt, int b, in
         for (int p0 = 0; p0 < P; p0 += U) {
             if (p0 >= cnt)
                 break;
-            float xv[U][K][N], w[U];
+            unit_raw<S> xv[U][K][V];
+            float w[U];
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 const int p = p0 + u, m = p / G, s = p % G;
@@ -98,16 +99,14 @@ __device__ __forceinline__ void row_sum(const rs_args &a, const S *xt, int b, in
                     if (p < cnt)
                         uload_ro<S, V>(xr + min(k * G + li, nvec - 1) * V, xv[u][k]);
                     else
-                        vzero<N>(xv[u][k]);
+                        uzero<S, V>(xv[u][k]);
                 }
             }
 #pragma unroll
             for (int u = 0; u < U; u++)
 #pragma unroll
                 for (int k = 0; k < K; k++)
-#pragma unroll
-                    for (int t = 0; t < N; t++)
-                        acc[k][t] = fmaf(w[u], xv[u][k][t], acc[k][t]);
+                    ufma<S, V>(w[u], xv[u][k], acc[k]);
         }
     }
 }
