@@ -185,7 +185,7 @@ Test(gpu_spmm_bf16, forced_kernel_without_bf16_exits_2)
     GPU_REQUIRED();
     tool_result r;
     tool_run(&r, "gcntrain", (const char *[]){"models/gcn.json", "--dataset", "sbm:nodes=500",
-                                              "--device", "cuda", "--precision", "bf16",
+                                              "--device", "cuda", "--precision", "bf16", "--quiet",
                                               "--spmm", "accel", "--epochs", "1", NULL});
     cr_assert_eq(r.code, 2, "%s", r.err);
     tool_expect_one_line(r.err);

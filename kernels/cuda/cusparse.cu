@@ -1,8 +1,5 @@
 /* The cuSPARSE baseline SpMM, "cusparse": y (+)= A x through the generic
- * cusparseSpMM on a CSR matrix with row-major dense operands; its bf16
- * variant asks cuSPARSE for bf16 x and y with the fp32 matrix and fp32
- * compute, and fails its plan, naming cuSPARSE's answer, when the
- * toolkit refuses that combination. */
+ * cusparseSpMM on a CSR matrix with row-major dense operands. */
 #include <stdlib.h>
 
 #include "core/cuda_impl.h"
@@ -30,7 +27,6 @@ typedef struct cusparse_plan {
     const int32_t *row_ptr;   /* the matrix the plan describes */
     int64_t n_rows;
     int feat;
-    cudaDataType dense;       /* x's and y's values: CUDA_R_32F or CUDA_R_16BF */
     bool empty;               /* nothing to multiply: run only clears y */
     cusparseSpMatDescr_t mat;
     cusparseDnMatDescr_t x, y;
@@ -156,8 +152,8 @@ static gcn_status choose_alg(gcn_ctx *ctx, cusparseHandle_t h, cusparse_plan *p)
     if (best < 0) {
         st = GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED,
                        "cusparse SpMM: no algorithm accepts this %lld-row CSR matrix with %d "
-                       "%s features",
-                       (long long)p->n_rows, p->feat, p->dense == CUDA_R_16BF ? "bf16" : "fp32");
+                       "features",
+                       (long long)p->n_rows, p->feat);
         goto cleanup;
     }
     gcn_log(ctx, GCN_LOG_DEBUG,
@@ -175,41 +171,6 @@ cleanup:
     return st;
 }
 
-/* cuSPARSE's answer when asked to size the default algorithm's buffer for
- * x and y as described, with the matrix's values of type `values`. */
-static cusparseStatus_t probe_bf16(cusparseHandle_t h, const gcn_csr *a, cusparseDnMatDescr_t x,
-                                   cusparseDnMatDescr_t y, cudaDataType values)
-{
-    const float one = 1.0f, zero = 0.0f;
-    cusparseSpMatDescr_t mat = NULL;
-    size_t bytes = 0;
-    cusparseStatus_t err = cusparseCreateCsr(&mat, a->n_rows, a->n_cols, a->nnz, a->row_ptr,
-                                             a->col_idx, a->values, CUSPARSE_INDEX_32I,
-                                             CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, values);
-    if (err == CUSPARSE_STATUS_SUCCESS)
-        err = cusparseSpMM_bufferSize(h, CUSPARSE_OPERATION_NON_TRANSPOSE,
-                                      CUSPARSE_OPERATION_NON_TRANSPOSE, &one, mat, x, &zero, y,
-                                      CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, &bytes);
-    if (mat)
-        cusparseDestroySpMat(mat);
-    return err;
-}
-
-/* GCN_ERR_UNSUPPORTED with cuSPARSE's answer to bf16 x and y with the fp32
- * matrix, and to the same with a bf16 matrix (which would round A's
- * values, so is not used). */
-static gcn_status refuse_bf16(gcn_ctx *ctx, cusparseHandle_t h, const gcn_csr *a,
-                              const cusparse_plan *p)
-{
-    cusparseStatus_t fp32_a = probe_bf16(h, a, p->x, p->y, CUDA_R_32F);
-    cusparseStatus_t bf16_a = probe_bf16(h, a, p->x, p->y, CUDA_R_16BF);
-    return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED,
-                     "cusparse SpMM in bf16: cuSPARSE %d refuses x, y CUDA_R_16BF with A "
-                     "CUDA_R_32F and compute CUDA_R_32F (%s: %s); with A CUDA_R_16BF it "
-                     "answers %s", CUSPARSE_VERSION, cusparseGetErrorName(fp32_a),
-                     cusparseGetErrorString(fp32_a), cusparseGetErrorName(bf16_a));
-}
-
 /* Builds the descriptors on a scratch dense operand, chooses the algorithm,
  * then leaves the dense descriptors to be pointed at each run's x and y.
  * x and y share the scratch, zeros: the timed products read and write as
@@ -223,7 +184,7 @@ static gcn_status build_plan(gcn_ctx *ctx, const gcn_csr *a, cusparse_plan *p)
     GCN_TRY(gcn_cuda_begin(ctx, &cs));
     GCN_TRY(gcn_cuda_cusparse(ctx, &h));
     int32_t n = a->n_rows > a->n_cols ? a->n_rows : a->n_cols;
-    size_t bytes = (size_t)n * (size_t)p->feat * (p->dense == CUDA_R_16BF ? 2 : 4);
+    size_t bytes = (size_t)n * (size_t)p->feat * sizeof(float);
     float *scratch = NULL;
     gcn_status st;
     GCN_CHECK(gcn_mem_alloc(ctx, (void **)&scratch, bytes));
@@ -232,22 +193,16 @@ static gcn_status build_plan(gcn_ctx *ctx, const gcn_csr *a, cusparse_plan *p)
         &p->mat, a->n_rows, a->n_cols, a->nnz, a->row_ptr, a->col_idx, a->values,
         CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F)));
     GCN_CHECK(GCN_CUSPARSE_ST(cusparseCreateDnMat(&p->x, a->n_cols, p->feat, p->feat, scratch,
-                                                  p->dense, CUSPARSE_ORDER_ROW)));
+                                                  CUDA_R_32F, CUSPARSE_ORDER_ROW)));
     GCN_CHECK(GCN_CUSPARSE_ST(cusparseCreateDnMat(&p->y, a->n_rows, p->feat, p->feat, scratch,
-                                                  p->dense, CUSPARSE_ORDER_ROW)));
-    if (p->dense == CUDA_R_16BF && probe_bf16(h, a, p->x, p->y, CUDA_R_32F) !=
-                                       CUSPARSE_STATUS_SUCCESS) {
-        st = refuse_bf16(ctx, h, a, p);
-        goto cleanup;
-    }
+                                                  CUDA_R_32F, CUSPARSE_ORDER_ROW)));
     GCN_CHECK(choose_alg(ctx, h, p));
 cleanup:
     gcn_mem_release(ctx, scratch, bytes);
     return st;
 }
 
-static gcn_status plan_dense(gcn_ctx *ctx, const gcn_csr *a, int feat, cudaDataType dense,
-                             void **plan)
+static gcn_status cusparse_plan_create(gcn_ctx *ctx, const gcn_csr *a, int feat, void **plan)
 {
     if (!ctx)
         return GCN_ERR_INVALID_ARG;
@@ -264,7 +219,6 @@ static gcn_status plan_dense(gcn_ctx *ctx, const gcn_csr *a, int feat, cudaDataT
     p->row_ptr = a->row_ptr;
     p->n_rows = a->n_rows;
     p->feat = feat;
-    p->dense = dense;
     p->empty = a->nnz == 0 || a->n_rows == 0 || a->n_cols == 0 || feat == 0;
     if (!p->empty) {
         gcn_status st = build_plan(ctx, a, p);
@@ -277,19 +231,8 @@ static gcn_status plan_dense(gcn_ctx *ctx, const gcn_csr *a, int feat, cudaDataT
     return GCN_OK;
 }
 
-static gcn_status cusparse_plan_create(gcn_ctx *ctx, const gcn_csr *a, int feat, void **plan)
-{
-    return plan_dense(ctx, a, feat, CUDA_R_32F, plan);
-}
-
-static gcn_status cusparse_plan_bf16(gcn_ctx *ctx, const gcn_csr *a, int feat, void **plan)
-{
-    return plan_dense(ctx, a, feat, CUDA_R_16BF, plan);
-}
-
-/* y (+)= A x with x and y of the plan's dense type. */
-static gcn_status run_dense(gcn_ctx *ctx, void *plan, const gcn_csr *a, const void *x, void *y,
-                            int feat, bool accumulate)
+static gcn_status cusparse_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const float *x,
+                               float *y, int feat, bool accumulate)
 {
     cusparse_plan *p = (cusparse_plan *)plan;
     gcn_cuda_state *cs;
@@ -298,9 +241,8 @@ static gcn_status run_dense(gcn_ctx *ctx, void *plan, const gcn_csr *a, const vo
         return GCN_ERROR(ctx, GCN_ERR_STATE, "cusparse SpMM: plan built for another matrix, "
                                              "context or feature width");
     if (p->empty) {
-        size_t elem = p->dense == CUDA_R_16BF ? 2 : 4;
         if (!accumulate && p->n_rows * feat > 0)
-            GCN_CUDA(cudaMemsetAsync(y, 0, (size_t)(p->n_rows * feat) * elem, cs->stream));
+            GCN_CUDA(cudaMemsetAsync(y, 0, (size_t)(p->n_rows * feat) * sizeof *y, cs->stream));
         return GCN_OK;
     }
     cusparseHandle_t h;
@@ -314,18 +256,6 @@ static gcn_status run_dense(gcn_ctx *ctx, void *plan, const gcn_csr *a, const vo
     return GCN_OK;
 }
 
-static gcn_status cusparse_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const float *x,
-                               float *y, int feat, bool accumulate)
-{
-    return run_dense(ctx, plan, a, x, y, feat, accumulate);
-}
-
-static gcn_status cusparse_run_bf16(gcn_ctx *ctx, void *plan, const gcn_csr *a,
-                                    const uint16_t *x, uint16_t *y, int feat, bool accumulate)
-{
-    return run_dense(ctx, plan, a, x, y, feat, accumulate);
-}
-
 const gcn_spmm_impl gcn_spmm_cusparse = {
     .size = sizeof(gcn_spmm_impl),
     .name = "cusparse",
@@ -336,6 +266,4 @@ const gcn_spmm_impl gcn_spmm_cusparse = {
     .plan = cusparse_plan_create,
     .run = cusparse_run,
     .free_plan = cusparse_free_plan,
-    .plan_bf16 = cusparse_plan_bf16,
-    .run_bf16 = cusparse_run_bf16,
 };
