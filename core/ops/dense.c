@@ -1,6 +1,6 @@
 /* The differentiable dense ops: argument checks, one backend call forward,
  * and the backward rule each records on the tape. */
-#include "internal.h"
+#include "core/internal.h"
 
 #define NUMEL(t) ((t)->rows * (t)->cols)
 

@@ -2,8 +2,8 @@
  * pass, the forward in one pass, and the backward in two (gradient sums,
  * then dx).  Element arithmetic is epilogue_math.h's, as on the CPU; sums
  * are taken in double in a fixed order, so results are deterministic. */
-#include "comm.h"
-#include "cuda_cols.cuh"
+#include "core/comm.h"
+#include "cols.cuh"
 #include "epilogue_math.h"
 
 __device__ static void load(const float *p, int64_t i, float *v, int n)
