@@ -30,6 +30,11 @@ void gcn_cuda_release(gcn_ctx *ctx)
     (void)ctx;
 }
 
+gcn_status gcn_cuda_check_bf16(gcn_ctx *ctx)
+{
+    return NO_CUDA(ctx, "CUDA context");
+}
+
 void *gcn_cuda_stream(const gcn_ctx *ctx)
 {
     (void)ctx;

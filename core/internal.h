@@ -315,6 +315,10 @@ gcn_status gcn_mixed_backward(gcn_ctx *ctx, gcn_node *nd);
 /* Rounds an fp32 tensor's values to bf16 in place. */
 gcn_status gcn_mixed_round(gcn_ctx *ctx, gcn_tensor *t);
 
+/* Whether the context's device has bf16 arithmetic: GCN_ERR_UNSUPPORTED
+ * naming a CUDA device of compute capability below 8.0. */
+gcn_status gcn_ctx_check_bf16(gcn_ctx *ctx);
+
 /* The buffer to write t's gradient into: allocates it on first use
  * (*acc = false: overwrite) or returns the existing one (*acc = true). */
 gcn_status gcn_grad_slot(gcn_ctx *ctx, gcn_tensor *t, float **buf, bool *acc);

@@ -177,6 +177,8 @@ static gcn_status trainer_build(gcn_ctx *ctx, gcn_trainer **out, const gcn_model
         return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "precision bf16 trains node-level models on "
                          "one rank; %s train in fp32 or tf32",
                          graphs ? "graph-level models (a readout)" : "runs on several ranks");
+    if (cfg->bf16)
+        GCN_TRY(gcn_spmm_check_dtype(ctx, GCN_DTYPE_BF16));
     if (!graphs)
         GCN_TRY(check_dataset(ctx, ds));
     else if (ds->n_graphs == 0 || ds->n_graph_classes < 2)

@@ -354,7 +354,9 @@ static int open_context(session *s)
         return exit_code(st, PHASE_INPUT);
     }
     st = gcn_spmm_set_kernel(s->ctx, s->cfg.spmm);
-    return st == GCN_OK ? 0 : fail(s, st, PHASE_INPUT, "spmm");
+    if (st == GCN_OK && s->cfg.bf16)
+        st = gcn_spmm_check_dtype(s->ctx, GCN_DTYPE_BF16);
+    return st == GCN_OK ? 0 : fail(s, st, PHASE_INPUT, s->cfg.bf16 ? "precision bf16" : "spmm");
 }
 
 static int load_dataset(session *s)

@@ -1,13 +1,15 @@
 /* Choices files: the selector's locked choices written as text, and read back
  * so that a later run on the same graph skips profiling.
- *   gcn-spmm-choices 1
+ *   gcn-spmm-choices 2
  *   matrix TAG N_ROWS N_COLS NNZ FINGERPRINT
- *   site TAG DIR FEAT MODE STRATEGY
+ *   site TAG DIR FEAT DTYPE MODE STRATEGY
  * DIR is A, AT (the stored transpose), or A+sI, AT+sI: the A + s I that
- * gcn_spmm_self keeps with A, and its transpose.  A rank's block is listed
- * as its parts, TAG:own and TAG:halo1 (TAG:halo2, ... for an exchange in
- * chunks).  A file of a run on N ranks has the line "ranks N" after the
- * first and each rank's lines after a line "rank R". */
+ * gcn_spmm_self keeps with A, and its transpose; DTYPE is fp32 or bf16.
+ * Files of version 1 (and of the older name) have no DTYPE: their sites
+ * are fp32.  A rank's block is listed as its parts, TAG:own and TAG:halo1
+ * (TAG:halo2, ... for an exchange in chunks).  A file of a run on N ranks
+ * has the line "ranks N" after the first and each rank's lines after a
+ * line "rank R". */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -19,10 +21,11 @@
 #include "kernels/halo/halo.h"
 #include "kernels/spmm/internal.h"
 
-#define MAGIC "gcn-spmm-choices 1"
+#define MAGIC "gcn-spmm-choices 2"
 /* The matrices of a file, a rank's blocks counted as their parts. */
 #define MAX_TAGGED (16 * (GCN_HALO_MAX_CHUNKS + 1))
-/* The header of files written before the format took its name. */
+/* The headers of files written before sites named their dtype. */
+#define V1_MAGIC "gcn-spmm-choices 1"
 #define OLD_MAGIC "gcn-spmm-plan 1"
 
 /* FNV-1a over row_ptr and col_idx: the structure the choices were made for. */
@@ -73,8 +76,8 @@ static gcn_status write_matrix(gcn_ctx *ctx, FILE *f, const gcn_csr *a, const ch
             snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "+%.9gI",
                      (double)info[i].self_alpha);
         if (info[i].locked && strcmp(info[i].mode, "forced") != 0)
-            fprintf(f, "site %s %s %d %s %s\n", tag, dir, info[i].feat, info[i].mode,
-                    info[i].chosen);
+            fprintf(f, "site %s %s %d %s %s %s\n", tag, dir, info[i].feat,
+                    gcn_dtype_name(info[i].dtype), info[i].mode, info[i].chosen);
     }
     free(info);
     return GCN_OK;
@@ -280,23 +283,44 @@ static gcn_status site_matrix(gcn_ctx *ctx, const gcn_csr *a, const char *dir,
 
 /* One "site" line: locks that site of the tagged matrix (or its transpose). */
 static gcn_status read_site(gcn_ctx *ctx, const char *path, int line, const gcn_csr *a,
-                            const char *dir, int feat, const char *mode, const char *strategy)
+                            const char *dir, int feat, gcn_dtype dtype, const char *mode,
+                            const char *strategy)
 {
     const gcn_csr *m;
     GCN_TRY(site_matrix(ctx, a, dir, &m));
     if (!m || feat < 1)
         return GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s:%d: bad site (direction %s, width %d)", path,
                          line, dir, feat);
-    gcn_status st = gcn_spmm_site_restore(ctx, m, feat, mode, strategy);
+    gcn_status st = gcn_spmm_site_restore(ctx, m, feat, dtype, mode, strategy);
     if (st != GCN_OK)
         return GCN_ERROR(ctx, st, "%s:%d: %s", path, line, gcn_last_error(ctx));
     return GCN_OK;
 }
 
+/* The dtype a site line names, false for another word. */
+static bool parse_dtype(const char *word, gcn_dtype *dtype)
+{
+    *dtype = !strcmp(word, "bf16") ? GCN_DTYPE_BF16 : GCN_DTYPE_FP32;
+    return !strcmp(word, "bf16") || !strcmp(word, "fp32");
+}
+
+/* A site line's fields after TAG: DIR FEAT [DTYPE] MODE STRATEGY (DTYPE
+ * from version 2 on). */
+static bool parse_site(const char *text, bool has_dtype, char *tag, char *dir, int *feat,
+                       gcn_dtype *dtype, char *mode, char *strategy)
+{
+    char word[16];
+    *dtype = GCN_DTYPE_FP32;
+    if (!has_dtype)
+        return sscanf(text, "site %79s %47s %d %63s %63s", tag, dir, feat, mode, strategy) == 5;
+    return sscanf(text, "site %79s %47s %d %15s %63s %63s", tag, dir, feat, word, mode,
+                  strategy) == 6 && parse_dtype(word, dtype);
+}
+
 /* Parses one line; *seen marks the tagged matrices whose "matrix" line
- * matched. */
+ * matched; has_dtype: a version 2 file. */
 static gcn_status read_line(gcn_ctx *ctx, const char *path, int line, char *text,
-                            const tagged *t, bool *seen)
+                            const tagged *t, bool *seen, bool has_dtype)
 {
     char kind[16], tag[80], a1[64], a5[64], a6[64];
     int i1, i2, i3;
@@ -311,28 +335,30 @@ static gcn_status read_line(gcn_ctx *ctx, const char *path, int line, char *text
                             strtoull(a5, NULL, 16));
     }
     char dir[48];
-    if (!matrix && sscanf(text, "site %79s %47s %d %63s %63s", tag, dir, &i1, a1, a6) == 5) {
+    gcn_dtype dtype;
+    if (!matrix && parse_site(text, has_dtype, tag, dir, &i1, &dtype, a1, a6)) {
         int k = tag_index(t, tag);
         if (k < 0 || !t->mat[k])
             return GCN_OK;
         if (!seen[k])
             return GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s:%d: site of matrix '%s' before its "
                              "matrix line", path, line, tag);
-        return read_site(ctx, path, line, t->mat[k], dir, i1, a1, a6);
+        return read_site(ctx, path, line, t->mat[k], dir, i1, dtype, a1, a6);
     }
-    return GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s:%d: expected a matrix or site line", path, line);
+    return GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s:%d: expected a matrix or site line%s", path, line,
+                     has_dtype ? " (site TAG DIR FEAT fp32|bf16 MODE STRATEGY)" : "");
 }
 
 /* The matrix and site lines of f, the first of them line `line` of the
  * file `name`, applied to the tagged matrices; each must be listed. */
 static gcn_status load_lines(gcn_ctx *ctx, FILE *f, const char *name, int line,
-                             const tagged *t)
+                             const tagged *t, bool has_dtype)
 {
     char text[512];
     bool seen[MAX_TAGGED] = {false};
     gcn_status st = GCN_OK;
     for (; st == GCN_OK && fgets(text, sizeof text, f); line++)
-        st = read_line(ctx, name, line, text, t, seen);
+        st = read_line(ctx, name, line, text, t, seen, has_dtype);
     for (int k = 0; st == GCN_OK && k < t->n; k++)
         if (t->mat[k] && !seen[k])
             st = GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s: no choices for matrix '%s'", name,
@@ -340,11 +366,15 @@ static gcn_status load_lines(gcn_ctx *ctx, FILE *f, const char *name, int line,
     return st;
 }
 
-/* Whether a file's first line is a choices file's. */
-static bool is_header(const char *text)
+/* The version a file's first line names: 2 (sites name their dtype), 1
+ * (version 1 or the older name), or 0 for a line that is no header. */
+static int header_version(const char *text)
 {
     const char *first = !strncmp(text, "\xEF\xBB\xBF", 3) ? text + 3 : text; /* a BOM */
-    return !strncmp(first, MAGIC, strlen(MAGIC)) || !strncmp(first, OLD_MAGIC, strlen(OLD_MAGIC));
+    if (!strncmp(first, MAGIC, strlen(MAGIC)))
+        return 2;
+    return !strncmp(first, V1_MAGIC, strlen(V1_MAGIC)) ||
+           !strncmp(first, OLD_MAGIC, strlen(OLD_MAGIC));
 }
 
 /* The rank count of a "ranks N" line, else 0. */
@@ -376,7 +406,8 @@ gcn_status gcn_spmm_choices_load(gcn_ctx *ctx, FILE *f, const char *name,
         return GCN_ERR_INVALID_ARG;
     GCN_ARG(ctx, f && name && mats && tags && n >= 0 && n <= 16);
     char text[512];
-    if (!fgets(text, sizeof text, f) || !is_header(text))
+    int version = fgets(text, sizeof text, f) ? header_version(text) : 0;
+    if (!version)
         return GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s:1: not a gcn SpMM choices file (expected "
                          "'%s')", name, MAGIC);
     long at = ftell(f);
@@ -390,7 +421,7 @@ gcn_status gcn_spmm_choices_load(gcn_ctx *ctx, FILE *f, const char *name,
     gcn_status st = t ? expand(ctx, mats, tags, n, t)
                       : GCN_ERROR(ctx, GCN_ERR_NOMEM, "choices file: out of host memory");
     if (st == GCN_OK)
-        st = load_lines(ctx, f, name, 2, t);
+        st = load_lines(ctx, f, name, 2, t, version == 2);
     free(t);
     return st;
 }
@@ -419,9 +450,10 @@ static gcn_status slurp(gcn_ctx *ctx, const char *path, char **text, size_t *len
     return GCN_ERROR(ctx, GCN_ERR_IO, "%s: cannot read it", path);
 }
 
-/* Rank 0's split of a file of n ranks: each rank's lines, after the number
- * of its first line, one after another in out (lens[rank] bytes each);
- * all empty when the file is of another rank count. */
+/* Rank 0's split of a file of n ranks: each rank's lines, after a line
+ * with the number of its first line and the file's version, one after
+ * another in out (lens[rank] bytes each); all empty when the file is of
+ * another rank count. */
 static gcn_status split_ranks(gcn_ctx *ctx, const char *path, char *text, int n, char **out,
                               size_t *out_len, int64_t *lens)
 {
@@ -431,7 +463,7 @@ static gcn_status split_ranks(gcn_ctx *ctx, const char *path, char *text, int n,
     gcn_status st = part && part_len && m ? GCN_OK
                   : GCN_ERROR(ctx, GCN_ERR_NOMEM, "choices file: out of host memory");
     char *line = text, *next;
-    int no = 1, rank = -1, file_ranks = 0;
+    int no = 1, rank = -1, file_ranks = 0, version = 0;
     for (; st == GCN_OK && *line; line = next, no++) {
         next = strchr(line, '\n');
         next = next ? next + 1 : line + strlen(line);
@@ -439,7 +471,7 @@ static gcn_status split_ranks(gcn_ctx *ctx, const char *path, char *text, int n,
         *next = '\0';
         int r;
         char end;
-        if (no == 1 && !is_header(line))
+        if (no == 1 && !(version = header_version(line)))
             st = GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s:1: not a gcn SpMM choices file (expected "
                            "'%s')", path, MAGIC);
         else if (no == 2)
@@ -452,7 +484,7 @@ static gcn_status split_ranks(gcn_ctx *ctx, const char *path, char *text, int n,
             else if (!(m[r] = open_memstream(&part[r], &part_len[r])))
                 st = GCN_ERROR(ctx, GCN_ERR_NOMEM, "choices file: out of host memory");
             else
-                fprintf(m[r], "%d\n", no + 1);
+                fprintf(m[r], "%d %d\n", no + 1, version);
             rank = r;
         } else if (no > 2 && file_ranks == n) {
             if (rank < 0)
@@ -512,9 +544,9 @@ static gcn_status read_ranked(gcn_ctx *ctx, const char *path, const tagged *t)
     FILE *f = st == GCN_OK && mine_len > 0 ? fmemopen(mine, (size_t)mine_len, "r") : NULL;
     if (st == GCN_OK && mine_len > 0 && !f)
         st = GCN_ERROR(ctx, GCN_ERR_NOMEM, "choices file: out of host memory");
-    int first = 0;
-    if (f && fscanf(f, "%d\n", &first) == 1)
-        st = load_lines(ctx, f, path, first, t);
+    int first = 0, version = 0;
+    if (f && fscanf(f, "%d %d\n", &first, &version) == 2)
+        st = load_lines(ctx, f, path, first, t, version == 2);
     if (f)
         fclose(f);
     free(mine);
