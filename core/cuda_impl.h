@@ -120,6 +120,7 @@ static inline unsigned gcn_blocks(int64_t n, int threads)
 gcn_be_fill_bf16_fn gcn_cuda_fill_bf16;
 gcn_be_to_bf16_fn gcn_cuda_to_bf16;
 gcn_be_from_bf16_fn gcn_cuda_from_bf16;
+gcn_be_gemm_bf16_fn gcn_cuda_gemm_bf16;
 
 /* ops_cuda_cols.cu */
 gcn_be_col_sum_fn gcn_cuda_col_sum;

@@ -21,6 +21,11 @@ static inline bool gcn_cpu_zeros8(const float *x)
 
 /* Dense products: OpenBLAS, or a path for operands of mostly zeros (ops_cpu_gemm.c). */
 gcn_be_gemm_fn gcn_cpu_gemm;
+/* bf16 operands widened to fp32 for gcn_cpu_gemm (ops_cpu_bf16.c). */
+gcn_be_gemm_bf16_fn gcn_cpu_gemm_bf16;
+/* n bf16 values widened into a new fp32 block *out of the host pool
+ * (gcn_cpu_release with n floats' bytes); ops_cpu_bf16.c. */
+gcn_status gcn_cpu_widen(gcn_ctx *ctx, const uint16_t *x, int64_t n, float **out);
 
 /* The OPENBLAS_CORETYPE to suggest when OpenBLAS runs the kernels of a
  * core without AVX (corename, openblas_get_corename's) on a CPU with AVX2

@@ -544,6 +544,7 @@ const gcn_backend gcn_backend_cuda = {
     .from_bf16 = gcn_cuda_from_bf16,
     .sync = cuda_sync,
     .gemm = cuda_gemm,
+    .gemm_bf16 = gcn_cuda_gemm_bf16,
     .axpby = cuda_axpby,
     .add = cuda_add,
     .add_bias = cuda_add_bias,

@@ -1,5 +1,6 @@
-/* The CUDA backend's bf16 storage functions: fills and the conversions
- * between fp32 and bf16, rounding with core/bf16.h as the CPU does. */
+/* The CUDA backend's bf16 storage functions: fills, the conversions
+ * between fp32 and bf16 (rounding with core/bf16.h as the CPU does), and
+ * the bf16 product on tensor cores. */
 #include "bf16.h"
 #include "cuda_impl.h"
 #include "prof.h"
@@ -68,6 +69,41 @@ gcn_status gcn_cuda_from_bf16(gcn_ctx *ctx, int64_t n, const uint16_t *x, float 
     gcn_prof_category prev = gcn_prof_enter(ctx, GCN_PROF_ELEMENTWISE);
     from_bf16_kernel<<<gcn_blocks(n, GCN_THREADS), GCN_THREADS, 0, cs->stream>>>(n, x, y, acc);
     gcn_status st = GCN_LAUNCHED_ST("from_bf16_kernel");
+    gcn_prof_leave(ctx, prev);
+    return st;
+}
+
+/* The bf16 product on tensor cores: cuBLAS with bf16 operands and fp32
+ * accumulation (CUBLAS_COMPUTE_32F), c in bf16 or fp32.  The operands are
+ * handed over as cuda_gemm in ops_cuda.cu explains: B first, then A. */
+gcn_status gcn_cuda_gemm_bf16(gcn_ctx *ctx, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                              int64_t k, float alpha, const uint16_t *a, int64_t lda,
+                              const uint16_t *b, int64_t ldb, float beta, void *c, int64_t ldc,
+                              bool c_bf16)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    if (m <= 0 || n <= 0)
+        return GCN_OK;
+    size_t elem = c_bf16 ? sizeof(uint16_t) : sizeof(float);
+    if (k <= 0) { /* nothing to multiply: c = beta c, and accumulating (beta 1) keeps c */
+        if (beta == 1.0f)
+            return GCN_OK;
+        if (beta != 0.0f)
+            return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "gemm_bf16: beta %g with k = 0",
+                             (double)beta);
+        GCN_CUDA(cudaMemset2DAsync(c, (size_t)ldc * elem, 0, (size_t)n * elem, (size_t)m,
+                                   cs->stream));
+        return GCN_OK;
+    }
+    cublasHandle_t h;
+    GCN_TRY(gcn_cuda_cublas(ctx, &h));
+    cudaDataType_t c_type = c_bf16 ? CUDA_R_16BF : CUDA_R_32F;
+    gcn_prof_category prev = gcn_prof_enter(ctx, GCN_PROF_GEMM);
+    gcn_status st = GCN_CUBLAS_ST(
+        cublasGemmEx_64(h, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                        n, m, k, &alpha, b, CUDA_R_16BF, ldb, a, CUDA_R_16BF, lda, &beta, c,
+                        c_type, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     gcn_prof_leave(ctx, prev);
     return st;
 }
