@@ -30,7 +30,8 @@ static const char usage[] =
     "  --device cpu|cuda|cuda:N|auto\n"
     "  --precision fp32|tf32|bf16\n"
     "                        fp32, tf32 matmuls, or bf16 storage of features, activations\n"
-    "                        and their gradients with fp32 arithmetic and parameters\n"
+    "                        and their gradients, bf16 matmuls summing in fp32, fp32\n"
+    "                        parameters, statistics and loss\n"
     "                        (default: the config's precision)\n"
     "  --threads N           CPU threads (default: the config's, else 0: the CPUs the\n"
     "                        process may use, its affinity and cgroup quota; shared out\n"
@@ -434,7 +435,7 @@ static void print_summary(session *s)
            (unsigned long long)s->cfg.seed);
     printf("device     %s, %s matmuls, %d CPU thread%s, spmm %s (",
            gcn_device_name(gcn_ctx_device(s->ctx)),
-           s->cfg.bf16 ? "bf16 storage, fp32" : gcn_ctx_tf32(s->ctx) ? "tf32" : "fp32",
+           s->cfg.bf16 ? "bf16 storage, bf16-input fp32-accumulating" : gcn_ctx_tf32(s->ctx) ? "tf32" : "fp32",
            gcn_ctx_threads(s->ctx), gcn_ctx_threads(s->ctx) == 1 ? "" : "s",
            gcn_spmm_kernel(s->ctx));
     int n;
