@@ -267,3 +267,55 @@ void bf16_check_epilogue(gcn_ctx *ctx, gcn_ctx *cpu, bool exact)
             check_epilogue_case(ctx, cpu, exact, shapes[i][0], shapes[i][1], v & 1,
                                 v & 2 ? GCN_ACT_RELU : GCN_ACT_NONE, v == 3 ? 0.5f : 0.0f);
 }
+
+/* ---- the weights' bf16 copies ------------------------------------------- */
+
+/* w's bf16 copy equals w rounded, bit for bit. */
+static void expect_copy_fresh(gcn_ctx *ctx, gcn_tensor *w, const char *when)
+{
+    int64_t n = gcn_tensor_numel(w);
+    float *v = malloc((size_t)n * sizeof *v);
+    uint16_t *c = malloc((size_t)n * sizeof *c);
+    const uint16_t *half;
+    cr_assert(v && c);
+    cr_assert_eq(gcn_tensor_to_host(ctx, w, v), GCN_OK);
+    cr_assert_eq(gcn_tensor_half(ctx, w, &half), GCN_OK);
+    cr_assert_eq(ctx->be->download(ctx, c, half, (size_t)n * sizeof *c), GCN_OK);
+    for (int64_t i = 0; i < n; i++)
+        cr_assert_eq(c[i], gcn_bf16_from_float(v[i]), "%s: element %lld", when, (long long)i);
+    free(v);
+    free(c);
+}
+
+void bf16_check_weight_copy(gcn_ctx *ctx)
+{
+    for (int kind = 0; kind < 2; kind++) {
+        uint64_t s = 17;
+        gcn_tensor *x32 = test_random_tensor(ctx, &s, 29, 12);
+        gcn_tensor *w = test_random_tensor(ctx, &s, 12, 7);
+        gcn_tensor *x = NULL;
+        cr_assert_eq(gcn_cast(ctx, x32, GCN_DTYPE_BF16, &x), GCN_OK);
+        cr_assert_eq(gcn_tensor_set_requires_grad(w, true), GCN_OK);
+        gcn_optim_opts o = gcn_optim_default_opts(kind ? GCN_OPTIM_ADAM : GCN_OPTIM_SGD);
+        o.lr = 0.1f;
+        gcn_optim *opt = NULL;
+        cr_assert_eq(gcn_optim_create(ctx, &opt, &w, 1, &o), GCN_OK);
+        for (int step = 0; step < 3; step++) {
+            gcn_tensor *y = NULL, *y32 = NULL, *loss = NULL;
+            cr_assert_eq(gcn_matmul(ctx, x, w, false, false, &y), GCN_OK, "%s",
+                         gcn_last_error(ctx));
+            expect_copy_fresh(ctx, w, "after a product");
+            cr_assert_eq(gcn_cast(ctx, y, GCN_DTYPE_FP32, &y32), GCN_OK);
+            cr_assert_eq(test_weigh(ctx, y32, &loss), GCN_OK);
+            cr_assert_eq(gcn_backward(ctx, loss), GCN_OK, "%s", gcn_last_error(ctx));
+            cr_assert_eq(gcn_optim_step(ctx, opt), GCN_OK, "%s", gcn_last_error(ctx));
+            expect_copy_fresh(ctx, w, "after a step");
+            cr_assert_eq(gcn_optim_zero_grad(ctx, opt), GCN_OK);
+            gcn_tensor_free(&y), gcn_tensor_free(&y32), gcn_tensor_free(&loss);
+        }
+        cr_assert_eq(gcn_tensor_fill(ctx, w, 0.3f), GCN_OK);
+        expect_copy_fresh(ctx, w, "after a fill");
+        gcn_optim_free(&opt);
+        gcn_tensor_free(&x), gcn_tensor_free(&x32), gcn_tensor_free(&w);
+    }
+}

@@ -14,4 +14,9 @@ void bf16_check_gemm(gcn_ctx *ctx);
  * once; `exact` asks for the same bits (ctx is a CPU context). */
 void bf16_check_epilogue(gcn_ctx *ctx, gcn_ctx *cpu, bool exact);
 
+/* A weight's bf16 copy, which products read: made at the first bf16
+ * product, rewritten by each optimiser step (SGD and Adam) and by writes
+ * from the host, it always holds the weight rounded to bf16. */
+void bf16_check_weight_copy(gcn_ctx *ctx);
+
 #endif

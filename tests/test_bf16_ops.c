@@ -19,3 +19,10 @@ Test(bf16_ops, epilogue_is_the_fp32_one_rounded_once)
     gcn_ctx_free(&ctx);
     gcn_ctx_free(&ref);
 }
+
+Test(bf16_ops, weight_copies_follow_their_weights)
+{
+    gcn_ctx *ctx = test_cpu_ctx(1);
+    bf16_check_weight_copy(ctx);
+    gcn_ctx_free(&ctx);
+}

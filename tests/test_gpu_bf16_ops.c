@@ -20,3 +20,11 @@ Test(gpu_bf16_ops, epilogue_follows_the_cpu_fp32_path)
     bf16_check_epilogue(p.gpu, p.cpu, false);
     gpu_pair_close(&p);
 }
+
+Test(gpu_bf16_ops, weight_copies_follow_their_weights)
+{
+    GPU_REQUIRED();
+    gpu_pair p = gpu_pair_open(1, false);
+    bf16_check_weight_copy(p.gpu);
+    gpu_pair_close(&p);
+}
