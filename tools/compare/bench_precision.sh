@@ -188,6 +188,14 @@ print("| --- | --- | --- | --- |")
 for label, (a, b, key, target) in rows:
     m, t, ok = ratio(get(a, key), get(b, key), target)
     print(f"| {label} | {m} | {t} | {ok} |")
+def spmm_ms(tag):
+    g = get(tag, "gpu_ms")
+    return g.get("spmm") if isinstance(g, dict) else None
+
+for name in ("gcn", "gin"):  # no target: where an epoch's time goes
+    a, b = spmm_ms(f"{name}.arxiv.bf16"), spmm_ms(f"{name}.arxiv.fp32")
+    m = f"{a / b:.2f}x" if a and b else "-"
+    print(f"| {name.upper()} arxiv SpMM GPU ms an epoch, bf16 / fp32 | {m} | (profile) | |")
 acc = {p: runs.get(f"gcn.arxiv.seeds.{p}") for p in ("fp32", "bf16")}
 if all(acc.values()):
     f, b = acc["fp32"], acc["bf16"]
