@@ -74,8 +74,7 @@ gcn_status gcn_cuda_from_bf16(gcn_ctx *ctx, int64_t n, const uint16_t *x, float 
 }
 
 /* The bf16 product on tensor cores: cuBLAS with bf16 operands and fp32
- * accumulation (CUBLAS_COMPUTE_32F), c in bf16 or fp32.  The operands are
- * handed over as cuda_gemm in ops_cuda.cu explains: B first, then A. */
+ * accumulation (CUBLAS_COMPUTE_32F), c in bf16 or fp32. */
 gcn_status gcn_cuda_gemm_bf16(gcn_ctx *ctx, bool trans_a, bool trans_b, int64_t m, int64_t n,
                               int64_t k, float alpha, const uint16_t *a, int64_t lda,
                               const uint16_t *b, int64_t ldb, float beta, void *c, int64_t ldc,
@@ -96,14 +95,6 @@ gcn_status gcn_cuda_gemm_bf16(gcn_ctx *ctx, bool trans_a, bool trans_b, int64_t 
                                    cs->stream));
         return GCN_OK;
     }
-    cublasHandle_t h;
-    GCN_TRY(gcn_cuda_cublas(ctx, &h));
-    cudaDataType_t c_type = c_bf16 ? CUDA_R_16BF : CUDA_R_32F;
-    gcn_prof_category prev = gcn_prof_enter(ctx, GCN_PROF_GEMM);
-    gcn_status st = GCN_CUBLAS_ST(
-        cublasGemmEx_64(h, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-                        n, m, k, &alpha, b, CUDA_R_16BF, ldb, a, CUDA_R_16BF, lda, &beta, c,
-                        c_type, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-    gcn_prof_leave(ctx, prev);
-    return st;
+    return gcn_cuda_gemm_ex(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, CUDA_R_16BF,
+                            beta, c, ldc, c_bf16 ? CUDA_R_16BF : CUDA_R_32F, CUBLAS_COMPUTE_32F);
 }

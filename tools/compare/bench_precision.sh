@@ -36,27 +36,13 @@ EXPORT=${EXPORT:-${TMPDIR:-/tmp}/gcn-precision-export}
 FEATURES=random:128
 
 script=bench_precision
-case " $PARTS " in
-*" pyg "*) . "$(dirname "$0")/env.sh" ;;
-*) # no PyG needed: env.sh's checks less the Python packages
-    OUT=${OUT:?set OUT to a directory for the results}
-    BUNDLE=${BUNDLE:-build/bundle}
-    DATA=${DATA:-../shared/data}
-    PYTHON=${PYTHON:-python3}
-    run="$BUNDLE/run"
-    if [ ! -x "$run" ] || [ ! -x "$BUNDLE/gcnbench" ]; then
-        echo "$script: no bundle in $BUNDLE (run 'make bundle' first)" >&2
-        exit 2
-    fi
-    ;;
-esac
+need_pyg=no
+case " $PARTS " in *" pyg "*) need_pyg=yes ;; esac
+. "$(dirname "$0")/env.sh"
 mkdir -p "$OUT/runs" "$EXPORT"
 : > "$OUT/precision.jsonl"
 status=0
-{
-    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1
-    date -u
-} > "$OUT/host.txt"
+host_info > "$OUT/host.txt"
 
 has() {
     case " $PARTS " in *" $1 "*) return 0 ;; esac
