@@ -42,7 +42,7 @@ Test(train_bf16, precision_key_is_checked)
     cr_assert_eq(gcn_model_config_set(&cfg, "precision", "fp16", err, sizeof err),
                  GCN_ERR_INVALID_ARG);
     cr_assert(strstr(err, "expected fp32, tf32 or bf16"), "%s", err);
-    cr_assert_eq(gcn_model_config_parse(&cfg, "{\"layers\": [{\"type\": \"gin\", \"out\": \"classes\"}], "
+    cr_assert_eq(gcn_model_config_parse(&cfg, "{\"layers\": [{\"type\": \"gcn\", \"out\": \"classes\"}], "
                                               "\"precision\": \"half\"}",
                                         "m.json", err, sizeof err),
                  GCN_ERR_FORMAT);

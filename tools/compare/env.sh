@@ -12,7 +12,8 @@ if [ ! -x "$run" ] || [ ! -x "$BUNDLE/gcntrain" ]; then
     echo "$script: no bundle in $BUNDLE (run 'make bundle' first)" >&2
     exit 2
 fi
-if [ "${need_pyg:-yes}" != no ] && ! "$PYTHON" -c 'import numpy, torch, torch_geometric' 2>/dev/null; then
+if [ "${need_pyg:-yes}" != no ] &&
+    ! "$PYTHON" -c 'import numpy, torch, torch_geometric' 2>/dev/null; then
     echo "$script: $PYTHON cannot import numpy, torch and torch_geometric" >&2
     exit 2
 fi
