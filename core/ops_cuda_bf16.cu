@@ -84,17 +84,34 @@ gcn_status gcn_cuda_gemm_bf16(gcn_ctx *ctx, bool trans_a, bool trans_b, int64_t 
     GCN_TRY(gcn_cuda_begin(ctx, &cs));
     if (m <= 0 || n <= 0)
         return GCN_OK;
-    size_t elem = c_bf16 ? sizeof(uint16_t) : sizeof(float);
     if (k <= 0) { /* nothing to multiply: c = beta c, and accumulating (beta 1) keeps c */
         if (beta == 1.0f)
             return GCN_OK;
         if (beta != 0.0f)
             return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "gemm_bf16: beta %g with k = 0",
                              (double)beta);
+        size_t elem = c_bf16 ? sizeof(uint16_t) : sizeof(float);
         GCN_CUDA(cudaMemset2DAsync(c, (size_t)ldc * elem, 0, (size_t)n * elem, (size_t)m,
                                    cs->stream));
         return GCN_OK;
     }
-    return gcn_cuda_gemm_ex(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, CUDA_R_16BF,
-                            beta, c, ldc, c_bf16 ? CUDA_R_16BF : CUDA_R_32F, CUBLAS_COMPUTE_32F);
+    if (!c_bf16 || beta == 0.0f)
+        return gcn_cuda_gemm_ex(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
+                                CUDA_R_16BF, beta, c, ldc, c_bf16 ? CUDA_R_16BF : CUDA_R_32F,
+                                CUBLAS_COMPUTE_32F);
+    /* Adding into a bf16 c: cuBLAS may split k and add each part's sum into
+     * c, rounding every time (seen: one bf16 step off at k = 1000), so the
+     * product goes to fp32 first and c takes it in one rounded addition. */
+    if (beta != 1.0f)
+        return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "gemm_bf16: beta %g into bf16", (double)beta);
+    size_t bytes = (size_t)(m * n) * sizeof(float);
+    float *t = NULL;
+    GCN_TRY(gcn_mem_alloc(ctx, (void **)&t, bytes));
+    gcn_status st = gcn_cuda_gemm_ex(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
+                                     CUDA_R_16BF, 0.0f, t, n, CUDA_R_32F, CUBLAS_COMPUTE_32F);
+    uint16_t *c16 = static_cast<uint16_t *>(c);
+    for (int64_t i = 0; st == GCN_OK && i < (ldc == n ? 1 : m); i++)
+        st = gcn_cuda_to_bf16(ctx, ldc == n ? m * n : n, t + i * n, c16 + i * ldc, true);
+    gcn_mem_release(ctx, t, bytes);
+    return st;
 }
