@@ -65,12 +65,14 @@ TEST_C    := $(filter-out $(if $(filter 0,$(CUDA)),tests/test_gpu_%.c),$(wildcar
 TEST_CU   := $(if $(filter 0,$(CUDA)),,$(wildcard tests/*.cu))
 TEST_OBJ  := $(TEST_C:%.c=$(BUILD)/obj/%.o) $(TEST_CU:%.cu=$(BUILD)/obj/%.cu.o)
 # Each tools/*.c is one tool; gcnbench is linked from tools/gcnbench/*.c,
-# gcntrain from tools/gcntrain.c and tools/gcntrain/*.c.
+# gcntrain from tools/gcntrain.c and tools/gcntrain/*.c, both with
+# tools/common/*.c (the options they share).
 # gcnbench times GPU work with tools/gcnbench/timing.cu (timing_none.c in a
 # build without CUDA).
+TOOLS_COMMON_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tools/common/*.c))
 GCNBENCH_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out $(NONE_C),$(wildcard tools/gcnbench/*.c))) \
-                $(if $(filter 0,$(CUDA)),,$(BUILD)/obj/tools/gcnbench/timing.cu.o)
-GCNTRAIN_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tools/gcntrain/*.c))
+                $(if $(filter 0,$(CUDA)),,$(BUILD)/obj/tools/gcnbench/timing.cu.o) $(TOOLS_COMMON_OBJ)
+GCNTRAIN_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tools/gcntrain/*.c)) $(TOOLS_COMMON_OBJ)
 TOOLS     := $(patsubst tools/%.c,$(BUILD)/%,$(wildcard tools/*.c)) $(BUILD)/gcnbench
 # The installed headers: gcn.h and the module headers it includes.
 PUBLIC_H  := gcn.h $(shell sed -n 's/^\#include "\(.*\)"/\1/p' gcn.h)
@@ -307,7 +309,7 @@ FUZZ_CC     ?= clang
 FUZZ_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION \
                -DGCN_WITH_CUDA=0 $(BLAS_CPPFLAGS) \
                -I. -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined -MMD -MP
-FUZZ_SRC    := $(wildcard datasets/*.c) $(wildcard core/*.c) kernels/adaptgear/adaptgear.c \
+FUZZ_SRC    := $(wildcard datasets/*.c) $(wildcard core/*.c core/*/*.c) kernels/adaptgear/adaptgear.c \
                kernels/adaptgear/split_none.c fuzz/harness.c
 FUZZ_OBJ    := $(FUZZ_SRC:%.c=$(BUILD)/fuzz/obj/%.o)
 FUZZ_BINS   := $(patsubst fuzz/fuzz_%.c,$(BUILD)/fuzz/fuzz_%,$(wildcard fuzz/fuzz_*.c))

@@ -1,5 +1,5 @@
 /* The backend table: the function types each device implements (CPU in
- * core/ops_cpu*.c, CUDA in core/ops_cuda*.cu) and the table of them a
+ * core/ops/, files named *_cpu.c, CUDA in its *.cu) and the table of them a
  * context dispatches through.  Included by internal.h at its place, after
  * the declarations it uses; internal. */
 #ifndef GCN_BACKEND_H

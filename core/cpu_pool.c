@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "asan.h"
-#include "ops_cpu.h"
+#include "ops/cpu.h"
 #include "pool_classes.h"
 
 /* Two sets of free lists, a head for each class: the blocks of batches'

@@ -7,7 +7,7 @@
 #include "comm_impl.h"
 #include "cuda.h"
 #include "internal.h"
-#include "ops_cpu.h"
+#include "ops/cpu.h"
 #include "parallel.h"
 #include "prof.h"
 

@@ -27,7 +27,7 @@ typedef struct gcn_cuda_state {
     int prof_n_events;
     cudaEvent_t stamps[GCN_STAMPS]; /* gcn_ctx_stamp's events, created on first use */
     bool capturing;            /* between gcn_cuda_capture_begin and _end */
-    unsigned *tile_counters;   /* [GCN_TILE_COUNTERS] on the device (cuda_cols.cuh) */
+    unsigned *tile_counters;   /* [GCN_TILE_COUNTERS] on the device (ops/cols.cuh) */
     /* cuSPARSE's start, in a thread from the context's creation until the
      * first cuSPARSE call joins it (gcn_cuda_cusparse) */
     pthread_t warm_thread;
@@ -35,7 +35,7 @@ typedef struct gcn_cuda_state {
     cusparseHandle_t warm_handle; /* the thread's handle, NULL when it failed */
 } gcn_cuda_state;
 
-/* The one-launch column reduction's counters (cuda_cols.cuh): blocks done
+/* The one-launch column reduction's counters (ops/cols.cuh): blocks done
  * per column tile, zero between kernels.  1,024 tiles are 32 K columns of
  * one float, or 128 K in float4s; wider matrices take two launches. */
 #define GCN_TILE_COUNTERS 1024
@@ -116,26 +116,26 @@ static inline unsigned gcn_blocks(int64_t n, int threads)
 
 /* ---- backend functions, by file (types and semantics: gcn_be_*_fn in internal.h) */
 
-/* ops_cuda_bf16.cu */
+/* ops/bf16_cuda.cu */
 gcn_be_fill_bf16_fn gcn_cuda_fill_bf16;
 gcn_be_to_bf16_fn gcn_cuda_to_bf16;
 gcn_be_from_bf16_fn gcn_cuda_from_bf16;
 gcn_be_gemm_bf16_fn gcn_cuda_gemm_bf16;
-/* ops_cuda.cu: c[m,n] = alpha op(a) op(b) + beta c for row-major operands
+/* ops/cuda.cu: c[m,n] = alpha op(a) op(b) + beta c for row-major operands
  * of ab_type and c of c_type through cublasGemmEx, k > 0. */
 gcn_status gcn_cuda_gemm_ex(gcn_ctx *ctx, bool trans_a, bool trans_b, int64_t m, int64_t n,
                             int64_t k, float alpha, const void *a, int64_t lda, const void *b,
                             int64_t ldb, cudaDataType_t ab_type, float beta, void *c,
                             int64_t ldc, cudaDataType_t c_type, cublasComputeType_t compute);
 
-/* ops_cuda_cols.cu */
+/* ops/cols_cuda.cu */
 gcn_be_col_sum_fn gcn_cuda_col_sum;
 gcn_be_batchnorm_train_fn gcn_cuda_batchnorm_train;
 gcn_be_batchnorm_eval_fn gcn_cuda_batchnorm_eval;
 gcn_be_batchnorm_backward_fn gcn_cuda_batchnorm_backward;
 gcn_be_batchnorm_eval_backward_fn gcn_cuda_batchnorm_eval_backward;
 
-/* ops_cuda_nn.cu */
+/* ops/nn_cuda.cu */
 gcn_be_sum_fn gcn_cuda_sum;
 gcn_be_dot_fn gcn_cuda_dot;
 gcn_be_nll_fn gcn_cuda_nll;
@@ -151,7 +151,7 @@ gcn_be_segment_pool_backward_fn gcn_cuda_segment_pool_backward;
 gcn_be_heads_fn gcn_cuda_heads;
 gcn_be_heads_backward_fn gcn_cuda_heads_backward;
 
-/* ops_cuda_epilogue.cu */
+/* ops/epilogue_cuda.cu */
 gcn_be_epilogue_stats_fn gcn_cuda_epilogue_stats;
 gcn_be_epilogue_forward_fn gcn_cuda_epilogue_forward;
 gcn_be_epilogue_backward_fn gcn_cuda_epilogue_backward;

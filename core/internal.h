@@ -257,7 +257,7 @@ struct gcn_node {
     gcn_draw_offset offset; /* where the op's dropout mask starts */
     struct gcn_custom_node *custom; /* a program's op (gcn_custom): owned */
     int layer;              /* the context's layer when it was recorded (gcn_ctx_set_layer) */
-    bool mixed;             /* ran on fp32 stand-ins of bf16 operands (core/mixed.c) */
+    bool mixed;             /* ran on fp32 stand-ins of bf16 operands (core/ops/bf16_mixed.c) */
     unsigned round_in;      /* the spec's round_in, for a mixed node's backward */
 };
 
@@ -288,7 +288,7 @@ struct gcn_op_spec {
     gcn_dtype dtype;           /* of the output: fp32 unless set */
     unsigned bf16_in;          /* bit i: input i may be bf16; when one is, the op
                                 * computes in fp32 on stand-ins and its output is
-                                * bf16 (core/mixed.c) */
+                                * bf16 (core/ops/bf16_mixed.c) */
     unsigned round_in;         /* bit i: fp32 input i is read rounded to bf16 then */
     const void *args;          /* forward's operands that are not node fields */
     double param[4];
@@ -305,7 +305,7 @@ struct gcn_op_spec {
  * as it was. */
 gcn_status gcn_op_run(gcn_ctx *ctx, gcn_op_spec *spec, gcn_tensor **out);
 
-/* bf16 operands around fp32 arithmetic (core/mixed.c), at most
+/* bf16 operands around fp32 arithmetic (core/ops/bf16_mixed.c), at most
  * GCN_MIXED_MAX_IN inputs.  _wanted: an input the spec allows in bf16 is
  * bf16.  _forward: the spec's forward on fp32 stand-ins, its result
  * rounded into the bf16 y.  _backward: the node's backward on stand-ins,

@@ -52,7 +52,8 @@ static const char *bad_type(zip_t *za, zip_uint64_t i)
     return NULL;
 }
 
-/* Every entry checked, and the declared sizes summed against max_bytes. */
+/* Checks every entry of the archive, and checks that their declared sizes
+ * add up to no more than max_bytes. */
 static gcn_status check_entries(gcn_ctx *ctx, zip_t *za, const char *label, int64_t max_bytes)
 {
     zip_int64_t n = zip_get_num_entries(za, 0);
@@ -83,7 +84,8 @@ static gcn_status check_entries(gcn_ctx *ctx, zip_t *za, const char *label, int6
     return GCN_OK;
 }
 
-/* mkdir -p of the folders of rel (its last component too when dir). */
+/* Creates the folders of the path rel under dest, as mkdir -p does; its
+ * last component is created too when dir is true. */
 static gcn_status make_parents(gcn_ctx *ctx, const char *dest, const char *rel, bool dir)
 {
     char path[4096];

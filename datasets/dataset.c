@@ -276,8 +276,9 @@ static gcn_status generated_cache(gcn_ctx *ctx, const char *spec, const char *ca
     return GCN_OK;
 }
 
-/* Where the cache lives (the permutation file goes beside it); *can_write
- * says whether it may be (re)written there, creating the folder if needed. */
+/* Decides where the cache lives (the permutation file goes beside it).
+ * *can_write says whether the cache may be written or rewritten there; the
+ * folder is created if needed. */
 static gcn_status cache_location(gcn_ctx *ctx, const source *s, const gcn_dataset_opts *o,
                                  char **path, bool *can_write)
 {
@@ -322,7 +323,9 @@ static gcn_status parse_source(gcn_ctx *ctx, const source *s, gcn_dataset *ds)
     }
 }
 
-/* Cache hit, or parse and write the cache (cache NULL: no cache). */
+/* Reads the dataset from its cache when the cache is current; otherwise
+ * parses the source files and writes the cache.  cache is NULL when no
+ * cache is used. */
 static gcn_status read_source(gcn_ctx *ctx, const source *s, const char *cache, bool can_write,
                               gcn_dataset *ds)
 {

@@ -108,13 +108,14 @@ GCN_API gcn_status gcn_dataset_reorder(gcn_ctx *ctx, gcn_dataset *ds, const gcn_
  * the dataset as loaded meanwhile. */
 typedef struct gcn_reorder_job gcn_reorder_job;
 
-/* Starts computing the reordering o (degree or METIS) of ds->graph on a
- * new thread, through the permutation file beside ds's cache (read when it
- * is current, else written), then the renumbered copy of ds.  METIS's seed
- * is drawn now from the context's GCN_RNG_PARTITION stream, as
- * gcn_dataset_reorder draws it, so both share the cached file.  ds must
- * stay unchanged until the job is freed.  Messages go to ctx's log
- * function from the job's thread.  Caller frees with gcn_reorder_job_free. */
+/* Starts a new thread that computes the reordering o (degree or METIS) of
+ * ds->graph and then a renumbered copy of ds.  The permutation is read
+ * from the file beside ds's cache when that file is current, and written
+ * there otherwise.  METIS's seed is drawn now from the context's
+ * GCN_RNG_PARTITION stream, as gcn_dataset_reorder draws it, so both use
+ * the same cached file.  ds must stay unchanged until the job is freed.
+ * The job's thread sends its messages to ctx's log function.  Caller
+ * frees with gcn_reorder_job_free. */
 GCN_API gcn_status gcn_reorder_job_start(gcn_ctx *ctx, const gcn_dataset *ds,
                                          const gcn_reorder_opts *o, gcn_reorder_job **out);
 

@@ -66,8 +66,8 @@ static void undo_dirs(made_dirs *m)
         rmdir(m->path[--m->n]);
 }
 
-/* The archive's top folder as files/<dest>, the name the loader reads (a
- * TU collection's files are named after their folder). */
+/* Renames the archive's top folder to files/<dest>, the name the loader
+ * reads (a TU collection's files are named after their folder). */
 static gcn_status stage(gcn_ctx *ctx, const gcn_catalog_entry *e, const char *files,
                         char *staged, size_t size)
 {
@@ -100,7 +100,7 @@ static gcn_status check_loads(gcn_ctx *ctx, const gcn_catalog_entry *e, const ch
     return GCN_OK;
 }
 
-/* tmp/files, the folder the data is staged in. */
+/* Creates tmp/files, the folder the data is staged in. */
 static gcn_status files_dir(gcn_ctx *ctx, const char *tmp, char *files, size_t size)
 {
     snprintf(files, size, "%s/files", tmp);
@@ -109,8 +109,8 @@ static gcn_status files_dir(gcn_ctx *ctx, const char *tmp, char *files, size_t s
     return GCN_OK;
 }
 
-/* The archive downloaded into tmp, unpacked into tmp/files and removed;
- * staged is the folder to rename into place. */
+/* Downloads the archive into tmp, unpacks it into tmp/files and deletes
+ * it; staged receives the folder to rename into place. */
 static gcn_status fetch_zip(gcn_ctx *ctx, const gcn_catalog_entry *e, const gcn_fetch_opts *o,
                             const char *tmp, char *staged, size_t size, int64_t *bytes)
 {
@@ -123,8 +123,8 @@ static gcn_status fetch_zip(gcn_ctx *ctx, const gcn_catalog_entry *e, const gcn_
     return stage(ctx, e, files, staged, size);
 }
 
-/* Planetoid's eight files downloaded into tmp/files/NAME/raw and turned
- * into the plain-text folder tmp/files/NAME. */
+/* Downloads Planetoid's eight files into tmp/files/NAME/raw and converts
+ * them into the plain-text folder tmp/files/NAME. */
 static gcn_status fetch_planetoid(gcn_ctx *ctx, const gcn_catalog_entry *e,
                                   const gcn_fetch_opts *o, const char *tmp, char *staged,
                                   size_t size, int64_t *bytes)

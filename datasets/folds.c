@@ -7,9 +7,9 @@
 #include "../core/philox.h"
 #include "internal.h"
 
-/* Graph g's key: word g of Philox4x32-10 keyed by seed on stream
- * GCN_RNG_SPLIT from counter 0 (the words a context seeded with seed
- * would draw first on that stream). */
+/* The random key that orders graph g: word g of Philox4x32-10 keyed by
+ * seed, on stream GCN_RNG_SPLIT, counting from 0.  These are the first
+ * words a context seeded with seed would draw on that stream. */
 static uint32_t fold_key(uint64_t seed, int32_t g)
 {
     const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};

@@ -54,8 +54,9 @@ static gcn_status batch_alloc(gcn_ctx *ctx, const gcn_dataset *ds, int32_t n, in
     return GCN_OK;
 }
 
-/* Appends graph g's rows to the batch as graph k at node `at` and entry
- * *e; false when an entry leaves the graph. */
+/* Appends graph g's rows to the batch as its graph k, starting at batch
+ * node `at` and entry *e.  Returns false when an entry points outside
+ * graph g. */
 static bool copy_block(const gcn_dataset *ds, int32_t g, int32_t k, int32_t at, int32_t *e,
                        gcn_graph_batch *b)
 {

@@ -27,8 +27,9 @@ static gcn_status check_args(gcn_ctx *ctx, const gcn_graph *g, const int32_t *pa
     return gcn_graph_validate(ctx, g);
 }
 
-/* The halo of p's rows: halo_ids ascending and recv_off; map[c] becomes the
- * halo index of each halo node c (the other entries stay -1). */
+/* Finds the halo of p's rows: fills halo_ids (ascending) and recv_off,
+ * and sets map[c] to the halo index of each halo node c (the other entries
+ * stay -1). */
 static gcn_status find_halo(gcn_ctx *ctx, const gcn_graph *g, const int32_t *part_ptr,
                             gcn_part_rows *p, int32_t *map)
 {
@@ -68,9 +69,10 @@ static void copy_entries(const gcn_graph *g, int32_t from, int32_t to, const int
     }
 }
 
-/* The block, columns renumbered: in each row of g, the entries before the
- * own block, in it and after it are moved so the own ones come first, which
- * keeps the row ascending (halo indices ascend with global ids). */
+/* Builds the rank's block with its columns renumbered.  Each row of g has
+ * entries before the rank's own columns, inside them and after them; they
+ * are moved so the own ones come first, which keeps the row ascending
+ * because halo indices ascend with global ids. */
 static gcn_status build_local(gcn_ctx *ctx, const gcn_graph *g, gcn_part_rows *p,
                               const int32_t *map)
 {
@@ -115,8 +117,8 @@ static gcn_status send_list(gcn_ctx *ctx, const gcn_graph *g, const int32_t *par
     return GCN_OK;
 }
 
-/* send_off and send_rows, every other rank's list in rank order.  stamp
- * [n_local] is scratch, -1 on entry. */
+/* Fills send_off and send_rows with the list for every other rank, in
+ * rank order.  stamp [n_local] is scratch space, -1 on entry. */
 static gcn_status build_send(gcn_ctx *ctx, const gcn_graph *g, const int32_t *part_ptr,
                              gcn_part_rows *p, int32_t *stamp)
 {

@@ -79,8 +79,8 @@ static gcn_status add_item(vm *m, pk_value *to, pk_value *v)
     return GCN_OK;
 }
 
-/* The stack's values above the topmost mark, which is removed: *first is
- * their index. */
+/* Removes the topmost mark from the stack; *first receives the index of
+ * the first value that was above it. */
 static gcn_status since_mark(vm *m, size_t *first)
 {
     size_t k = m->depth;
@@ -233,8 +233,8 @@ static gcn_status tuple(vm *m, int n)
     return push(m, t);
 }
 
-/* APPEND(S), SETITEM(S): the values above the mark (or the top one or two)
- * into the list or dict below them. */
+/* APPEND(S), SETITEM(S): moves the values above the mark (or the top one
+ * or two values) into the list or dict below them. */
 static gcn_status fill(vm *m, bool dict, bool marked)
 {
     size_t first = 0;

@@ -101,7 +101,7 @@ static gcn_status read_test_index(planetoid *p)
     return st;
 }
 
-/* Every pickle read and its shape checked against the others. */
+/* Reads every pickle and checks its shape against the others. */
 static gcn_status load_parts(planetoid *p)
 {
     for (int k = 0; k < N_PARTS; k++) {

@@ -141,7 +141,7 @@ cleanup:
     return st;
 }
 
-/* Labelled nodes in an order drawn from GCN_RNG_SPLIT (gcn_ds_shuffle). */
+/* Lists the labelled nodes, shuffled with GCN_RNG_SPLIT (gcn_ds_shuffle). */
 static gcn_status shuffled_labelled(gcn_ctx *ctx, const gcn_dataset *ds, int32_t **out,
                                     int32_t *n_out)
 {

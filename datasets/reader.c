@@ -76,8 +76,9 @@ gcn_status gcn_reader_fail(gcn_reader *r, gcn_status st, const char *fmt, ...)
 #define READER_RAW_BYTES ((size_t)1 << 17)
 #define DEFLATE_MAX_RATIO 1032u
 
-/* Appends what the file has next to the raw bytes not consumed yet
- * (moved to the front); sets raw_eof at its end. */
+/* Moves the raw bytes not yet consumed to the front of the buffer and
+ * reads more of the file after them; sets raw_eof at the end of the
+ * file. */
 static gcn_status read_raw(gcn_reader *r)
 {
     z_stream *zs = &r->zs;
@@ -171,10 +172,10 @@ static gcn_status gzip_fail(gcn_reader *r, const char *why)
     return gcn_reader_fail(r, GCN_ERR_FORMAT, "corrupt or truncated gzip data (%s)", why);
 }
 
-/* Up to `want` bytes of text into dst (*got of them, 0 at the end): the
- * file's bytes, or what its gzip members inflate to.  After a member
- * either the file ends or another member starts; anything else is an
- * error, as `gzip -t` has it. */
+/* Reads up to `want` bytes of text into dst and sets *got to how many (0
+ * at the end).  The text is the file's bytes, or what its gzip members
+ * inflate to.  After a gzip member either the file ends or another member
+ * starts; anything else is an error, as in `gzip -t`. */
 static gcn_status read_text(gcn_reader *r, char *dst, size_t want, size_t *got)
 {
     z_stream *zs = &r->zs;
@@ -306,8 +307,8 @@ static gcn_status add_field(gcn_reader *r, char *p)
     return GCN_OK;
 }
 
-/* The field starting at p, blanks trimmed off its end, runs to the end of
- * the line: the last field of a format with rest set. */
+/* Stores the last field of a format with rest set: it starts at p and
+ * runs to the end of the line, with trailing blanks trimmed. */
 static gcn_status add_rest(gcn_reader *r, char *p)
 {
     size_t len = strlen(p);

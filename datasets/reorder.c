@@ -432,8 +432,9 @@ static gcn_status keep_levels(nest *t, int n_levels, gcn_reorder *r)
     return GCN_OK;
 }
 
-/* Connected nodes, cut level by level from the coarsest size that leaves
- * two or more parts, then the isolated ones, cut into chunks alike. */
+/* Orders the connected nodes first, cutting them level by level, starting
+ * from the coarsest size that gives two or more parts.  The isolated nodes
+ * follow, cut level by level in the same way. */
 static gcn_status metis_order(gcn_ctx *ctx, const gcn_graph *g, const int32_t *sizes,
                               int n_sizes, uint32_t seed, const atomic_bool *stop,
                               gcn_reorder *r)

@@ -200,9 +200,10 @@ gcn_status gcn_ds_original(gcn_ctx *ctx, const gcn_dataset *ds, gcn_dataset *out
     return gcn_ds_permuted(ctx, ds, &inverse, out);
 }
 
-/* The reordering's community levels and prior order on a matrix of the
- * reordered graph, so the selector tries AdaptGear's subgraph kernels on
- * it, and rowsplit visiting the rows in their original order. */
+/* Attaches the reordering's community levels and the original node order
+ * to a matrix of the reordered graph.  With the levels, the selector tries
+ * AdaptGear's subgraph kernels on the matrix; with the original order, it
+ * tries rowsplit visiting the rows in that order. */
 gcn_status gcn_reorder_attach(gcn_ctx *ctx, const gcn_reorder *r, gcn_csr *a)
 {
     GCN_ARG(ctx, r && a);

@@ -119,8 +119,8 @@ static void sift_down(const parts *s, int32_t *heap, int32_t n, int32_t k)
     }
 }
 
-/* Deals the nodes iso[0, n), in order, each to the part lightest when it
- * comes. */
+/* Deals out the nodes iso[0, n) in order, giving each to the part that is
+ * lightest at that moment. */
 static gcn_status deal_isolated(parts *s, const int32_t *iso, int32_t n)
 {
     int32_t *heap = NULL;
@@ -138,9 +138,9 @@ static gcn_status deal_isolated(parts *s, const int32_t *iso, int32_t n)
     return GCN_OK;
 }
 
-/* part[] for every node: the connected ones (with a neighbour other than
- * themselves, in either direction) by METIS or in runs, then the others
- * dealt. */
+/* Sets part[] for every node.  Connected nodes (those with a neighbour
+ * other than themselves, in either direction) are split by METIS or cut
+ * into runs; the other nodes are then dealt out. */
 static gcn_status assign(parts *s, uint32_t seed)
 {
     int32_t n = s->g->n_nodes, *set = NULL, n_conn = 0;

@@ -1,9 +1,10 @@
-/* A training loop of one's own over several ranks: the karate club of
- * train_loop.c, its members split between two ranks (0-15 and 16-33), each
- * rank one context on its own thread holding only its members' rows.  The
- * products fetch the other rank's rows they need (the halo) and send their
- * gradients back; the gradients of the weights are summed over the ranks
- * before each step; so the two ranks train the model train_loop trains.
+/* A training loop of one's own over several ranks.  The karate club of
+ * train_loop.c is split between two ranks: members 0-15 and 16-33.  Each
+ * rank is one context on its own thread and holds only its own members'
+ * rows.  A product fetches the rows it needs from the other rank (the
+ * halo) and sends their gradients back, and the weights' gradients are
+ * summed over the ranks before each step.  So the two ranks together train
+ * the same model that train_loop trains.
  *
  *     make examples && build/examples/ranks_loop
  *
@@ -28,8 +29,9 @@ typedef struct shared {
     int correct[RANKS];         /* members of the rank classified right at the end */
 } shared;
 
-/* The rank's block of A with its halo, its identity feature rows, its
- * labels, and its leaders (the training rows) as local ids. */
+/* Builds what one rank holds: its block of A with the halo, its rows of
+ * the identity features, its labels, and its leaders (the training rows)
+ * as local ids. */
 typedef struct rank_data {
     gcn_csr *a;
     gcn_tensor *x;
@@ -78,8 +80,10 @@ static void rank_data_free(rank_data *d)
     gcn_index_free(&d->all);
 }
 
-/* logits = A relu(A X W1) W2 on the rank's rows, and the rank's share of
- * the loss: its leaders' cross-entropy over the two leaders of all ranks. */
+/* Computes logits = A relu(A X W1) W2 on the rank's rows, and the rank's
+ * share of the loss.  The loss is the mean cross-entropy over the two
+ * leaders, so a rank's share is its leaders' cross-entropy summed and
+ * divided by two. */
 static gcn_status step(gcn_ctx *ctx, const rank_data *d, gcn_tensor *w1, gcn_tensor *w2,
                        gcn_tensor **logits, gcn_tensor **loss)
 {

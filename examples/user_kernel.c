@@ -31,7 +31,8 @@ static gcn_status local_plan(gcn_ctx *ctx, const gcn_csr *a, int feat, void **pl
     return GCN_OK;
 }
 
-/* y (+)= A x, sums for up to 64 columns at a time kept in a local array. */
+/* y = A x, or y += A x when accumulating.  The sums of up to 64 columns at
+ * a time are kept in a local array. */
 static gcn_status local_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const float *x, float *y,
                             int feat, bool accumulate)
 {
@@ -64,7 +65,8 @@ static gcn_status local_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const fl
         }                                                                         \
     } while (0)
 
-/* y = A x through the context's current kernel choice, copied to host. */
+/* Computes y = A x with the kernel the context currently chooses, and
+ * copies y to the host. */
 static gcn_status product(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, float *host)
 {
     gcn_tensor *y = NULL;

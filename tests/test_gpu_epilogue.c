@@ -157,7 +157,7 @@ Test(gpu_epilogue, network_sized_operands)
 }
 
 /* Column sums finish in the tile kernel's last block when the partials are
- * few (core/cuda_cols.cuh, FUSED_FINISH_DOUBLES = 16K doubles), else in a
+ * few (core/ops/cols.cuh, FUSED_FINISH_DOUBLES = 16K doubles), else in a
  * second launch.  Shapes around that: a graph-classification batch; 64
  * chunks of 32 rows in float4s, the bound for two terms, over two column
  * tiles, the second of four columns; one chunk more, where the statistics

@@ -116,7 +116,7 @@ static void check_bn(gpu_pair *p, int64_t r, int64_t c)
 
 /* 8,192 and 8,193 rows of 33 columns: 256 and 257 chunks, either side of
  * the bound under which the two-term gradient sums finish in one launch
- * (core/cuda_cols.cuh); one-term sums take one launch on both. */
+ * (core/ops/cols.cuh); one-term sums take one launch on both. */
 Test(gpu_nn, batchnorm)
 {
     GPU_REQUIRED();

@@ -1,4 +1,4 @@
-/* Ops on bf16 operands (core/mixed.c and the bf16 SpMM): each stored bf16
+/* Ops on bf16 operands (core/ops/bf16_mixed.c and the bf16 SpMM): each stored bf16
  * tensor must be the fp32 computation on the widened operands rounded
  * once, on awkward shapes; products checked against a float64 reference
  * with a stated bound; gradients through the bf16 path against fp32's.

@@ -14,7 +14,7 @@
 
 #include "alloc_count.h"
 #include "core/internal.h"
-#include "core/ops_cpu.h"
+#include "core/ops/cpu.h"
 #include "core/parallel.h"
 #include "dataset_helpers.h"
 #include "helpers.h"

@@ -11,10 +11,13 @@
 
 #include "gcntrain/gcntrain.h"
 
-static const char usage[] =
+/* The usage text: its head, the options shared with gcnbench train
+ * (config_options.h), then the rest. */
+static const char usage_head[] =
     "usage: gcntrain CONFIG [options]\n"
-    "  --dataset NAME|PATH   dataset name, folder, graph file or generator (default: synthetic)\n"
-    "  --root DIR            where dataset names resolve (default: the config's, else data)\n"
+    "  --dataset NAME|PATH   dataset name, folder, graph file or generator (default: synthetic)\n";
+
+static const char usage_tail[] =
     "  --no-download         never download: a named dataset missing under the root is an\n"
     "                        error (default: downloaded on first use: ogbn-arxiv, cora,\n"
     "                        tu:NAME, ...; the config's dataset.download)\n"
@@ -23,47 +26,12 @@ static const char usage[] =
     "                        else each publisher's): URL/ogb/arxiv.zip, URL/tu/NAME.zip,\n"
     "                        URL/planetoid/ind.cora.x, ...\n"
     "  --download-timeout S  give up a download after S seconds without data (default 60)\n"
-    "  --cache-dir DIR       keep dataset caches and the reorderings of generated graphs\n"
-    "                        (METIS, parts) in DIR (default: each dataset's processed/)\n"
     "  --epochs N --runs R --seed S\n"
     "                        override the configuration (run r uses seed S + r)\n"
-    "  --device cpu|cuda|cuda:N|auto\n"
-    "  --precision fp32|tf32|bf16\n"
-    "                        fp32, tf32 matmuls, or bf16 storage of features, activations\n"
-    "                        and their gradients, bf16 matmuls summing in fp32, fp32\n"
-    "                        parameters, statistics and loss\n"
-    "                        (default: the config's precision)\n"
-    "  --threads N           CPU threads (default: the config's, else 0: the CPUs the\n"
-    "                        process may use, its affinity and cgroup quota; shared out\n"
-    "                        between ranks)\n"
-    "  --ranks N             partition the graph over N ranks on the one --device (the\n"
-    "                        local transport): the single-device model, every rank's code\n"
-    "  --gpus N              partition the graph over N GPUs (from --device's), one rank\n"
-    "                        each, joined by NCCL (libnccl.so.2, or GCN_NCCL_LIBRARY)\n"
-    "  --spmm MODE           auto (the adaptive selector, the default), auto-deterministic,\n"
-    "                        a kernel name (rowsplit) or a strategy (intra_smem@256,\n"
-    "                        intra_smem+inter_csr@256)\n"
-    "  --reorder SPEC        auto (the default: on a GPU, training starts on the order as\n"
-    "                        loaded while metis:256,4096 is computed on a host thread,\n"
-    "                        then keeps whichever order trains an epoch faster, a\n"
-    "                        decision saved beside the dataset cache; the CPU keeps the\n"
-    "                        order as loaded), none, degree, metis\n"
-    "                        (community sizes 16,256,4096), metis:S[,S...], parts:N (the\n"
-    "                        partition of N ranks; with --ranks N or --gpus N, auto) or\n"
-    "                        parts:N:nnz (balanced by non-zeros; :nnz+K: each node weighs\n"
-    "                        its non-zeros + K), parts:N:range (no METIS: N runs of the\n"
-    "                        node order)\n"
     "  --reorder-switch-at K start on the order as loaded and switch to --reorder's (auto:\n"
     "                        metis:256,4096) after epoch K, untimed, waiting for it\n"
     "  --spmm-choices FILE   load the selector's choices from FILE if it exists (and skip\n"
     "                        profiling), else write them there once locked\n"
-    "  --cuda-graph on|off   replay steady-state epochs as one CUDA graph (default: the\n"
-    "                        config's cuda_graph, on)\n"
-    "  --sparse-input on|off input features that are mostly zeros go to the first\n"
-    "                        layer as a sparse matrix (default: the config's\n"
-    "                        sparse_input, on)\n"
-    "  --features random:D|degree|file|none\n"
-    "                        substitute node features (e.g. for ogbn-arxiv without node-feat)\n"
     "  --log FILE.jsonl      one JSON object per epoch, written as the epoch ends, one per\n"
     "                        run (its best-validation epoch) and a summary; FILE must be new\n"
     "  --force               replace an existing --log FILE\n"
@@ -143,18 +111,17 @@ static bool parse_flag(const char *o, args *a)
 /* The options with a value; false for an unknown option or a bad value. */
 static bool parse_value(const char *o, const char *v, args *a)
 {
-    static const char *const names[] = {"--dataset", "--root", "--device", "--spmm",
-                                        "--reorder", "--spmm-choices", "--cuda-graph",
-                                        "--sparse-input", "--features", "--log", "--save", "--resume",
-                                        "--export-data", "--predict", "--folds-file",
-                                        "--protocol", "--threads", "--ranks", "--gpus",
-                                        "--cache-dir", "--mirror", "--precision"};
-    const char **fields[] = {&a->dataset, &a->root, &a->device, &a->spmm,
-                             &a->reorder, &a->spmm_choices, &a->cuda_graph,
-                             &a->sparse_input, &a->features, &a->log, &a->save, &a->resume,
-                             &a->export_dir, &a->predict, &a->folds_file,
-                             &a->protocol, &a->threads, &a->ranks, &a->gpus, &a->cache_dir,
-                             &a->mirror, &a->precision};
+    int k = cli_config_option_find(o);
+    if (k >= 0) {
+        a->set[k] = v;
+        return true;
+    }
+    static const char *const names[] = {"--dataset", "--spmm-choices", "--log", "--save",
+                                        "--resume", "--export-data", "--predict",
+                                        "--folds-file", "--protocol", "--mirror"};
+    const char **fields[] = {&a->dataset, &a->spmm_choices, &a->log, &a->save, &a->resume,
+                             &a->export_dir, &a->predict, &a->folds_file, &a->protocol,
+                             &a->mirror};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(o, names[i])) {
             *fields[i] = v;
@@ -184,7 +151,7 @@ static int check_combinations(const args *a)
         return usage_error("%s needs --resume CHECKPOINT", "--eval-only");
     if (a->eval_only && a->save)
         return usage_error("%s trains nothing to --save", "--eval-only");
-    if (a->ranks && a->gpus)
+    if (a->set[CLI_RANKS] && a->set[CLI_GPUS])
         return usage_error("%s: --ranks runs every rank on one device, --gpus one rank per "
                            "GPU; give one", "--ranks with --gpus");
     if (a->download && a->no_download)
@@ -203,7 +170,9 @@ static int parse_args(int argc, char **argv, args *a)
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
-            fputs(usage, stdout);
+            fputs(usage_head, stdout);
+            cli_config_options_help(stdout);
+            fputs(usage_tail, stdout);
             return -1;
         }
         if (!strcmp(o, "--version")) {
@@ -238,19 +207,7 @@ static int apply_args(const args *a, gcn_model_config *cfg)
     if (a->epochs > 0) cfg->epochs = (int)a->epochs;
     if (a->runs > 0) cfg->runs = (int)a->runs;
     if (a->seed >= 0) cfg->seed = (uint64_t)a->seed;
-    const char *keys[] = {"device", "spmm", "features", "reorder", "root", "cuda_graph",
-                          "sparse_input", "threads", "ranks", "devices", "cache_dir",
-                          "precision"};
-    const char *values[] = {a->device,  a->spmm, a->features, a->reorder,
-                            a->root, a->cuda_graph, a->sparse_input, a->threads, a->ranks,
-                            a->gpus, a->cache_dir, a->precision};
-    char err[512];
-    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
-        if (values[i] && gcn_model_config_set(cfg, keys[i], values[i], err, sizeof err) != GCN_OK) {
-            fprintf(stderr, "gcntrain: --%s\n", err);
-            return EXIT_INPUT;
-        }
-    return 0;
+    return cli_config_options_apply(cfg, a->set, "gcntrain") ? 0 : EXIT_INPUT;
 }
 
 /* Options for one kind of model only: cross-validation for graph-level
@@ -311,7 +268,7 @@ static int check_outputs(session *s)
                {"--spmm-choices", a->spmm_choices, OUTPUT_FILE, true},
                {"--folds-file", a->folds_file, OUTPUT_FILE, true},
                {"--export-data", a->export_dir, OUTPUT_DIR, false},
-               {"--cache-dir", a->cache_dir, OUTPUT_DIR, false}};
+               {"--cache-dir", a->set[CLI_CACHE_DIR], OUTPUT_DIR, false}};
     enum { N = sizeof out / sizeof *out };
     for (int i = 0; i < N; i++) {
         struct stat st;

@@ -1,13 +1,14 @@
-/* gcnbench select: the AdaptGear selector as training runs it, against an
- * exhaustive oracle.  Per graph: the graph reordered (METIS communities by
- * default) with its levels attached; per width F: the selector's call site
- * profiled on real products until it locks, then every candidate timed
- * (checked against a float64 reference first; three passes, the lowest
- * median kept; a sample of a product of a few microseconds holds several
- * back-to-back runs, as the selector's do), and the pick's time over the
- * oracle's and over cuSPARSE on the original order (also two passes, each
- * with its own plan, one before the selector runs and one after the
- * oracle). */
+/* gcnbench select: compares the AdaptGear selector, run as training runs
+ * it, with an exhaustive oracle.  Each graph is reordered (by METIS
+ * communities by default) and its community levels attached.  For each
+ * width F, the selector's call site runs real products until it locks in;
+ * then every candidate is checked against a float64 reference and timed
+ * in three passes, keeping the lowest median.  A sample of a product that
+ * takes a few microseconds holds several back-to-back runs, as the
+ * selector's samples do.  The result is the pick's time over the oracle's,
+ * and over cuSPARSE's on the original order; cuSPARSE is timed in two
+ * passes, each with its own plan, one before the selector runs and one
+ * after the oracle. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,11 +220,11 @@ static gcn_status run_batch(gcn_ctx *ctx, void *user)
     return GCN_OK;
 }
 
-/* Median ms a run of `reps` timed samples of fn, each sample holding as
- * many back-to-back runs as the selector's samples of a's product at width
- * feat (gcn_spmm_sample_runs), so that the oracle and the selector time a
- * product of a few microseconds alike; one run a sample with --flush,
- * which flushes L2 before each. */
+/* Times `reps` samples of fn and returns the median milliseconds per run.
+ * Each sample holds as many back-to-back runs as the selector's samples of
+ * a's product at width feat (gcn_spmm_sample_runs), so that the oracle and
+ * the selector time a product of a few microseconds the same way.  With
+ * --flush, which flushes L2 before each sample, a sample is one run. */
 static gcn_status median_ms(sel_bench *b, const gcn_csr *a, int feat, gcn_bench_fn fn,
                             void *user, double *ms)
 {
@@ -270,10 +271,11 @@ static gcn_status run_kernel(gcn_ctx *ctx, void *user)
     return k->impl->run(ctx, k->plan, k->a, k->x, k->y, k->feat, false);
 }
 
-/* One pass of a baseline with a plan of its own, *ms keeping the lower
- * median (NAN before the first).  A case takes two, apart in time:
- * cuSPARSE's plan picks its algorithm by timing, and one disturbed pick
- * (or stretch of time) must not make the baseline slower than it is. */
+/* Times one pass of a baseline with a plan of its own; *ms keeps the lower
+ * of its median and the earlier passes' (NAN before the first).  A case
+ * runs two passes at different times: cuSPARSE's plan picks its algorithm
+ * by timing, and one disturbed pick, or one disturbed stretch of time,
+ * must not make the baseline look slower than it is. */
 static gcn_status baseline(sel_bench *b, const char *name, const sel_graph *g, sel_ops *op,
                            double *ms)
 {
@@ -319,8 +321,9 @@ static gcn_status spin_up(sel_bench *b, const sel_graph *g, sel_ops *op)
     return st;
 }
 
-/* The selector as training runs it: products through the call site until
- * it locks; *calls and *ms of wall time (synchronised) it took. */
+/* Runs the selector as training does: products through the call site
+ * until it locks in.  *calls and *ms receive how many products and how
+ * much wall time (synchronised) that took. */
 static gcn_status profile(sel_bench *b, const sel_graph *g, sel_ops *op, gcn_spmm_site **site,
                           int *calls, double *ms)
 {

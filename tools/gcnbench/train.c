@@ -8,33 +8,33 @@
 
 #include "train.h"
 
-/* Warm-up epochs after the selector locked while the trainer has not yet
- * replayed a captured epoch (it captures the second locked one). */
+/* The most warm-up epochs run after the selector has locked in, while the
+ * trainer has not yet replayed a captured CUDA graph (it captures the
+ * second epoch after locking). */
 enum { MAX_GRAPH_WARMUP = 3 };
 
 /* Epochs profiled for the breakdown, after the timed ones (fewer when
  * --epochs is smaller). */
 enum { BREAKDOWN_EPOCHS = 20 };
 
-static const char help[] =
-    "usage: gcnbench train CONFIG --dataset SPEC [--dataset SPEC ...] [--root DIR]\n"
-    "                      [--features SPEC] [--epochs N] [--warmup N]\n"
-    "                      [--precision fp32|tf32|bf16]\n"
-    "                      [--seed S] [--spmm NAME] [--reorder SPEC] [--device cuda|cpu]\n"
-    "                      [--cuda-graph on|off] [--sparse-input on|off] [--threads N]\n"
-    "                      [--ranks N | --gpus N] [--cache-dir DIR] [--out FILE.jsonl]\n"
-    "                      [--no-breakdown]\n"
+/* The help text: its head, the options shared with gcntrain
+ * (config_options.h), then the definitions. */
+static const char help_head[] =
+    "usage: gcnbench train CONFIG --dataset SPEC [--dataset SPEC ...] [--epochs N]\n"
+    "                      [--warmup N] [--seed S] [--out FILE.jsonl] [--no-breakdown]\n"
+    "                      [OPTIONS]\n"
     "  Trains the model of CONFIG (models/*.json) on each dataset as gcntrain does: W\n"
     "  warm-up epochs (--warmup, default 10; more while the SpMM selector is still\n"
     "  profiling, up to 1000, and up to 3 more until one replays as a CUDA graph:\n"
     "  \"warmup\" says how many ran), then N timed epochs\n"
     "  (--epochs, default 200), and writes one JSON line per dataset on stdout,\n"
-    "  appended to --out FILE once every dataset has run.  --root, --features,\n"
-    "  --precision, --spmm, --reorder, --device, --cuda-graph, --sparse-input,\n"
-    "  --threads (CPU threads, \"threads\" in the line), --ranks, --gpus, --cache-dir\n"
-    "  (dataset caches and generated graphs' reorderings) and --seed override the\n"
-    "  configuration.  sparse_input: the non-zeros of the input features when the\n"
-    "  first layer takes them as a sparse matrix (mostly zeros), else null.\n"
+    "  appended to --out FILE once every dataset has run.  --seed S and these\n"
+    "  OPTIONS override the configuration (--ranks and --gpus exclude each other):\n";
+
+static const char help_tail[] =
+    "  In each line, threads is the CPU threads used, and sparse_input the non-zeros\n"
+    "  of the input features when the first layer takes them as a sparse matrix\n"
+    "  (mostly zeros), else null.\n"
     "  Times are medians over the timed epochs: epoch_ms = train_ms + eval_ms, each\n"
     "  device-synchronised; epoch_ms_min their minimum.  cuda_graph: whether every\n"
     "  timed epoch replayed a captured CUDA graph (the default once the selector has\n"
@@ -97,22 +97,9 @@ static bool parse_count(const char *s, long lo, long *out)
     return true;
 }
 
-/* The options that set a configuration key of the same name. */
-static const char *const set_keys[N_SETS] = {"root", "features", "precision", "spmm", "reorder",
-                                             "device", "cuda_graph", "sparse_input",
-                                             "threads", "ranks", "devices", "cache_dir"};
-static const char *const set_options[N_SETS] = {"root", "features", "precision", "spmm",
-                                                "reorder", "device", "cuda-graph", "sparse-input",
-                                                "threads", "ranks", "gpus", "cache-dir"};
-
 /* The value v of option --name; 0 or an exit status. */
 static int take_value(train_opts *o, const char *name, const char *v)
 {
-    for (int k = 0; k < N_SETS; k++)
-        if (!strcmp(name, set_options[k])) {
-            o->set[k] = v;
-            return 0;
-        }
     if (!strcmp(name, "dataset")) {
         if (o->n_datasets == GCNBENCH_MAX_LIST)
             return bad("more than %d datasets", GCNBENCH_MAX_LIST);
@@ -134,12 +121,10 @@ static int take_value(train_opts *o, const char *name, const char *v)
     return 0;
 }
 
+/* The options of gcnbench train's own that take a value. */
 static bool takes_value(const char *a)
 {
-    static const char *const names[] = {"--root", "--features", "--precision", "--spmm",
-                                        "--reorder", "--device", "--cuda-graph", "--sparse-input",
-                                        "--dataset", "--ranks", "--gpus", "--cache-dir",
-                                        "--out", "--seed", "--epochs", "--warmup", "--threads"};
+    static const char *const names[] = {"--dataset", "--out", "--seed", "--epochs", "--warmup"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(a, names[i]))
             return true;
@@ -154,19 +139,24 @@ static int parse_args(int argc, char **argv, train_opts *o)
         const char *a = argv[i];
         int rc = 0;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(help, stdout);
+            fputs(help_head, stdout);
+            cli_config_options_help(stdout);
+            fputs(help_tail, stdout);
             return -1;
         }
+        int k = cli_config_option_find(a);
         if (!strcmp(a, "--no-breakdown"))
             o->breakdown = false;
         else if (a[0] != '-' && !o->config)
             o->config = a;
         else if (a[0] != '-')
             rc = bad("unexpected argument '%s'", a);
-        else if (!takes_value(a))
+        else if (k < 0 && !takes_value(a))
             rc = bad("unknown option '%s'", a);
         else if (i + 1 >= argc)
             rc = bad("%s needs a value", a);
+        else if (k >= 0)
+            o->set[k] = argv[++i];
         else
             rc = take_value(o, a + 2, argv[++i]);
         if (rc)
@@ -176,12 +166,13 @@ static int parse_args(int argc, char **argv, train_opts *o)
         return bad("missing CONFIG");
     if (o->n_datasets == 0)
         return bad("missing --dataset SPEC");
-    if (o->set[9] && o->set[10])
+    if (o->set[CLI_RANKS] && o->set[CLI_GPUS])
         return bad("--ranks runs every rank on one device, --gpus one rank per GPU; give one");
     return 0;
 }
 
-/* The configuration with the command line over it, and its context. */
+/* Loads the configuration, applies the command line over it and opens
+ * its context. */
 static int open_bench(train_bench *b)
 {
     char err[512];
@@ -189,12 +180,8 @@ static int open_bench(train_bench *b)
         fprintf(stderr, "gcnbench train: %s\n", err);
         return EXIT_INPUT;
     }
-    for (int k = 0; k < N_SETS; k++)
-        if (b->o.set[k] &&
-            gcn_model_config_set(&b->cfg, set_keys[k], b->o.set[k], err, sizeof err) != GCN_OK) {
-            fprintf(stderr, "gcnbench train: --%s\n", err);
-            return EXIT_INPUT;
-        }
+    if (!cli_config_options_apply(&b->cfg, b->o.set, "gcnbench train"))
+        return EXIT_INPUT;
     if (b->o.seed >= 0)
         b->cfg.seed = (uint64_t)b->o.seed;
     const char *base = strrchr(b->o.config, '/') ? strrchr(b->o.config, '/') + 1 : b->o.config;
@@ -248,8 +235,8 @@ static bool alloc_measured(measured *m, int n)
     return ok;
 }
 
-/* One epoch: a warm-up one (e < 0), timed one e, or, with profile, profiled
- * one e. */
+/* Runs one epoch: a warm-up epoch when e < 0, else timed epoch e, or,
+ * with profile, profiled epoch e. */
 static gcn_status epoch(train_bench *b, gcn_trainer *tr, measured *m, int e, bool profile,
                         gcn_epoch_stats *stats)
 {

@@ -5,8 +5,9 @@
 #define GCNBENCH_TRAIN_H
 
 #include "bench.h"
+#include "tools/common/config_options.h"
 
-enum { EXIT_RUNTIME = 1, EXIT_INPUT = 2, MAX_EPOCHS = 1000000, N_SETS = 12 };
+enum { EXIT_RUNTIME = 1, EXIT_INPUT = 2, MAX_EPOCHS = 1000000 };
 
 /* Warm-up epochs beyond --warmup while the selector is still profiling. */
 enum { MAX_EXTRA_WARMUP = 1000 };
@@ -15,7 +16,7 @@ typedef struct train_opts {
     const char *config, *out;
     const char *datasets[GCNBENCH_MAX_LIST];
     int n_datasets;
-    const char *set[N_SETS]; /* values for set_keys, NULL where not given */
+    const char *set[N_CLI_CONFIG]; /* the shared options' values, NULL where not given */
     long epochs, warmup;
     long long seed; /* -1: the configuration's */
     bool breakdown;
@@ -60,9 +61,9 @@ static inline double train_mib(double bytes)
     return bytes / (1024.0 * 1024.0);
 }
 
-/* The dataset trained on the configuration's ranks (--ranks or --gpus): its
- * warm-up and timed epochs, each rank's peak and traffic into *m.  Returns
- * an exit status after saying why on failure. */
+/* Trains the dataset on the configuration's ranks (--ranks or --gpus):
+ * warm-up and timed epochs, with each rank's peak and traffic written to
+ * *m.  Returns an exit status after saying why on failure. */
 int train_run_ranks(train_bench *b, const char *spec, measured *m);
 
 /* The line's multi-rank keys (ranks, transport, rank_peak_mib, comm). */

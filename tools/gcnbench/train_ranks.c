@@ -34,8 +34,8 @@ static bool all_locked(gcn_trainer **trainers, int n)
     return true;
 }
 
-/* The epochs on every rank (warm-up, then timed, with the traffic of the
- * timed ones); trainers made by the caller. */
+/* Runs the epochs on every rank, warm-up then timed, and records the
+ * traffic of the timed ones.  The caller makes the trainers. */
 static gcn_status rank_epochs(train_bench *b, gcn_ranks *g, gcn_trainer **trainers, measured *m)
 {
     int n = gcn_ranks_count(g);
@@ -74,8 +74,8 @@ static gcn_status rank_epochs(train_bench *b, gcn_ranks *g, gcn_trainer **traine
     return GCN_OK;
 }
 
-/* run_dataset on the configuration's ranks: the dataset reordered by its
- * partition, one trainer per rank. */
+/* run_dataset on the configuration's ranks: reorders the dataset by its
+ * partition and trains one trainer per rank. */
 int train_run_ranks(train_bench *b, const char *spec, measured *m)
 {
     gcn_dataset *ds = NULL;
@@ -124,7 +124,8 @@ done:
     return rc;
 }
 
-/* ",\"name\":[v_0,...]" for each rank's value of per-epoch figure fn. */
+/* Writes ",\"name\":[v_0,...]": each rank's value of the per-epoch figure
+ * that fn computes. */
 static void rank_array(FILE *f, const char *name, const measured *m, int epochs,
                        double (*fn)(const measured *m, int k, int epochs))
 {
@@ -162,8 +163,8 @@ static double compute_ms(const measured *m, int k, int epochs)
     return med - exchange_ms(m, k, epochs) - allreduce_ms(m, k, epochs);
 }
 
-/* The ranks, their peaks and traffic per timed epoch (null parts for one
- * context). */
+/* Writes the multi-rank keys: the ranks, their peaks and their traffic per
+ * timed epoch (null values for a run on one context). */
 void train_write_comm(const train_bench *b, const measured *m, FILE *f)
 {
     int epochs = (int)b->o.epochs;

@@ -92,9 +92,10 @@ static void log_fold_epoch(session *s, int32_t f, const gcn_epoch_stats *e)
              e->eval_ms);
 }
 
-/* Fold f's best-validation epoch (its pick under errica) and its best
- * test-fold epoch (shown for both), 1-based, the first of ties, over the
- * first c->epochs that are known. */
+/* Finds two epochs of fold f, counted from 1: the one with the best
+ * validation accuracy (errica picks it) and the one with the best test
+ * accuracy (printed under both protocols).  Only the first c->epochs
+ * epochs with known accuracies are searched; a tie goes to the earlier. */
 static void pick(const cv *c, int32_t f, int stride, int *by_valid, int *by_test)
 {
     const double *v = c->valid + (size_t)f * (size_t)stride;
@@ -110,11 +111,12 @@ static void pick(const cv *c, int32_t f, int stride, int *by_valid, int *by_test
     *by_test = bt + 1;
 }
 
-/* --resume: fold f's trainer from the checkpoint, which must be of this
- * fold's split and of no more epochs than asked for.  Of the epochs it
- * trained, the tables know the accuracies of its best so far only (the
- * last one under gin, which has no validation graphs); under gin with
- * --predict that epoch's predictions go to the history. */
+/* --resume: loads fold f's trainer from the checkpoint.  The checkpoint
+ * must come from this fold's split and must not have trained more epochs
+ * than asked for.  Of the epochs it trained, only its best so far has
+ * known accuracies in the tables (under gin, which has no validation
+ * graphs, that is the last one); under gin with --predict, that epoch's
+ * predictions are added to the history. */
 static int resume_fold(session *s, cv *c, int32_t f, gcn_trainer *tr)
 {
     gcn_status st = gcn_trainer_load(s->ctx, tr, s->a.resume);
@@ -147,9 +149,10 @@ static int resume_fold(session *s, cv *c, int32_t f, gcn_trainer *tr)
     return 0;
 }
 
-/* The epochs of fold f from where its trainer is, until the last or a
- * signal (s->stop; *done the epochs trained then); a checkpoint every
- * --save-every epochs and at the end, and the history --predict keeps. */
+/* Trains fold f from the trainer's current epoch until the last epoch,
+ * or until a signal sets s->stop; *done is then the number of epochs
+ * trained.  Saves a checkpoint every --save-every epochs and at the end,
+ * and records the predictions --predict needs. */
 static int fold_epochs(session *s, cv *c, int32_t f, gcn_trainer *tr, int *done)
 {
     int rc, saved = *done = gcn_trainer_epochs_done(tr);
@@ -175,9 +178,10 @@ static int fold_epochs(session *s, cv *c, int32_t f, gcn_trainer *tr, int *done)
     return s->a.save && *done > saved ? save_checkpoint(s, tr) : 0;
 }
 
-/* One outer fold: its split, a fresh model from seed + fold (or the
- * --resume checkpoint's), its epochs (*done of them before a signal), and
- * under errica its best-validation model's predictions. */
+/* Runs one outer fold: sets its split, builds a fresh model from seed +
+ * fold (or loads the --resume checkpoint) and trains it; *done is the
+ * number of epochs trained before any signal.  Under errica it also keeps
+ * the predictions of the fold's best-validation model. */
 static int train_fold(session *s, cv *c, int32_t f, int *done)
 {
     gcn_trainer *tr = NULL;
@@ -222,9 +226,9 @@ static void mean_std(const double *v, int n, double *mean, double *std)
     *std = sqrt(var);
 }
 
-/* The gin protocol's epoch (1-based): the best mean test-fold accuracy
- * over the folds run, the first of ties (a resumed fold's unknown epochs
- * never win). */
+/* The epoch the gin protocol reports, counted from 1: the one with the
+ * best test accuracy averaged over the folds that ran.  A tie goes to the
+ * earlier epoch, and epochs a resumed fold has no accuracy for never win. */
 static int gin_epoch(const session *s, const cv *c, int n_folds)
 {
     int stride = s->cfg.epochs, best = 1;
@@ -301,7 +305,8 @@ static void report(session *s, const cv *c, int n_folds, int protocol_epoch)
              s->stop ? ",\"interrupted\":true" : "");
 }
 
-/* --predict once every fold has run: the protocol's models' predictions. */
+/* --predict, once every fold has run: writes the predictions of the
+ * models the protocol selects. */
 static int write_predictions(session *s, cv *c, int protocol_epoch)
 {
     char which[96];
@@ -343,7 +348,7 @@ int train_folds(session *s)
     for (int32_t f = c.first; f <= c.last && rc == 0 && !s->stop; f++) {
         int epochs = 0;
         rc = train_fold(s, &c, f, &epochs);
-        if (epochs > 0) { /* a fold a signal cut short counts with the epochs all ran */
+        if (epochs > 0) { /* a fold cut short by a signal counts, over the epochs all folds ran */
             n_folds++;
             c.epochs = epochs < c.epochs ? epochs : c.epochs;
         }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "gcn.h"
+#include "tools/common/config_options.h"
 
 /* The exit codes (gcntrain --help, README.md); an interrupted run exits
  * with 128 + the signal's number: 130 for SIGINT, 143 for SIGTERM. */
@@ -24,10 +25,10 @@ enum {
 typedef enum phase { PHASE_INPUT, PHASE_TRAIN, PHASE_OUTPUT } phase;
 
 typedef struct args {
-    const char *config, *dataset, *root, *device, *spmm, *features, *reorder, *cuda_graph,
-                *sparse_input, *precision;
+    const char *config, *dataset;
+    const char *set[N_CLI_CONFIG]; /* the shared options' values, NULL where not given */
     const char *log, *save, *resume, *export_dir, *spmm_choices, *predict;
-    const char *folds_file, *protocol, *threads, *ranks, *gpus, *cache_dir;
+    const char *folds_file, *protocol;
     const char *mirror; /* --mirror: the datasets' base address */
     long epochs, runs, save_every, folds, fold; /* folds, fold: -1 when not given */
     long download_timeout; /* seconds; 0: the library's default */
@@ -99,12 +100,13 @@ int check_resumed_epochs(session *s, int done);
  * code after saying why. */
 int export_data(session *s);
 
-/* One epoch of tr, its times added to the session's; s->stop set (and no
- * epoch run) when a signal is pending.  0 or an exit status. */
+/* Trains one epoch of tr and adds its times to the session's.  When a
+ * signal is pending it sets s->stop instead and runs no epoch.  Returns 0
+ * or an exit status. */
 int next_epoch(session *s, gcn_trainer *tr, gcn_epoch_stats *es);
 
-/* The --save-every checkpoint after `epoch`, when one is due (*saved =
- * epoch).  0 or an exit status. */
+/* Writes the --save-every checkpoint after `epoch` when one is due, and
+ * then sets *saved to epoch.  Returns 0 or an exit status. */
 int save_every(session *s, const gcn_trainer *tr, int epoch, int *saved);
 
 /* A run's end: where a signal stopped it, or its best-validation result
@@ -141,8 +143,9 @@ void order_end(session *s);
 
 /* ---- ranks.c ---- */
 
-/* --gpus N (NCCL ranks): the context is on a GPU and N GPUs from its on
- * exist; else says why and returns EXIT_INPUT. */
+/* --gpus N (one NCCL rank per GPU): checks that the context is on a GPU
+ * and that N GPUs exist counting from that one; else says why and returns
+ * EXIT_INPUT. */
 int check_gpus(session *s);
 
 /* Every run on the configuration's ranks (--ranks N, --gpus N), then the
@@ -158,14 +161,16 @@ int train_folds(session *s);
 
 /* ---- fold_predict.c ---- */
 
-/* --predict of a cross-validation: every graph of the folds run, from the
- * model of the fold it is a test graph of that the protocol selects. */
+/* --predict of a cross-validation: a prediction for every test graph of
+ * the folds that ran, each made by the model the protocol selects for the
+ * fold that tests it. */
 typedef struct fold_preds {
     int32_t n_graphs, n_classes;
     int32_t *classes;          /* [n_graphs]: the predictions to write */
     float *probs;              /* [n_graphs * n_classes] */
     int epochs;                /* gin: the history's epochs (the configuration's) */
-    int32_t *hist_classes;     /* gin: [epochs][n_graphs] each epoch's of its test graphs */
+    int32_t *hist_classes;     /* gin: [epochs][n_graphs] each epoch's predictions of the
+                                * test graphs */
     float *hist_probs;         /* gin: [epochs][n_graphs][n_classes] */
     int32_t *scratch_classes;  /* [n_graphs]: a trainer's rows, then the rows written */
     float *scratch_probs;      /* [n_graphs * n_classes] */

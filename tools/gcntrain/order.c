@@ -84,8 +84,8 @@ static void write_decision(session *s, bool reorder, const double ms[2])
     signals_hold(false);
 }
 
-/* The dataset renumbered by the job (waiting for it), in place of the
- * session's; 0 or an exit code. */
+/* Waits for the reordering job and gives the dataset it renumbered,
+ * which is to replace the session's.  Returns 0 or an exit code. */
 static int take_reordered(session *s, gcn_dataset **out)
 {
     gcn_status st = gcn_reorder_job_take(s->ctx, s->order_job, out);
@@ -151,9 +151,10 @@ static int switch_to_reordered(session *s, gcn_trainer *tr)
     return rc;
 }
 
-/* The decision made: the staged order goes, the session keeps the
- * dataset of the order chosen (later runs start on it), the selector's
- * choices are saved again for its matrices. */
+/* Acts on the decision: the trainer drops the order it no longer needs,
+ * the session keeps the dataset in the chosen order (later runs start on
+ * it), and the decision is printed, logged and saved.  The selector's
+ * choices will be saved again for the final matrices. */
 static int decided(session *s, int run, gcn_trainer *tr, int epoch, bool reorder)
 {
     gcn_status st;
@@ -178,7 +179,7 @@ static int decided(session *s, int run, gcn_trainer *tr, int epoch, bool reorder
              json_string(spec, sizeof spec, metis_spec(s)), t->median_ms[0], t->median_ms[1],
              t->noise_ms, t->n[0], t->n[1]);
     write_decision(s, reorder, t->median_ms);
-    s->spmm_reported = false; /* the final matrices' table and plan */
+    s->spmm_reported = false; /* print the selector's table again for the final matrices */
     free(s->choices);
     s->choices = NULL;
     s->trial_on = false;

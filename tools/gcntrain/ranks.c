@@ -8,8 +8,8 @@
 
 #include "gcntrain.h"
 
-/* Each rank's rows, halo and the edges cut, from the blocks the trainers
- * hold. */
+/* Prints how the graph was cut, and for each rank its own nodes, its halo
+ * nodes and its stored entries, read from the blocks the trainers hold. */
 static void print_partition(session *s, gcn_ranks *g, gcn_trainer **trainers)
 {
     int n = gcn_ranks_count(g);
@@ -32,8 +32,8 @@ static void print_partition(session *s, gcn_ranks *g, gcn_trainer **trainers)
     fflush(stdout);
 }
 
-/* One kind of collective per epoch: rank 0's calls, MiB and ms, and the
- * least and most ms of any rank. */
+/* Prints one kind of collective per epoch: rank 0's calls, MiB and ms,
+ * and the fewest and most ms that any rank spent on it. */
 static void print_per_epoch(const char *what, int64_t calls, int64_t bytes, double ms,
                             double min_ms, double max_ms, int epochs)
 {
@@ -42,7 +42,7 @@ static void print_per_epoch(const char *what, int64_t calls, int64_t bytes, doub
            min_ms / epochs, max_ms / epochs);
 }
 
-/* Rank 0's exchanges of each layer that had any, per epoch. */
+/* Prints rank 0's halo exchanges per epoch, for each layer that had any. */
 static void print_layers(int epochs, const gcn_comm_stats *layers)
 {
     for (int l = 1; l < GCN_COMM_MAX_LAYERS; l++)
@@ -53,7 +53,8 @@ static void print_layers(int epochs, const gcn_comm_stats *layers)
                    layers[l].exchange_ms / epochs);
 }
 
-/* Rank 0's traffic of each layer that had any, as a JSON array. */
+/* Writes rank 0's traffic as a JSON array, one entry for each layer that
+ * had any. */
 static void layers_json(const gcn_comm_stats *layers, char *buf, size_t size)
 {
     size_t used = (size_t)snprintf(buf, size, "[");
@@ -74,11 +75,12 @@ static void layers_json(const gcn_comm_stats *layers, char *buf, size_t size)
         snprintf(buf + used, size - used, "]");
 }
 
-/* What rank 0 moved, halo rows and all-reduced buffers, in all and per
- * epoch (epochs: those trained over every run), with the transfer times
- * (gcn_comm_stats: host time of the local transport's copies, device time
- * of NCCL's collectives with the waits for peers), by layer for the
- * exchanges. */
+/* Prints what rank 0 sent and received: halo rows and all-reduced
+ * buffers, in total and per epoch (`epochs` counts the epochs of every
+ * run), with the time the transfers took.  Times are gcn_comm_stats's: on
+ * the local transport the host time of the copies, over NCCL the device
+ * time of the collectives including waits for other ranks.  Exchanges are
+ * also broken down by layer. */
 static void print_traffic(session *s, gcn_ranks *g, int epochs)
 {
     gcn_comm_stats cs, rank, layers[GCN_COMM_MAX_LAYERS];
@@ -132,8 +134,9 @@ static void print_rank_memory(session *s, gcn_ranks *g)
     log_line(&s->log, "{\"rank_peak_bytes\":[%s]}", list);
 }
 
-/* One run: every rank's trainer from seed + run, its epochs (counted into
- * *epochs), its best. */
+/* Runs one run on every rank: builds each rank's trainer from seed + run,
+ * trains it (adding the epochs trained to *epochs) and reports the best
+ * result. */
 static int ranks_run(session *s, gcn_ranks *g, int run, int *epochs)
 {
     int n = gcn_ranks_count(g), rc = 0;

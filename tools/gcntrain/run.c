@@ -28,8 +28,8 @@ int save_checkpoint(session *s, const gcn_trainer *tr)
     return st == GCN_OK ? 0 : fail(s, st, PHASE_OUTPUT, "save");
 }
 
-/* --predict: the predictions of the run's best-validation model when it
- * beats the earlier runs' on validation. */
+/* --predict: keeps the predictions of this run's best-validation model
+ * when its validation accuracy beats every earlier run's. */
 static int keep_predictions(session *s, gcn_trainer *tr, const gcn_train_best *b)
 {
     if (!s->a.predict || b->valid_acc <= s->pred_valid)
@@ -189,8 +189,8 @@ done:
     return rc;
 }
 
-/* The interrupted run's place and its best so far, after the summary's
- * fields. */
+/* Logs the summary of an interrupted run, followed by where it stopped
+ * (run and epoch) and its best result so far. */
 static void log_interrupted(session *s, const char *summary)
 {
     char extra[512] = "";

@@ -20,10 +20,10 @@
 
 #include "gcntrain.h"
 
-/* hold_depth counts the temporary files being written (holds nest and come
- * from any thread); exit_signal, once set, is the exit that waits for the
- * last hold to end: the thread that ends it exits, at once, and no new hold
- * starts. */
+/* hold_depth counts the temporary files being written; holds can nest and
+ * come from any thread.  Once exit_signal is set, an exit is waiting for
+ * the last hold to end: the thread that ends that hold exits the process
+ * at once, and no new hold may start. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t never = PTHREAD_COND_INITIALIZER;
 static int hold_depth, exit_signal;

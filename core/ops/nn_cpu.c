@@ -6,8 +6,8 @@
 #include <stdlib.h>
 
 #include "epilogue_math.h"
-#include "ops_cpu.h"
-#include "parallel.h"
+#include "cpu.h"
+#include "core/parallel.h"
 
 #define ACC(p, acc) ((acc) ? (p) : 0.0f)
 

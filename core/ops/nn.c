@@ -2,8 +2,8 @@
  * log_softmax, NLL loss), column concatenation, reductions and accuracy. */
 #include <string.h>
 
-#include "comm.h"
-#include "internal.h"
+#include "core/comm.h"
+#include "core/internal.h"
 
 #define NUMEL(t) ((t)->rows * (t)->cols)
 

@@ -1,11 +1,11 @@
 /* Per-column reductions on the GPU: col_sum and batch normalisation (train,
  * eval, and both backwards). */
-#include "cuda_cols.cuh"
+#include "cols.cuh"
 
 /* Sums accumulate in double like the CPU reference, in a fixed order
  * (per-chunk partials, then their sum in chunk order), so results are
  * deterministic and use no atomics.  Element-wise arithmetic mirrors
- * core/ops_cpu_nn.c with _rn intrinsics (no fused multiply-add). */
+ * core/ops/nn_cpu.c with _rn intrinsics (no fused multiply-add). */
 
 #define ACC(p, acc) ((acc) ? (p) : 0.0f)
 

@@ -4,9 +4,9 @@
  * are taken in double in a fixed order, so results are deterministic.
  * Each kernel is instantiated for fp32 and for bf16 storage (T = uint16_t:
  * values widened on load, rounded once on store). */
-#include "bf16.h"
-#include "comm.h"
-#include "cuda_cols.cuh"
+#include "core/bf16.h"
+#include "core/comm.h"
+#include "cols.cuh"
 #include "epilogue_math.h"
 
 __device__ static void load(const float *p, int64_t i, float *v, int n)

@@ -2,7 +2,7 @@
  * fp32 forward and backward on widened copies and rounds what it stores,
  * so each stored bf16 tensor holds what a kernel reading bf16, computing
  * in fp32 and rounding its output once would store. */
-#include "internal.h"
+#include "core/internal.h"
 
 /* An fp32 stand-in for t: t itself when it is fp32 and not to be rounded;
  * else a new tensor of t's values widened (bf16) or rounded to bf16 and

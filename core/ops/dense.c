@@ -1,6 +1,6 @@
 /* The differentiable dense ops: argument checks, one backend call forward,
  * and the backward rule each records on the tape. */
-#include "internal.h"
+#include "core/internal.h"
 
 #define NUMEL(t) ((t)->rows * (t)->cols)
 
@@ -97,7 +97,7 @@ static gcn_status matmul_forward(gcn_ctx *ctx, gcn_op_spec *sp, gcn_tensor *c)
 
 /* c = op(a) op(b) (+ bias, a [1, n] row added to every row when not NULL).
  * With a bf16 operand the product is bf16 (matmul_forward); with a bias too,
- * it runs on fp32 stand-ins (core/mixed.c), which round the sum once. */
+ * it runs on fp32 stand-ins (core/ops/bf16_mixed.c), which round the sum once. */
 static gcn_status matmul_op(gcn_ctx *ctx, gcn_tensor *a, gcn_tensor *b, bool trans_a,
                             bool trans_b, gcn_tensor *bias, gcn_tensor **out)
 {

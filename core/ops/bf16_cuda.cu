@@ -1,9 +1,9 @@
 /* The CUDA backend's bf16 storage functions: fills, the conversions
  * between fp32 and bf16 (rounding with core/bf16.h as the CPU does), and
  * the bf16 product on tensor cores. */
-#include "bf16.h"
-#include "cuda_impl.h"
-#include "prof.h"
+#include "core/bf16.h"
+#include "core/cuda_impl.h"
+#include "core/prof.h"
 
 /* Mapping for every kernel here: a grid-stride loop, one thread per
  * element i in [0, n). */

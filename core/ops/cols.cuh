@@ -7,7 +7,7 @@
 #ifndef GCN_CUDA_COLS_CUH
 #define GCN_CUDA_COLS_CUH
 
-#include "cuda_impl.h"
+#include "core/cuda_impl.h"
 #include "epilogue_math.h"
 
 #define TILE 32        /* threadIdx.x */

@@ -2,9 +2,9 @@
  * host pool, the fp32 function run on the copies, and what is stored bf16
  * rounded once at the end, so the values match a GPU kernel that reads
  * bf16, computes in fp32 and rounds its output. */
-#include "bf16.h"
-#include "ops_cpu.h"
-#include "parallel.h"
+#include "core/bf16.h"
+#include "cpu.h"
+#include "core/parallel.h"
 
 /* The [rows, cols] matrix x (rows ld apart) widened into a new packed
  * fp32 block *out of *bytes bytes from the pool (release with

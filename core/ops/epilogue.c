@@ -1,7 +1,7 @@
 /* The fused block tail: bias, batch norm, activation and dropout as one
  * differentiable op (gcn_apply_epilogue in ops.h). */
-#include "comm.h"
-#include "internal.h"
+#include "core/comm.h"
+#include "core/internal.h"
 
 /* param[0] holds which stages the node has, as bits. */
 enum { HAS_BIAS = 1, HAS_NORM = 2, BATCH_STATS = 4 };

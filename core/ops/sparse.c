@@ -1,7 +1,7 @@
 /* The product of a constant sparse matrix, with dropout, and a dense
  * weight: the first layer of a model whose input features are mostly zeros
  * (bag-of-words), without multiplying, or drawing masks for, the zeros. */
-#include "internal.h"
+#include "core/internal.h"
 
 /* c (+)= dropout_p(op(x)) b, op(x) = x, or its stored transpose with the
  * mask still drawn for x's own elements. */

@@ -2,11 +2,11 @@
  * stream, cuBLAS matmuls on row-major tensors, and the element-wise kernels. */
 #include <string.h>
 
-#include "cuda_impl.h"
-#include "philox.h"
-#include "prof.h"
+#include "core/cuda_impl.h"
+#include "core/philox.h"
+#include "core/prof.h"
 
-/* Arithmetic mirrors core/ops_cpu.c expression by expression, with explicit
+/* Arithmetic mirrors core/ops/cpu.c expression by expression, with explicit
  * _rn intrinsics where the compiler would otherwise fuse a multiply-add, so
  * element-wise results are bit-identical to the CPU reference. */
 

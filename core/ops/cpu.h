@@ -1,12 +1,12 @@
-/* CPU backend functions defined in cpu_pool.c, ops_cpu_gemm.c, ops_cpu_nn.c and
- * ops_cpu_epilogue.c, gathered into the gcn_backend_cpu table in ops_cpu.c.
+/* CPU backend functions defined in core/cpu_pool.c, gemm_cpu.c, bf16_cpu.c,
+ * nn_cpu.c and epilogue_cpu.c, gathered into the gcn_backend_cpu table in cpu.c.
  * Types and semantics: gcn_be_*_fn in internal.h. */
 #ifndef GCN_OPS_CPU_H
 #define GCN_OPS_CPU_H
 
 #include <string.h>
 
-#include "internal.h"
+#include "core/internal.h"
 
 /* Whether x[0, 8) are all zeros (of either sign): one vector test, for the
  * loops that skip the zeros of sparse features eight at a time. */
@@ -19,12 +19,12 @@ static inline bool gcn_cpu_zeros8(const float *x)
     return any == 0;
 }
 
-/* Dense products: OpenBLAS, or a path for operands of mostly zeros (ops_cpu_gemm.c). */
+/* Dense products: OpenBLAS, or a path for operands of mostly zeros (gemm_cpu.c). */
 gcn_be_gemm_fn gcn_cpu_gemm;
-/* bf16 operands widened to fp32 for gcn_cpu_gemm (ops_cpu_bf16.c). */
+/* bf16 operands widened to fp32 for gcn_cpu_gemm (bf16_cpu.c). */
 gcn_be_gemm_bf16_fn gcn_cpu_gemm_bf16;
 /* n bf16 values widened into a new fp32 block *out of the host pool
- * (gcn_cpu_release with n floats' bytes); ops_cpu_bf16.c. */
+ * (gcn_cpu_release with n floats' bytes); bf16_cpu.c. */
 gcn_status gcn_cpu_widen(gcn_ctx *ctx, const uint16_t *x, int64_t n, float **out);
 
 /* The OPENBLAS_CORETYPE to suggest when OpenBLAS runs the kernels of a

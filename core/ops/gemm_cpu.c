@@ -9,8 +9,8 @@
 #include <stdatomic.h>
 #include <strings.h>
 
-#include "ops_cpu.h"
-#include "parallel.h"
+#include "cpu.h"
+#include "core/parallel.h"
 
 /* OpenBLAS chooses its kernels once, when it loads, from the CPU's model.
  * A model it does not know (virtual machines often hide it) gets the

@@ -1,11 +1,11 @@
 /* Scalar reductions (sum, dot, NLL loss, accuracy count), row-wise log_softmax,
  * the fused cross-entropy and the backward passes of sum, NLL and
  * cross-entropy on the GPU (segment pooling and the readout's heads are in
- * ops_cuda_readout.cu). */
-#include "cuda_impl.h"
+ * readout_cuda.cu). */
+#include "core/cuda_impl.h"
 
 /* Sums accumulate in double in a fixed order (block partials, then one
- * block), like the CPU reference in core/ops_cpu_nn.c, whose expressions the
+ * block), like the CPU reference in core/ops/nn_cpu.c, whose expressions the
  * kernels mirror. */
 
 #define MAX_SUM_BLOCKS 1024

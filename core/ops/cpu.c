@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bf16.h"
-#include "ops_cpu.h"
-#include "parallel.h"
-#include "philox.h"
+#include "core/bf16.h"
+#include "cpu.h"
+#include "core/parallel.h"
+#include "core/philox.h"
 
 /* ---- memory ------------------------------------------------------------ */
 

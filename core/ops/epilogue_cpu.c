@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm.h"
+#include "core/comm.h"
 #include "epilogue_math.h"
-#include "ops_cpu.h"
-#include "parallel.h"
+#include "cpu.h"
+#include "core/parallel.h"
 
 /* Work of an element with a Philox draw, in units of a plain one. */
 #define HEAVY 8

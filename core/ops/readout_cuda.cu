@@ -1,9 +1,9 @@
 /* Segment pooling of several inputs side by side, and gcn_readout's heads,
  * on the GPU: each one launch however many inputs there are, which is what
  * a graph-level batch of a few thousand rows is bound by.  Arithmetic
- * mirrors core/ops_cpu_nn.c (round-to-nearest intrinsics, sums in double in
+ * mirrors core/ops/nn_cpu.c (round-to-nearest intrinsics, sums in double in
  * the same order), so the two backends agree to rounding. */
-#include "cuda_impl.h"
+#include "core/cuda_impl.h"
 #include "epilogue_math.h"
 
 #define ACC(p, acc) ((acc) ? (p) : 0.0f)

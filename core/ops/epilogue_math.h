@@ -6,9 +6,9 @@
 
 #include <math.h>
 
-#include "ops.h"
-#include "philox.h"
-#include "rng.h"
+#include "core/ops.h"
+#include "core/philox.h"
+#include "core/rng.h"
 
 #ifdef __CUDA_ARCH__
 #define GCN_EPI_ADD(a, b) __fadd_rn((a), (b))
