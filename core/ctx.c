@@ -173,6 +173,11 @@ bool gcn_ctx_tf32(const gcn_ctx *ctx)
     return ctx && ctx->tf32;
 }
 
+gcn_status gcn_ctx_check_bf16(gcn_ctx *ctx)
+{
+    return ctx->device == GCN_DEVICE_CUDA ? gcn_cuda_check_bf16(ctx) : GCN_OK;
+}
+
 gcn_status gcn_ctx_sync(gcn_ctx *ctx)
 {
     if (!ctx)

@@ -17,6 +17,10 @@ gcn_status gcn_cuda_init(gcn_ctx *ctx, int device_index);
 /* The context's stream, as a cudaStream_t. */
 void *gcn_cuda_stream(const gcn_ctx *ctx);
 
+/* GCN_ERR_UNSUPPORTED naming the device when it lacks bf16 arithmetic
+ * (compute capability below 8.0). */
+gcn_status gcn_cuda_check_bf16(gcn_ctx *ctx);
+
 /* Releases everything gcn_cuda_init and later calls created. */
 void gcn_cuda_release(gcn_ctx *ctx);
 

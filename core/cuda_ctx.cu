@@ -253,6 +253,19 @@ gcn_status gcn_cuda_init(gcn_ctx *ctx, int device_index)
     return GCN_OK;
 }
 
+gcn_status gcn_cuda_check_bf16(gcn_ctx *ctx)
+{
+    gcn_cuda_state *cs = NULL;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    cudaDeviceProp prop;
+    GCN_CUDA(cudaGetDeviceProperties(&prop, cs->device));
+    if (prop.major >= 8)
+        return GCN_OK;
+    return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "CUDA device %d (%s, compute capability %d.%d) "
+                     "has no bf16 arithmetic: precision bf16 needs 8.0 or later", cs->device,
+                     prop.name, prop.major, prop.minor);
+}
+
 void *gcn_cuda_stream(const gcn_ctx *ctx)
 {
     return ((const gcn_cuda_state *)ctx->cuda)->stream;

@@ -324,6 +324,10 @@ gcn_status gcn_mixed_round(gcn_ctx *ctx, gcn_tensor *t);
  * weight once, not once per product. */
 gcn_status gcn_tensor_half(gcn_ctx *ctx, gcn_tensor *t, const uint16_t **bf16);
 
+/* Whether the context's device has bf16 arithmetic: GCN_ERR_UNSUPPORTED
+ * naming a CUDA device of compute capability below 8.0. */
+gcn_status gcn_ctx_check_bf16(gcn_ctx *ctx);
+
 /* The buffer to write t's gradient into: allocates it on first use
  * (*acc = false: overwrite) or returns the existing one (*acc = true). */
 gcn_status gcn_grad_slot(gcn_ctx *ctx, gcn_tensor *t, float **buf, bool *acc);

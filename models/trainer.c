@@ -173,6 +173,8 @@ static gcn_status trainer_build(gcn_ctx *ctx, gcn_trainer **out, const gcn_model
                                 const gcn_dataset *ds, const gcn_part_rows *const *rows)
 {
     bool graphs = cfg->readout.enabled;
+    if (cfg->bf16)
+        GCN_TRY(gcn_spmm_check_dtype(ctx, GCN_DTYPE_BF16));
     if (!graphs)
         GCN_TRY(check_dataset(ctx, ds));
     else if (ds->n_graphs == 0 || ds->n_graph_classes < 2)

@@ -384,7 +384,7 @@ Test(adaptgear, prior_order_is_visited_and_checked)
     cr_assert_eq(gcn_spmm_set_kernel(ctx, "auto"), GCN_OK);
     product(ctx, a);
     product(ctx, a); /* the second product adds the candidates after the whole-matrix ones */
-    cr_assert_eq(gcn_spmm_site_get(ctx, a, 1, "auto", &t), GCN_OK, "%s", gcn_last_error(ctx));
+    cr_assert_eq(gcn_spmm_site_get(ctx, a, 1, GCN_DTYPE_FP32, "auto", &t), GCN_OK, "%s", gcn_last_error(ctx));
     cr_assert(has_candidate(t, "in_order@prior") && has_candidate(t, "in_order") &&
               has_candidate(t, "cpu"));
     cr_assert_not(has_candidate(t, "cpu@prior"), "the cpu kernel does not follow an order");
@@ -395,7 +395,7 @@ Test(adaptgear, prior_order_is_visited_and_checked)
     size_t len;
     save_choices(ctx, a, "gcn", &mem, &len);
     cr_assert_null(strstr(mem, "site "), "still profiling: no site line yet");
-    snprintf(text, sizeof text, "%ssite gcn A 1 auto in_order@prior\n", mem);
+    snprintf(text, sizeof text, "%ssite gcn A 1 fp32 auto in_order@prior\n", mem);
     free(mem);
     gcn_csr *c = six(ctx, true);
     cr_assert_eq(gcn_csr_set_prior_order(ctx, c, prior), GCN_OK);
@@ -443,7 +443,7 @@ Test(adaptgear, choices_file_keeps_self_term_sites)
     char *mem;
     size_t len;
     save_choices(ctx, a, "raw", &mem, &len);
-    cr_assert(strstr(mem, "site raw A+1.5I 1 auto cpu"), "%s", mem);
+    cr_assert(strstr(mem, "site raw A+1.5I 1 fp32 auto cpu"), "%s", mem);
     gcn_csr *b = six(ctx, true);
     cr_assert_eq(load_choices(ctx, mem, len, b, "raw"), GCN_OK, "%s", gcn_last_error(ctx));
     gcn_spmm_site_info s;
@@ -456,7 +456,7 @@ Test(adaptgear, choices_file_keeps_self_term_sites)
     gcn_csr *c = six(ctx, true);
     char bad[512];
     const char *site = strstr(mem, "site ");
-    snprintf(bad, sizeof bad, "%.*ssite raw A+xI 1 auto cpu\n", (int)(site - mem), mem);
+    snprintf(bad, sizeof bad, "%.*ssite raw A+xI 1 fp32 auto cpu\n", (int)(site - mem), mem);
     cr_assert_eq(load_choices(ctx, bad, strlen(bad), c, "raw"), GCN_ERR_FORMAT);
     cr_assert(strstr(gcn_last_error(ctx), "bad site (direction A+xI"), "%s", gcn_last_error(ctx));
     free(mem);
@@ -498,10 +498,13 @@ Test(adaptgear, choices_file_round_trip_and_mismatch)
     cr_assert_eq(gcn_spmm_sites(c, &s, 1), 1);
     cr_assert(s.locked, "choices kept in memory lock the same way");
     gcn_csr_free(&c);
-    /* files written under the format's first header still load */
+    /* files written under the format's first header (sites without a
+     * dtype) still load */
     const char *body = strchr(mem, '\n');
     char old[1024];
     snprintf(old, sizeof old, "gcn-spmm-plan 1%s", body);
+    for (char *p; (p = strstr(old, " fp32"));)
+        memmove(p, p + 5, strlen(p + 5) + 1);
     free(mem);
     gcn_csr *d = six(ctx, true);
     cr_assert_eq(load_choices(ctx, old, strlen(old), d, "gcn"), GCN_OK, "%s", gcn_last_error(ctx));

@@ -352,7 +352,7 @@ Test(gpu_adaptgear, prior_order_view, .timeout = 600)
     gcn_csr_free(&view);
     spmm_calls(g.gpu, a, &m, 64, 40);
     gcn_spmm_site *t = NULL;
-    cr_assert_eq(gcn_spmm_site_get(g.gpu, a, 64, "auto", &t), GCN_OK);
+    cr_assert_eq(gcn_spmm_site_get(g.gpu, a, 64, GCN_DTYPE_FP32, "auto", &t), GCN_OK);
     bool listed = false;
     for (int c = 0; c < gcn_spmm_site_candidates(t); c++)
         listed |= !strcmp(gcn_spmm_site_candidate_name(t, c), "rowsplit@prior");
@@ -420,7 +420,7 @@ Test(gpu_adaptgear, selector_frees_the_plans_of_losers)
         cr_assert_eq(gcn_spmm(g.gpu, a, x, &y), GCN_OK, "%s", gcn_last_error(g.gpu));
         gcn_tensor_free(&y);
         gcn_spmm_site *t = NULL;
-        cr_assert_eq(gcn_spmm_site_get(g.gpu, a, 64, "auto", &t), GCN_OK);
+        cr_assert_eq(gcn_spmm_site_get(g.gpu, a, 64, GCN_DTYPE_FP32, "auto", &t), GCN_OK);
         int losers, holding;
         gcn_spmm_site_losers(t, &losers, &holding);
         cr_assert_eq(holding, 0, "call %d: %d of %d losers still hold plans", c, holding, losers);

@@ -20,7 +20,7 @@
 
 #include "core/bf16.h"
 #include "helpers.h"
-#include "spmm_check.h"
+#include "spmm_bf16_check.h"
 
 #define U16 (1.0 / 256.0)
 
@@ -107,14 +107,7 @@ Test(mixed, spmm_bf16_on_awkward_shapes)
 Test(mixed, spmm_bf16_long_row_past_fp16_range)
 {
     gcn_ctx *ctx = test_cpu_ctx(0);
-    int32_t deg[3] = {100000, 0, 3};
-    hmat m = mat_alloc(3, 100000, deg);
-    uint64_t s = 9;
-    test_fill_uniform(&s, m.values, m.nnz, 0.0f, 1.0f);
-    for (int32_t k = 0; k < 100000; k++)
-        m.col_idx[k] = k;
-    for (int32_t k = 0; k < 3; k++)
-        m.col_idx[100000 + k] = 7 + 5000 * k;
+    hmat m = mat_long_row();
     check_spmm(ctx, &m, 3, 1000.0f, 23);
     mat_free(&m);
     gcn_ctx_free(&ctx);

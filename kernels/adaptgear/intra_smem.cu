@@ -86,7 +86,8 @@ __device__ __forceinline__ void stage(const sm_args &a, float *sx, int r0, int r
         for (int u = 0; u < SM_STAGE; u++) {
             const int k = k0 + u * T, r = k / nvec, j = k - r * nvec;
             if (k < n)
-                vload_ro<V>(a.rs.x + (int64_t)(r0 + r) * a.rs.feat + col0 + j * V, t[u]);
+                vload_ro<V>(x_units<float>(a.rs) + (int64_t)(r0 + r) * a.rs.feat + col0 + j * V,
+                            t[u]);
         }
 #pragma unroll
         for (int u = 0; u < SM_STAGE; u++) {
@@ -130,12 +131,13 @@ __global__ void __launch_bounds__(T) intra_smem_kernel(const __grid_constant__ s
             continue;
         float acc[1][V];
         vzero<V>(acc[0]);
-        const float *xt = a.rs.x + col0;
+        const float *xt = x_units<float>(a.rs) + col0;
         row_sum<G, V, 1>(a.rs, xt, m.x, m.y, li, gmask, nvec, acc);
         staged_sum<G, V>(a.rs, sx, task.x, a.rs.tile, m.y, m.z, li, gmask, nvec, acc);
         row_sum<G, V, 1>(a.rs, xt, m.z, m.w, li, gmask, nvec, acc);
         if (li < nvec)
-            vwrite<V>(a.rs.y + (int64_t)row * a.rs.feat + col0 + li * V, acc[0], a.rs.accumulate);
+            vwrite<V>(y_units<float>(a.rs) + (int64_t)row * a.rs.feat + col0 + li * V, acc[0],
+                      a.rs.accumulate);
     }
 }
 

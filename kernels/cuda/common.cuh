@@ -1,14 +1,17 @@
 /* Device and host helpers shared by the hand-written CUDA SpMM kernels
  * (rowsplit.cu, accel.cu, mergepath.cu): loads and stores of
- * 1, 2 or 4 consecutive floats, device limits for the plans, host
- * copies of CSR arrays, and the plan header with the checks every plan and
- * run starts with.  Internal, CUDA C++ only. */
+ * 1, 2 or 4 consecutive floats or of their bf16 units, device limits for
+ * the plans, host copies of CSR arrays, and the plan header with the
+ * checks every plan and run starts with.  Internal, CUDA C++ only. */
 #ifndef GCN_SPMM_CUDA_CUH
 #define GCN_SPMM_CUDA_CUH
 
 #include <stdint.h>
 #include <stdlib.h>
 
+#include <type_traits>
+
+#include "core/bf16.h"
 #include "core/cuda_impl.h"
 #include "plan.h"
 
@@ -118,6 +121,152 @@ __device__ __forceinline__ void vatomic_add(float *p, const float (&r)[V])
 #endif
 }
 
+/* ---- N consecutive floats, N a multiple of 4, 2 or 1 ---------------------- */
+
+/* Partial rows in scratch: through L2 only (other SMs wrote them). */
+template <int N>
+__device__ __forceinline__ void fload_cg(const float *p, float (&r)[N])
+{
+    constexpr int C = N % 4 == 0 ? 4 : N % 2 == 0 ? 2 : 1;
+#pragma unroll
+    for (int i = 0; i < N; i += C)
+        vload_cg<C>(p + i, *reinterpret_cast<float (*)[C]>(r + i));
+}
+
+template <int N>
+__device__ __forceinline__ void fstore(float *p, const float (&r)[N])
+{
+    constexpr int C = N % 4 == 0 ? 4 : N % 2 == 0 ? 2 : 1;
+#pragma unroll
+    for (int i = 0; i < N; i += C)
+        vstore<C>(p + i, *reinterpret_cast<const float (*)[C]>(r + i));
+}
+
+/* ---- storage units: what X and Y hold ------------------------------------- */
+
+/* A kernel reads X and writes Y in units of one of these types, and sums
+ * in fp32 either way: a float; two adjacent bf16 (the first in the low
+ * half), for bf16 rows of even width; or one bf16, for odd widths.
+ * unit_values<S> is the values a unit holds. */
+struct bf16x2 {
+    uint32_t bits;
+};
+struct bf16x1 {
+    uint16_t bits;
+};
+
+template <typename S>
+constexpr int unit_values = std::is_same<S, bf16x2>::value ? 2 : 1;
+
+__device__ __forceinline__ float bf16_lo(uint32_t w)
+{
+    return __uint_as_float(w << 16);
+}
+
+__device__ __forceinline__ float bf16_hi(uint32_t w)
+{
+    return __uint_as_float(w & 0xffff0000u);
+}
+
+/* Two values rounded to bf16 (core/bf16.h, ties to even) in one word. */
+__device__ __forceinline__ uint32_t bf16_pack(float lo, float hi)
+{
+    return (uint32_t)gcn_bf16_from_float(lo) | ((uint32_t)gcn_bf16_from_float(hi) << 16);
+}
+
+/* V bf16 words (V = 1, 2 or 4: 4 to 16 bytes) read-only or plainly. */
+template <int V, bool RO>
+__device__ __forceinline__ void words_load(const uint32_t *p, uint32_t (&w)[V])
+{
+    if constexpr (V == 4) {
+        uint4 t = RO ? __ldg(reinterpret_cast<const uint4 *>(p)) : *reinterpret_cast<const uint4 *>(p);
+        w[0] = t.x, w[1] = t.y, w[2] = t.z, w[3] = t.w;
+    } else if constexpr (V == 2) {
+        uint2 t = RO ? __ldg(reinterpret_cast<const uint2 *>(p)) : *reinterpret_cast<const uint2 *>(p);
+        w[0] = t.x, w[1] = t.y;
+    } else {
+        w[0] = RO ? __ldg(p) : *p;
+    }
+}
+
+/* A unit as loaded, kept so until its multiply: a float, or a 32-bit word
+ * (two bf16, or one bf16 in the upper half), so the gathers in flight hold
+ * as many registers in bf16 as in fp32. */
+template <typename S>
+using unit_raw = typename std::conditional<std::is_same<S, float>::value, float, uint32_t>::type;
+
+/* V units from p (X, read-only), as loaded. */
+template <typename S, int V>
+__device__ __forceinline__ void uload_ro(const S *p, unit_raw<S> (&r)[V])
+{
+    if constexpr (std::is_same<S, float>::value) {
+        vload_ro<V>(p, r);
+    } else if constexpr (std::is_same<S, bf16x2>::value) {
+        words_load<V, true>(reinterpret_cast<const uint32_t *>(p), r);
+    } else {
+        static_assert(V == 1, "single bf16 units load one at a time");
+        r[0] = (uint32_t)__ldg(reinterpret_cast<const unsigned short *>(p)) << 16;
+    }
+}
+
+template <typename S, int V>
+__device__ __forceinline__ void uzero(unit_raw<S> (&r)[V])
+{
+#pragma unroll
+    for (int i = 0; i < V; i++)
+        r[i] = 0; /* 0.0f as a float or as bf16 bits */
+}
+
+/* acc += w * the V units r, widened to fp32. */
+template <typename S, int V>
+__device__ __forceinline__ void ufma(float w, const unit_raw<S> (&r)[V],
+                                     float (&acc)[V * unit_values<S>])
+{
+#pragma unroll
+    for (int i = 0; i < V; i++) {
+        if constexpr (std::is_same<S, float>::value) {
+            acc[i] = fmaf(w, r[i], acc[i]);
+        } else if constexpr (std::is_same<S, bf16x2>::value) {
+            acc[2 * i] = fmaf(w, bf16_lo(r[i]), acc[2 * i]);
+            acc[2 * i + 1] = fmaf(w, bf16_hi(r[i]), acc[2 * i + 1]);
+        } else {
+            acc[i] = fmaf(w, __uint_as_float(r[i]), acc[i]);
+        }
+    }
+}
+
+/* y = r, or y += r when accumulate (the caller owns the row: no atomics);
+ * a bf16 y gets each sum, old value included, rounded once. */
+template <typename S, int V>
+__device__ __forceinline__ void uwrite(S *p, float (&r)[V * unit_values<S>], bool accumulate)
+{
+    if constexpr (std::is_same<S, float>::value) {
+        vwrite<V>(p, r, accumulate);
+    } else if constexpr (std::is_same<S, bf16x2>::value) {
+        uint32_t *q = reinterpret_cast<uint32_t *>(p), w[V];
+        if (accumulate) {
+            words_load<V, false>(q, w);
+#pragma unroll
+            for (int i = 0; i < V; i++)
+                r[2 * i] += bf16_lo(w[i]), r[2 * i + 1] += bf16_hi(w[i]);
+        }
+#pragma unroll
+        for (int i = 0; i < V; i++)
+            w[i] = bf16_pack(r[2 * i], r[2 * i + 1]);
+        if constexpr (V == 4)
+            __stcs(reinterpret_cast<uint4 *>(q), make_uint4(w[0], w[1], w[2], w[3]));
+        else if constexpr (V == 2)
+            __stcs(reinterpret_cast<uint2 *>(q), make_uint2(w[0], w[1]));
+        else
+            __stcs(q, w[0]);
+    } else {
+        static_assert(V == 1, "single bf16 units store one at a time");
+        unsigned short *q = reinterpret_cast<unsigned short *>(p);
+        float v = accumulate ? r[0] + __uint_as_float((uint32_t)*q << 16) : r[0];
+        __stcs(q, (unsigned short)gcn_bf16_from_float(v));
+    }
+}
+
 /* ---- host side ------------------------------------------------------------ */
 
 /* Multiprocessors and L2 bytes of the context's device. */
@@ -175,14 +324,24 @@ static inline gcn_status gcn_spmm_upload(gcn_ctx *ctx, void **dst, const void *h
     return bytes > 0 ? ctx->be->upload(ctx, *dst, host, bytes) : GCN_OK;
 }
 
-/* y = 0 on the context's stream, for products with no non-zeros. */
-static inline gcn_status gcn_spmm_clear(gcn_ctx *ctx, float *y, int64_t n_rows, int feat)
+/* y = 0 on the context's stream, for products with no non-zeros: n_rows
+ * rows of feat units of unit_bytes (4: floats). */
+static inline gcn_status gcn_spmm_clear(gcn_ctx *ctx, void *y, int64_t n_rows, int feat,
+                                        size_t unit_bytes = sizeof(float))
 {
     gcn_cuda_state *cs;
     GCN_TRY(gcn_cuda_begin(ctx, &cs));
     if (n_rows > 0 && feat > 0)
-        GCN_CUDA(cudaMemsetAsync(y, 0, (size_t)n_rows * (size_t)feat * sizeof(float), cs->stream));
+        GCN_CUDA(cudaMemsetAsync(y, 0, (size_t)n_rows * (size_t)feat * unit_bytes, cs->stream));
     return GCN_OK;
+}
+
+/* A bf16 width in units (bf16x2 pairs when feat is even, else single
+ * bf16): their number, *values_per_unit set to 2 or 1. */
+static inline int gcn_spmm_bf16_units(int feat, int *values_per_unit)
+{
+    *values_per_unit = feat % 2 == 0 ? 2 : 1;
+    return feat / *values_per_unit;
 }
 
 /* ---- the start of every plan and run -------------------------------------- */
@@ -193,8 +352,9 @@ typedef struct gcn_spmm_head {
     gcn_ctx *ctx;
     const int32_t *row_ptr;
     int32_t n_rows;
-    int feat;
+    int feat;   /* in units of X's and Y's rows (a bf16 plan's: units of 1 or 2 bf16) */
     bool empty; /* no non-zeros: a run only clears y */
+    int unit_bytes; /* bytes a unit: 4, or 2 for single bf16 */
 } gcn_spmm_head;
 
 /* What the hand-written kernels multiply: a CUDA matrix with values (or no
@@ -221,7 +381,7 @@ static inline gcn_status gcn_spmm_plan_new(gcn_ctx *ctx, const gcn_csr *a, int f
     gcn_spmm_head *h = (gcn_spmm_head *)calloc(1, size);
     if (!h)
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory for the %s plan", kernel);
-    *h = (gcn_spmm_head){ctx, a->row_ptr, a->n_rows, feat, a->nnz == 0 || a->n_rows == 0};
+    *h = (gcn_spmm_head){ctx, a->row_ptr, a->n_rows, feat, a->nnz == 0 || a->n_rows == 0, 4};
     *out = h;
     return GCN_OK;
 }
@@ -243,7 +403,7 @@ static inline gcn_status gcn_spmm_check_tiles(gcn_ctx *ctx, const char *kernel,
  * feat).  *done is set when the run has nothing more to do: the matrix has
  * no non-zeros, and y has been cleared unless accumulating. */
 static inline gcn_status gcn_spmm_run_begin(gcn_ctx *ctx, const void *plan, const gcn_csr *a,
-                                            float *y, int feat, bool accumulate,
+                                            void *y, int feat, bool accumulate,
                                             const char *kernel, gcn_cuda_state **cs, bool *done)
 {
     const gcn_spmm_head *h = (const gcn_spmm_head *)plan;
@@ -255,7 +415,7 @@ static inline gcn_status gcn_spmm_run_begin(gcn_ctx *ctx, const void *plan, cons
     if (!h->empty)
         return GCN_OK;
     *done = true;
-    return accumulate ? GCN_OK : gcn_spmm_clear(ctx, y, h->n_rows, feat);
+    return accumulate ? GCN_OK : gcn_spmm_clear(ctx, y, h->n_rows, feat, (size_t)h->unit_bytes);
 }
 
 #endif

@@ -1,7 +1,8 @@
 /* rowpack's device code (the plan and the launch are in rowpack.cu):
  * a group of lanes sums one unit of packed rows or one piece of a long row,
- * and the pickers that choose a compiled kernel for a layout.  Internal,
- * CUDA C++ only. */
+ * and the pickers that choose a compiled kernel for a layout.  T is the
+ * unit X and Y hold (common.cuh: float, bf16x2 or bf16x1); sums and
+ * partial rows are fp32.  Internal, CUDA C++ only. */
 #ifndef GCN_SPMM_ROWPACK_CUH
 #define GCN_SPMM_ROWPACK_CUH
 
@@ -20,14 +21,15 @@ __host__ __device__ constexpr int rp_block_threads(int unit)
 /* The piece in scratch slot `slot` of long row `lid` stores its partial
  * row; the last of the row's pieces to finish (a counter per row and tile)
  * sums the slots in order, writes the row and resets the counter. */
-template <int G, int V>
+template <int G, int V, typename T>
 __device__ __forceinline__ void piece_done(const rs_args &a, int64_t row, int slot, int lid,
                                            int li, unsigned gmask, bool lane_on, int col0,
-                                           const float (&acc)[V])
+                                           const float (&acc)[V * unit_values<T>])
 {
+    constexpr int E = unit_values<T>, N = V * E;
     const int64_t off = col0 + li * V;
     if (lane_on)
-        vstore<V>(a.partial + (int64_t)slot * a.feat + off, acc);
+        fstore<N>(a.partial + ((int64_t)slot * a.feat + off) * E, acc);
     __threadfence();
     __syncwarp(gmask);
     const int2 info = a.long_info[lid];
@@ -39,17 +41,17 @@ __device__ __forceinline__ void piece_done(const rs_args &a, int64_t row, int sl
         return;
     __threadfence();
     if (lane_on) {
-        float sum[V];
-        vzero<V>(sum);
+        float sum[N];
+        vzero<N>(sum);
 #pragma unroll 8
         for (int j = 0; j < info.y; j++) {
-            float t[V];
-            vload_cg<V>(a.partial + (int64_t)(info.x + j) * a.feat + off, t);
+            float t[N];
+            fload_cg<N>(a.partial + ((int64_t)(info.x + j) * a.feat + off) * E, t);
 #pragma unroll
-            for (int i = 0; i < V; i++)
+            for (int i = 0; i < N; i++)
                 sum[i] += t[i];
         }
-        vwrite<V>(a.y + row * a.feat + off, sum, a.accumulate);
+        uwrite<T, V>(y_units<T>(a) + row * a.feat + off, sum, a.accumulate);
     }
     if (li == 0)
         *counter = 0;
@@ -79,11 +81,11 @@ __device__ __forceinline__ int rows_before(unsigned long long lo, unsigned long 
  * RP_LOADS gathers in flight across rows without spilling; positions past
  * the unit's end load nothing.  Units of up to 64 non-zeros read only the
  * mask's first word. */
-template <int G, int V, int C, bool FULL>
+template <int G, int V, int C, bool FULL, typename T>
 __device__ __forceinline__ void unit_task(const rs_args &a, int64_t uwarp, int lane, int col0,
                                           int nvec)
 {
-    constexpr int M = C / G;
+    constexpr int M = C / G, N = V * unit_values<T>;
     const int li = lane % G;
     const int64_t k = uwarp * (GCN_WARP / G) + lane / G;
     if (k >= a.n_short)
@@ -95,53 +97,52 @@ __device__ __forceinline__ void unit_task(const rs_args &a, int64_t uwarp, int l
     const unsigned gmask = group_mask<G>(lane);
     const int cnt = q.w - q.z;
     const bool lane_on = FULL || li < nvec;
-    float *yt = a.y + col0 + li * V;
-    const float *xt = a.x + col0 + li * V;
+    T *yt = y_units<T>(a) + col0 + li * V;
+    const T *xt = x_units<T>(a) + col0 + li * V;
     int c[M];
     float v[M];
     load_pairs<G, M>(a, q.z, cnt, li, 0, c, v);
-    float acc[V];
-    vzero<V>(acc);
+    float acc[N];
+    vzero<N>(acc);
 #pragma unroll
     for (int p0 = 0; p0 < C; p0 += RP_LOADS) {
-        float xv[RP_LOADS][V], w[RP_LOADS];
+        unit_raw<T> xv[RP_LOADS][V];
+        float w[RP_LOADS];
 #pragma unroll
         for (int u = 0; u < RP_LOADS; u++) {
             const int p = p0 + u;
             const int col = __shfl_sync(gmask, c[p / G], p % G, G);
             w[u] = __shfl_sync(gmask, v[p / G], p % G, G);
             if (p < cnt && lane_on) /* a 32-bit offset: rowpack_supports */
-                vload_ro<V>(xt + (uint32_t)col * (uint32_t)a.feat, xv[u]);
+                uload_ro<T, V>(xt + (uint32_t)col * (uint32_t)a.feat, xv[u]);
             else
-                vzero<V>(xv[u]);
+                uzero<T, V>(xv[u]);
         }
 #pragma unroll
         for (int u = 0; u < RP_LOADS; u++) {
             const int p = p0 + u;
-#pragma unroll
-            for (int t = 0; t < V; t++)
-                acc[t] = fmaf(w[u], xv[u][t], acc[t]);
+            ufma<T, V>(w[u], xv[u], acc);
             if (ends_row(lo, hi, p)) {
                 const int64_t row = q.x + rows_before(lo, hi, p);
                 if (lane_on)
-                    vwrite<V>(yt + row * a.feat, acc, a.accumulate);
-                vzero<V>(acc);
+                    uwrite<T, V>(yt + row * a.feat, acc, a.accumulate);
+                vzero<N>(acc);
             }
         }
     }
     if (q.y < 0)
-        piece_done<G, V>(a, q.x, -1 - q.y, (int)tag, li, gmask, lane_on, col0, acc);
+        piece_done<G, V, T>(a, q.x, -1 - q.y, (int)tag, li, gmask, lane_on, col0, acc);
     else if (cnt == 0 && lane_on)
-        vwrite<V>(yt + (int64_t)q.x * a.feat, acc, a.accumulate);
+        uwrite<T, V>(yt + (int64_t)q.x * a.feat, acc, a.accumulate);
 }
 
 /* Work mapping: blockIdx.y is the feature tile; along x, the block's warps
  * (8, or 16 for units of GCN_ROWPACK_MAX_UNIT) each take the next 32 / G
- * units, one a group of G lanes; lane l owns the tile's vector l (V floats).
+ * units, one a group of G lanes; lane l owns the tile's vector l (V units).
  * FULL: every tile has a vector for each of the group's lanes, so no lane
  * checks its own before it loads or writes (the check cost 3-11 % on
  * ogbn-arxiv at F = 32 to 256). */
-template <int G, int V, int C, int MINB, bool FULL>
+template <int G, int V, int C, int MINB, bool FULL, typename T>
 __global__ void __launch_bounds__(rp_block_threads(C), MINB)
     rowpack_kernel(const __grid_constant__ rs_args a)
 {
@@ -149,60 +150,65 @@ __global__ void __launch_bounds__(rp_block_threads(C), MINB)
     const int lane = threadIdx.x & 31;
     const int64_t warp = (int64_t)blockIdx.x * block_warps + (threadIdx.x / GCN_WARP);
     const int col0 = (int)blockIdx.y * a.tile;
-    unit_task<G, V, C, FULL>(a, warp, lane, col0, min(a.tile, a.feat - col0) / V);
+    unit_task<G, V, C, FULL, T>(a, warp, lane, col0, min(a.tile, a.feat - col0) / V);
 }
 
 typedef void (*rp_kernel)(const rs_args);
 
-template <int V, int C, int MINB, bool FULL>
+template <typename T, int V, int C, int MINB, bool FULL>
 static rp_kernel pick_group(int group)
 {
     switch (group) {
-    case 4: return rowpack_kernel<4, V, C, MINB, FULL>;
-    case 8: return rowpack_kernel<8, V, C, MINB, FULL>;
-    case 16: return rowpack_kernel<16, V, C, MINB, FULL>;
-    default: return rowpack_kernel<32, V, C, MINB, FULL>;
+    case 4: return rowpack_kernel<4, V, C, MINB, FULL, T>;
+    case 8: return rowpack_kernel<8, V, C, MINB, FULL, T>;
+    case 16: return rowpack_kernel<16, V, C, MINB, FULL, T>;
+    default: return rowpack_kernel<32, V, C, MINB, FULL, T>;
     }
 }
 
 /* Units of 64 only with groups of 16 or 32 lanes (choose_unit): narrower
  * groups would hold 8 or more pairs a lane. */
-template <int V, int MINB, bool FULL>
+template <typename T, int V, int MINB, bool FULL>
 static rp_kernel pick_unit(int group, int unit)
 {
     if (unit == 64)
-        return group == 16 ? rowpack_kernel<16, V, 64, MINB, FULL>
-                           : rowpack_kernel<32, V, 64, MINB, FULL>;
-    return pick_group<V, 32, MINB, FULL>(group);
+        return group == 16 ? rowpack_kernel<16, V, 64, MINB, FULL, T>
+                           : rowpack_kernel<32, V, 64, MINB, FULL, T>;
+    return pick_group<T, V, 32, MINB, FULL>(group);
 }
 
 /* Units of GCN_ROWPACK_MAX_UNIT only with groups of 32 lanes, in blocks of
  * GCN_ROWPACK_WIDE_THREADS, RP_WIDE_BLOCKS an SM whatever min_blocks says. */
-template <int V, bool FULL>
+template <typename T, int V, bool FULL>
 static rp_kernel pick_blocks(int group, int unit, int min_blocks)
 {
     if (unit == GCN_ROWPACK_MAX_UNIT)
-        return rowpack_kernel<32, V, GCN_ROWPACK_MAX_UNIT, RP_WIDE_BLOCKS, FULL>;
+        return rowpack_kernel<32, V, GCN_ROWPACK_MAX_UNIT, RP_WIDE_BLOCKS, FULL, T>;
     if (min_blocks == GCN_ROWPACK_BLOCKS_MANY)
-        return pick_unit<V, GCN_ROWPACK_BLOCKS_MANY, FULL>(group, unit);
-    return pick_unit<V, GCN_ROWPACK_BLOCKS_FEW, FULL>(group, unit);
+        return pick_unit<T, V, GCN_ROWPACK_BLOCKS_MANY, FULL>(group, unit);
+    return pick_unit<T, V, GCN_ROWPACK_BLOCKS_FEW, FULL>(group, unit);
 }
 
-/* The kernel for vectors of V floats, for groups of `group` lanes, units of
- * at most `unit` non-zeros and `min_blocks` resident blocks an SM; `full`
- * when every tile has a vector for each lane of the group. */
-template <int V>
+/* The kernel for vectors of V units T, for groups of `group` lanes, units
+ * of at most `unit` non-zeros and `min_blocks` resident blocks an SM;
+ * `full` when every tile has a vector for each lane of the group. */
+template <typename T, int V>
 rp_kernel gcn_rowpack_pick(bool full, int group, int unit, int min_blocks)
 {
-    return full ? pick_blocks<V, true>(group, unit, min_blocks)
-                : pick_blocks<V, false>(group, unit, min_blocks);
+    return full ? pick_blocks<T, V, true>(group, unit, min_blocks)
+                : pick_blocks<T, V, false>(group, unit, min_blocks);
 }
 
-/* Instantiated one width a file (rowpack_v1.cu, _v2.cu, _v4.cu): a
- * module holds the kernels of one width, and a process loads only the
- * modules of the widths it runs. */
-extern template rp_kernel gcn_rowpack_pick<1>(bool, int, int, int);
-extern template rp_kernel gcn_rowpack_pick<2>(bool, int, int, int);
-extern template rp_kernel gcn_rowpack_pick<4>(bool, int, int, int);
+/* Instantiated one unit type and width a file (rowpack_v1.cu, _v2.cu,
+ * _v4.cu; rowpack_bf16_v1.cu, _v2.cu, _v4.cu): a module holds the kernels
+ * of one width, and a process loads only the modules of the widths it
+ * runs. */
+extern template rp_kernel gcn_rowpack_pick<float, 1>(bool, int, int, int);
+extern template rp_kernel gcn_rowpack_pick<float, 2>(bool, int, int, int);
+extern template rp_kernel gcn_rowpack_pick<float, 4>(bool, int, int, int);
+extern template rp_kernel gcn_rowpack_pick<bf16x1, 1>(bool, int, int, int);
+extern template rp_kernel gcn_rowpack_pick<bf16x2, 1>(bool, int, int, int);
+extern template rp_kernel gcn_rowpack_pick<bf16x2, 2>(bool, int, int, int);
+extern template rp_kernel gcn_rowpack_pick<bf16x2, 4>(bool, int, int, int);
 
 #endif

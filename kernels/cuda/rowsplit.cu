@@ -5,8 +5,9 @@
  * broadcasts the row's column indices and values with shuffles, gathers X
  * rows with coalesced vector loads, and writes its row once: no float
  * atomics.  Rows longer than a chunk are cut into warp-sized pieces whose
- * partial rows the last piece to finish sums in a fixed order.  Host
- * planning: plan.c; docs/kernels.md. */
+ * partial rows the last piece to finish sums in a fixed order.  The bf16
+ * variant runs the same kernels on rows of bf16 units (rowsplit.cuh),
+ * summing in fp32.  Host planning: plan.c; docs/kernels.md. */
 #include <stdlib.h>
 
 #include "kernels/adaptgear/adaptgear.h"
@@ -33,11 +34,12 @@ typedef struct rowsplit_plan {
 /* The warp's lanes form 32 / (G * S) slots of S groups of G lanes; slot q
  * owns row rows[rwarp * (32 / (G * S)) + q], its S groups sum consecutive
  * stretches of the row and combine by butterfly shuffles, and the slot's
- * first group writes the row. */
-template <int G, int V, int K, int S>
+ * first group writes the row.  T: the unit X and Y hold. */
+template <int G, int V, int K, int S, typename T>
 __device__ __forceinline__ void rows_task(const rs_args &a, int64_t rwarp, int lane, int col0,
                                           int nvec)
 {
+    constexpr int N = V * unit_values<T>;
     const int li = lane % G, grp = lane / G, part = grp % S;
     const int64_t k = rwarp * (32 / (G * S)) + grp / S;
     if (k >= a.n_short)
@@ -50,11 +52,11 @@ __device__ __forceinline__ void rows_task(const rs_args &a, int64_t rwarp, int l
         b = min(b + part * per, e);
         e = min(b + per, e);
     }
-    float acc[K][V];
+    float acc[K][N];
 #pragma unroll
     for (int k = 0; k < K; k++)
-        vzero<V>(acc[k]);
-    row_sum<G, V, K>(a, a.x + col0, b, e, li, group_mask<G>(lane), nvec, acc);
+        vzero<N>(acc[k]);
+    row_sum<G, V, K, T>(a, x_units<T>(a) + col0, b, e, li, group_mask<G>(lane), nvec, acc);
     if (S > 1) {
         const unsigned smask = group_mask<G * S>(lane);
 #pragma unroll
@@ -62,16 +64,16 @@ __device__ __forceinline__ void rows_task(const rs_args &a, int64_t rwarp, int l
 #pragma unroll
             for (int k = 0; k < K; k++)
 #pragma unroll
-                for (int t = 0; t < V; t++)
+                for (int t = 0; t < N; t++)
                     acc[k][t] += __shfl_xor_sync(smask, acc[k][t], off);
         if (part != 0)
             return;
     }
-    float *yr = a.y + row * a.feat + col0;
+    T *yr = y_units<T>(a) + row * a.feat + col0;
 #pragma unroll
     for (int k = 0; k < K; k++)
         if (k * G + li < nvec)
-            vwrite<V>(yr + (k * G + li) * V, acc[k], a.accumulate);
+            uwrite<T, V>(yr + (k * G + li) * V, acc[k], a.accumulate);
 }
 
 /* Work mapping: blockIdx.y is the feature tile (columns [y * tile, ...));
@@ -79,8 +81,8 @@ __device__ __forceinline__ void rows_task(const rs_args &a, int64_t rwarp, int l
  * long row, the following warps each take the next 32 / G rows of the
  * plan's row order (degree-sorted within windows), one per group of G
  * lanes; lane l of a group owns the tile's vectors l, l + G, ... (K of
- * them, V floats each). */
-template <int G, int V, int K, int MINB, int S = 1>
+ * them, V units each). */
+template <int G, int V, int K, int MINB, int S, typename T>
 __global__ void __launch_bounds__(RS_THREADS, MINB)
     rowsplit_kernel(const __grid_constant__ rs_args a)
 {
@@ -89,66 +91,74 @@ __global__ void __launch_bounds__(RS_THREADS, MINB)
     const int col0 = (int)blockIdx.y * a.tile;
     const int nvec = min(a.tile, a.feat - col0) / V;
     if (warp < a.n_chunks)
-        chunk_task<G, V, K>(a, (int)warp, lane, col0, nvec, (int)blockIdx.y);
+        chunk_task<G, V, K, T>(a, (int)warp, lane, col0, nvec, (int)blockIdx.y);
     else
-        rows_task<G, V, K, S>(a, warp - a.n_chunks, lane, col0, nvec);
+        rows_task<G, V, K, S, T>(a, warp - a.n_chunks, lane, col0, nvec);
 }
 
 typedef void (*rs_kernel)(const rs_args);
 
-template <int V, int K, int MINB>
+template <int V, int K, int MINB, typename T>
 static rs_kernel pick_group(int group)
 {
     switch (group) {
-    case 1: return rowsplit_kernel<1, V, K, MINB>;
-    case 2: return rowsplit_kernel<2, V, K, MINB>;
-    case 4: return rowsplit_kernel<4, V, K, MINB>;
-    case 8: return rowsplit_kernel<8, V, K, MINB>;
-    case 16: return rowsplit_kernel<16, V, K, MINB>;
-    default: return rowsplit_kernel<32, V, K, MINB>;
+    case 1: return rowsplit_kernel<1, V, K, MINB, 1, T>;
+    case 2: return rowsplit_kernel<2, V, K, MINB, 1, T>;
+    case 4: return rowsplit_kernel<4, V, K, MINB, 1, T>;
+    case 8: return rowsplit_kernel<8, V, K, MINB, 1, T>;
+    case 16: return rowsplit_kernel<16, V, K, MINB, 1, T>;
+    default: return rowsplit_kernel<32, V, K, MINB, 1, T>;
     }
 }
 
 /* K = 8 only with 32-lane groups, and K * V <= GCN_ROWSPLIT_MAX_FLOATS. */
-template <int V, int MINB>
+template <int V, int MINB, typename T>
 static rs_kernel pick_per_lane(gcn_rowsplit_shape s)
 {
     switch (s.per_lane) {
-    case 1: return pick_group<V, 1, MINB>(s.group);
-    case 2: return pick_group<V, 2, MINB>(s.group);
-    case 4: return pick_group<V, 4, MINB>(s.group);
-    default: return rowsplit_kernel<32, V, V == 4 ? 4 : 8, MINB>; /* 8: V <= 2 only */
+    case 1: return pick_group<V, 1, MINB, T>(s.group);
+    case 2: return pick_group<V, 2, MINB, T>(s.group);
+    case 4: return pick_group<V, 4, MINB, T>(s.group);
+    default: return rowsplit_kernel<32, V, V == 4 ? 4 : 8, MINB, 1, T>; /* 8: V <= 2 only */
     }
 }
 
 /* Two groups of G < 32 lanes a row, one vector a lane. */
-template <int V, int MINB>
+template <int V, int MINB, typename T>
 static rs_kernel pick_split(int group)
 {
     switch (group) {
-    case 1: return rowsplit_kernel<1, V, 1, MINB, 2>;
-    case 2: return rowsplit_kernel<2, V, 1, MINB, 2>;
-    case 4: return rowsplit_kernel<4, V, 1, MINB, 2>;
-    case 8: return rowsplit_kernel<8, V, 1, MINB, 2>;
-    default: return rowsplit_kernel<16, V, 1, MINB, 2>;
+    case 1: return rowsplit_kernel<1, V, 1, MINB, 2, T>;
+    case 2: return rowsplit_kernel<2, V, 1, MINB, 2, T>;
+    case 4: return rowsplit_kernel<4, V, 1, MINB, 2, T>;
+    case 8: return rowsplit_kernel<8, V, 1, MINB, 2, T>;
+    default: return rowsplit_kernel<16, V, 1, MINB, 2, T>;
     }
 }
 
-template <int MINB>
+/* Single bf16 units come in vectors of 1 only (odd widths). */
+template <int MINB, typename T>
 static rs_kernel pick_vec(int vec, gcn_rowsplit_shape s)
 {
-    if (s.split == 2)
-        return vec == 4 ? pick_split<4, MINB>(s.group)
-                        : vec == 2 ? pick_split<2, MINB>(s.group) : pick_split<1, MINB>(s.group);
-    return vec == 4 ? pick_per_lane<4, MINB>(s)
-                    : vec == 2 ? pick_per_lane<2, MINB>(s) : pick_per_lane<1, MINB>(s);
+    if constexpr (std::is_same<T, bf16x1>::value) {
+        return s.split == 2 ? pick_split<1, MINB, T>(s.group) : pick_per_lane<1, MINB, T>(s);
+    } else {
+        if (s.split == 2)
+            return vec == 4 ? pick_split<4, MINB, T>(s.group)
+                   : vec == 2 ? pick_split<2, MINB, T>(s.group)
+                              : pick_split<1, MINB, T>(s.group);
+        return vec == 4 ? pick_per_lane<4, MINB, T>(s)
+                        : vec == 2 ? pick_per_lane<2, MINB, T>(s) : pick_per_lane<1, MINB, T>(s);
+    }
 }
 
 /* min_blocks: GCN_ROWSPLIT_BLOCKS_FEW or _MANY. */
+template <typename T>
 static rs_kernel pick_kernel(int vec, gcn_rowsplit_shape s, int min_blocks)
 {
-    return min_blocks == GCN_ROWSPLIT_BLOCKS_MANY ? pick_vec<GCN_ROWSPLIT_BLOCKS_MANY>(vec, s)
-                                                  : pick_vec<GCN_ROWSPLIT_BLOCKS_FEW>(vec, s);
+    return min_blocks == GCN_ROWSPLIT_BLOCKS_MANY
+               ? pick_vec<GCN_ROWSPLIT_BLOCKS_MANY, T>(vec, s)
+               : pick_vec<GCN_ROWSPLIT_BLOCKS_FEW, T>(vec, s);
 }
 
 /* ---- plan ----------------------------------------------------------------- */
@@ -233,8 +243,9 @@ static gcn_status upload_rows(gcn_ctx *ctx, const gcn_csr *a, rowsplit_plan *p,
     return st;
 }
 
-/* Everything a non-empty matrix needs, from the host copy of row_ptr. */
-static gcn_status build_plan(gcn_ctx *ctx, const gcn_csr *a, rowsplit_plan *p)
+/* Everything a non-empty matrix needs, from the host copy of row_ptr;
+ * `values`: the values a unit of x holds (partial rows keep each in fp32). */
+static gcn_status build_plan(gcn_ctx *ctx, const gcn_csr *a, rowsplit_plan *p, int values)
 {
     const int32_t *row_ptr;
     int sms;
@@ -245,15 +256,19 @@ static gcn_status build_plan(gcn_ctx *ctx, const gcn_csr *a, rowsplit_plan *p)
     GCN_TRY(gcn_csr_host_row_ptr(ctx, a, &row_ptr));
     GCN_TRY(plan_layouts(ctx, a, p, row_ptr, l2, sms));
     GCN_TRY(upload_rows(ctx, a, p, row_ptr));
-    return gcn_rs_long_upload(ctx, row_ptr, a->n_rows, p->chunk, p->head.feat, p->lay, &p->lr);
+    return gcn_rs_long_upload(ctx, row_ptr, a->n_rows, p->chunk, p->head.feat * values, p->lay,
+                              &p->lr);
 }
 
-static gcn_status rowsplit_plan_create(gcn_ctx *ctx, const gcn_csr *a, int feat, void **plan)
+/* A plan for rows of `units` units of unit_bytes, `values` values each. */
+static gcn_status plan_units(gcn_ctx *ctx, const gcn_csr *a, int units, int unit_bytes,
+                             int values, void **plan)
 {
     rowsplit_plan *p = NULL;
-    GCN_TRY(gcn_spmm_plan_new(ctx, a, feat, "rowsplit", sizeof *p, plan, (void **)&p));
+    GCN_TRY(gcn_spmm_plan_new(ctx, a, units, "rowsplit", sizeof *p, plan, (void **)&p));
+    p->head.unit_bytes = unit_bytes;
     if (!p->head.empty) {
-        gcn_status st = build_plan(ctx, a, p);
+        gcn_status st = build_plan(ctx, a, p, values);
         if (st != GCN_OK) {
             rowsplit_free_plan(p);
             return st;
@@ -263,10 +278,25 @@ static gcn_status rowsplit_plan_create(gcn_ctx *ctx, const gcn_csr *a, int feat,
     return GCN_OK;
 }
 
+static gcn_status rowsplit_plan_create(gcn_ctx *ctx, const gcn_csr *a, int feat, void **plan)
+{
+    return plan_units(ctx, a, feat, 4, 1, plan);
+}
+
+/* bf16 rows as units of two bf16 (even widths: the layout of an fp32
+ * product of half the width, the same bytes) or of one. */
+static gcn_status rowsplit_plan_bf16(gcn_ctx *ctx, const gcn_csr *a, int feat, void **plan)
+{
+    int values, units = gcn_spmm_bf16_units(feat, &values);
+    return plan_units(ctx, a, units, values == 2 ? 4 : 2, values, plan);
+}
+
 /* ---- run ------------------------------------------------------------------ */
 
-static gcn_status rowsplit_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const float *x,
-                               float *y, int feat, bool accumulate)
+/* y (+)= A x over rows of feat units T. */
+template <typename T>
+static gcn_status launch(gcn_ctx *ctx, void *plan, const gcn_csr *a, const void *x, void *y,
+                         int feat, bool accumulate)
 {
     rowsplit_plan *p = (rowsplit_plan *)plan;
     gcn_cuda_state *cs;
@@ -274,6 +304,9 @@ static gcn_status rowsplit_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const
     GCN_TRY(gcn_spmm_run_begin(ctx, p, a, y, feat, accumulate, "rowsplit", &cs, &done));
     if (done)
         return GCN_OK;
+    if (std::is_same<T, bf16x2>::value && !(gcn_spmm_aligned(x, 1) && gcn_spmm_aligned(y, 1)))
+        return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "rowsplit SpMM: bf16 rows of even width "
+                         "need x and y on 4-byte boundaries");
     int which = gcn_spmm_aligned(x, p->lay[0].vec) && gcn_spmm_aligned(y, p->lay[0].vec) ? 0 : 1;
     const gcn_feat_layout *l = &p->lay[which];
     rs_args args = {a->col_idx, p->rows, a->values, x, y, p->lr.chunks, p->lr.long_info,
@@ -282,10 +315,24 @@ static gcn_status rowsplit_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const
     int rows_per_warp = gcn_rowsplit_rows_per_warp(p->shape[which]);
     int64_t warps = p->lr.n_chunks + ((int64_t)p->n_short + rows_per_warp - 1) / rows_per_warp;
     dim3 grid((unsigned)((warps + RS_WARPS - 1) / RS_WARPS), (unsigned)l->n_tiles);
-    rs_kernel kernel = pick_kernel(l->vec, p->shape[which], p->min_blocks[which]);
+    rs_kernel kernel = pick_kernel<T>(l->vec, p->shape[which], p->min_blocks[which]);
     kernel<<<grid, RS_THREADS, 0, cs->stream>>>(args);
     GCN_LAUNCHED("rowsplit_kernel");
     return GCN_OK;
+}
+
+static gcn_status rowsplit_run(gcn_ctx *ctx, void *plan, const gcn_csr *a, const float *x,
+                               float *y, int feat, bool accumulate)
+{
+    return launch<float>(ctx, plan, a, x, y, feat, accumulate);
+}
+
+static gcn_status rowsplit_run_bf16(gcn_ctx *ctx, void *plan, const gcn_csr *a,
+                                    const uint16_t *x, uint16_t *y, int feat, bool accumulate)
+{
+    int values, units = gcn_spmm_bf16_units(feat, &values);
+    return values == 2 ? launch<bf16x2>(ctx, plan, a, x, y, units, accumulate)
+                       : launch<bf16x1>(ctx, plan, a, x, y, units, accumulate);
 }
 
 const gcn_spmm_impl gcn_spmm_rowsplit = {
@@ -298,4 +345,6 @@ const gcn_spmm_impl gcn_spmm_rowsplit = {
     .plan = rowsplit_plan_create,
     .run = rowsplit_run,
     .free_plan = rowsplit_free_plan,
+    .plan_bf16 = rowsplit_plan_bf16,
+    .run_bf16 = rowsplit_run_bf16,
 };

@@ -495,7 +495,7 @@ static gcn_status use_halo(gcn_ctx *ctx, const halo_chunk *c, const gcn_tensor *
 {
     if (c->n_halo == 0 || halo->cols == 0)
         return GCN_OK;
-    return gcn_spmm_apply(ctx, c->part, halo->data, y, (int)halo->cols, true);
+    return gcn_spmm_apply(ctx, c->part, GCN_DTYPE_FP32, halo->data, y, (int)halo->cols, true);
 }
 
 /* A_halo_k^T dy into a new tensor *dhalo of chunk k's halo rows. */
@@ -505,8 +505,8 @@ static gcn_status halo_grad(gcn_ctx *ctx, const halo_chunk *c, const gcn_tensor 
     int64_t f = dy->cols;
     GCN_TRY(gcn_tensor_create(ctx, dhalo, c->n_halo, f));
     if (c->n_halo > 0 && f > 0)
-        return gcn_spmm_apply(ctx, gcn_csr_transpose(c->part), dy->data, (*dhalo)->data, (int)f,
-                              false);
+        return gcn_spmm_apply(ctx, gcn_csr_transpose(c->part), GCN_DTYPE_FP32, dy->data,
+                              (*dhalo)->data, (int)f, false);
     return GCN_OK;
 }
 
@@ -553,7 +553,7 @@ static gcn_status run_chunks(gcn_ctx *ctx, gcn_halo *h, const halo_step *step,
     GCN_CHECK(begin(ctx, h, &h->chunk[0], out, step->reverse, f, &in));
     started = true;
     if (f > 0 && first->n_rows > 0)
-        GCN_CHECK(gcn_spmm_apply(ctx, first, src->data, dst, (int)f, acc));
+        GCN_CHECK(gcn_spmm_apply(ctx, first, GCN_DTYPE_FP32, src->data, dst, (int)f, acc));
     for (int k = 0; k < K; k++) {
         if (k + 1 < K)
             GCN_CHECK(make_sent(ctx, h, &h->chunk[k + 1], step, src, &next));

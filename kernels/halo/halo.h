@@ -28,10 +28,10 @@ gcn_status gcn_halo_spmm_grad(gcn_ctx *ctx, const gcn_csr *a, const gcn_tensor *
 int gcn_halo_parts(const gcn_csr *a, const gcn_csr **parts, int max);
 
 /* One product y (+)= A x with the context's kernel choice: a forced kernel
- * or the matrix's call site (counted as SpMM time when profiling).
- * Defined in kernels/spmm/spmm.c. */
-gcn_status gcn_spmm_apply(gcn_ctx *ctx, const gcn_csr *a, const float *x, float *y, int feat,
-                          bool accumulate);
+ * or the matrix's call site of dtype (counted as SpMM time when
+ * profiling); x and y of dtype.  Defined in kernels/spmm/spmm.c. */
+gcn_status gcn_spmm_apply(gcn_ctx *ctx, const gcn_csr *a, gcn_dtype dtype, const void *x,
+                          void *y, int feat, bool accumulate);
 
 /* The chunks a block of n_local rows that sends n_send rows and receives
  * n_halo asks for: 1 until those outnumber half its rows, then enough that a

@@ -79,19 +79,21 @@ static void add(gcn_spmm_site *t, const char *name, const gcn_csr *m0, const gcn
     snprintf(s->name, sizeof s->name, "%s", name);
 }
 
-/* Whether impl may serve role on m in this site's mode. */
+/* Whether impl may serve role on m in this site's mode and dtype. */
 static bool fits(const gcn_ctx *ctx, const gcn_spmm_site *t, const gcn_spmm_impl *impl,
                  unsigned role, const gcn_csr *m)
 {
     bool det = !strcmp(t->mode, "auto-deterministic");
+    bool has_dtype = t->dtype != GCN_DTYPE_BF16 || impl->run_bf16;
     return (impl->roles & role) && impl->device == ctx->device && (!det || impl->deterministic) &&
-           impl->supports(m, t->feat);
+           has_dtype && impl->supports(m, t->feat);
 }
 
 /* The candidates of one community level: the community kernel on the
  * level view, and every intra kernel followed by every inter kernel.  A
  * level whose communities no intra kernel can use at this width (too large
- * to stage, too sparse for dense blocks) is not split at all. */
+ * to stage, too sparse for dense blocks) is not split at all, nor is any
+ * in bf16 (the second product would round each output a second time). */
 static gcn_status add_level(gcn_ctx *ctx, const gcn_csr *a, int level, gcn_spmm_site *t)
 {
     int n = gcn_spmm_count(ctx);
@@ -106,7 +108,7 @@ static gcn_status add_level(gcn_ctx *ctx, const gcn_csr *a, int level, gcn_spmm_
             add(t, name, view, k, NULL, NULL);
         }
     }
-    if (ctx->device != GCN_DEVICE_CUDA ||
+    if (ctx->device != GCN_DEVICE_CUDA || t->dtype == GCN_DTYPE_BF16 ||
         !gcn_level_worth_split(lv->part_ptr, lv->n_parts, lv->size, a->nnz, t->feat,
                                GCN_SMEM_BYTES))
         return GCN_OK;

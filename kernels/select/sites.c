@@ -1,4 +1,4 @@
-/* The selector's call sites: per (matrix, feature width, mode), the list of
+/* The selector's call sites: per (matrix, feature width, dtype, mode), the list of
  * candidate strategies (candidates.c), a selector that profiles them
  * on real calls and locks the fastest, and what it chose. */
 #include <math.h>
@@ -74,8 +74,8 @@ static gcn_status complete(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t)
     GCN_TRY(gcn_spmm_add_more(ctx, a, t));
     if (t->n_cand == 0)
         return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "spmm: no kernel supports this %d x %d "
-                         "matrix at width %d on %s", a->n_rows, a->n_cols, t->feat,
-                         gcn_device_name(ctx->device));
+                         "matrix at width %d in %s on %s", a->n_rows, a->n_cols, t->feat,
+                         gcn_dtype_name(t->dtype), gcn_device_name(ctx->device));
     const gcn_select_clock *clock =
         ctx->device == GCN_DEVICE_CUDA ? gcn_select_cuda_clock() : gcn_select_host_clock();
     GCN_TRY(gcn_selector_create(ctx, &t->sel, t->n_cand, NULL, clock));
@@ -84,8 +84,8 @@ static gcn_status complete(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t)
     return GCN_OK;
 }
 
-static gcn_status site_new(gcn_ctx *ctx, const gcn_csr *a, int feat, const char *mode,
-                           const char *only, gcn_spmm_site **out)
+static gcn_status site_new(gcn_ctx *ctx, const gcn_csr *a, int feat, gcn_dtype dtype,
+                           const char *mode, const char *only, gcn_spmm_site **out)
 {
     gcn_spmm_state *s = NULL;
     GCN_TRY(gcn_spmm_state_of(ctx, a, &s));
@@ -93,6 +93,7 @@ static gcn_status site_new(gcn_ctx *ctx, const gcn_csr *a, int feat, const char 
     if (!t)
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "spmm: out of host memory for a call site");
     t->feat = feat;
+    t->dtype = dtype;
     snprintf(t->mode, sizeof t->mode, "%s", mode);
     t->forced = strcmp(mode, "auto") != 0 && strcmp(mode, "auto-deterministic") != 0;
     snprintf(t->only, sizeof t->only, "%s", only ? only : "");
@@ -123,26 +124,26 @@ static gcn_status site_new(gcn_ctx *ctx, const gcn_csr *a, int feat, const char 
     return GCN_OK;
 }
 
-gcn_status gcn_spmm_site_get(gcn_ctx *ctx, const gcn_csr *a, int feat, const char *mode,
-                             gcn_spmm_site **site)
+gcn_status gcn_spmm_site_get(gcn_ctx *ctx, const gcn_csr *a, int feat, gcn_dtype dtype,
+                             const char *mode, gcn_spmm_site **site)
 {
     for (gcn_spmm_site *t = sites_of(a); t; t = t->next)
-        if (t->feat == feat && !strcmp(t->mode, mode)) {
+        if (t->feat == feat && t->dtype == dtype && !strcmp(t->mode, mode)) {
             *site = t;
             return GCN_OK;
         }
-    return site_new(ctx, a, feat, mode, NULL, site);
+    return site_new(ctx, a, feat, dtype, mode, NULL, site);
 }
 
-gcn_status gcn_spmm_site_restore(gcn_ctx *ctx, const gcn_csr *a, int feat, const char *mode,
-                                 const char *strategy)
+gcn_status gcn_spmm_site_restore(gcn_ctx *ctx, const gcn_csr *a, int feat, gcn_dtype dtype,
+                                 const char *mode, const char *strategy)
 {
     for (gcn_spmm_site *t = sites_of(a); t; t = t->next)
-        if (t->feat == feat && !strcmp(t->mode, mode))
-            return GCN_ERROR(ctx, GCN_ERR_STATE, "spmm: the call site of width %d exists already",
-                             feat);
+        if (t->feat == feat && t->dtype == dtype && !strcmp(t->mode, mode))
+            return GCN_ERROR(ctx, GCN_ERR_STATE, "spmm: the %s call site of width %d exists "
+                             "already", gcn_dtype_name(dtype), feat);
     gcn_spmm_site *t;
-    return site_new(ctx, a, feat, mode, strategy, &t);
+    return site_new(ctx, a, feat, dtype, mode, strategy, &t);
 }
 
 gcn_status gcn_spmm_site_lock(gcn_ctx *ctx, gcn_spmm_site *t, const char *strategy)
@@ -155,28 +156,29 @@ gcn_status gcn_spmm_site_lock(gcn_ctx *ctx, gcn_spmm_site *t, const char *strate
         snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", c ? ", " : "",
                  t->cand[c].name);
     return GCN_ERROR(ctx, GCN_ERR_NOT_FOUND,
-                     "spmm strategy '%s' is not available for this matrix at width %d "
+                     "spmm strategy '%s' is not available for this matrix at width %d in %s "
                      "(candidates: %s)",
-                     strategy, t->feat, list);
+                     strategy, t->feat, gcn_dtype_name(t->dtype), list);
 }
 
 /* ---- running ------------------------------------------------------------------ */
 
 /* Plans of every step, built before any timing starts. */
-static gcn_status ensure_plans(gcn_ctx *ctx, const strategy *s, int feat)
+static gcn_status ensure_plans(gcn_ctx *ctx, const gcn_spmm_site *t, const strategy *s)
 {
     void *plan;
     for (int i = 0; i < s->n_steps; i++)
         if (s->mat[i]->n_rows > 0)
-            GCN_TRY(gcn_spmm_get_plan(ctx, s->impl[i], s->mat[i], feat, &plan));
+            GCN_TRY(gcn_spmm_get_plan(ctx, s->impl[i], s->mat[i], t->feat, t->dtype, &plan));
     return GCN_OK;
 }
 
-static gcn_status run_strategy(gcn_ctx *ctx, const strategy *s, const float *x, float *y,
-                               int feat, bool accumulate)
+static gcn_status run_strategy(gcn_ctx *ctx, const gcn_spmm_site *t, const strategy *s,
+                               const void *x, void *y, bool accumulate)
 {
     for (int i = 0; i < s->n_steps; i++)
-        GCN_TRY(gcn_spmm_run(ctx, s->impl[i], s->mat[i], x, y, feat, accumulate || i > 0));
+        GCN_TRY(gcn_spmm_run_dtype(ctx, s->impl[i], s->mat[i], t->dtype, x, y, t->feat,
+                                   accumulate || i > 0));
     return GCN_OK;
 }
 
@@ -212,16 +214,17 @@ static void on_lock(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t, int win)
             for (int j = 0; j < w->n_steps; j++)
                 shared |= w->mat[j] == s->mat[i] && w->impl[j] == s->impl[i];
             if (!shared)
-                gcn_spmm_drop_plan(s->mat[i], s->impl[i], t->feat);
+                gcn_spmm_drop_plan(s->mat[i], s->impl[i], t->feat, t->dtype);
         }
     t->reported = true;
     if (t->forced || gcn_selector_profiled_calls(t->sel) == 0)
         return;
     int r = runner_up(t, win), cu = find_named(t, "cusparse");
     gcn_log(ctx, GCN_LOG_INFO,
-            "spmm %d x %d%s, F = %d: %s locked at %.4f ms (runner-up %s %.4f ms, cusparse "
+            "spmm %d x %d%s, F = %d, %s: %s locked at %.4f ms (runner-up %s %.4f ms, cusparse "
             "%.4f ms; %d candidates, %lld calls profiled, %.1f ms of splits and plans)",
-            a->n_rows, a->n_cols, a->priv->owner ? " (A^T)" : "", t->feat, w->name,
+            a->n_rows, a->n_cols, a->priv->owner ? " (A^T)" : "", t->feat,
+            gcn_dtype_name(t->dtype), w->name,
             gcn_selector_median(t->sel, win), r >= 0 ? t->cand[r].name : "-",
             r >= 0 ? gcn_selector_median(t->sel, r) : NAN, cu >= 0 ? gcn_selector_median(t->sel, cu) : NAN,
             t->n_cand, (long long)gcn_selector_profiled_calls(t->sel), t->setup_ms);
@@ -250,7 +253,7 @@ static void drop_losers(gcn_spmm_site *t)
         s->dropped = true;
         for (int i = 0; i < s->n_steps; i++)
             if (!live_step(t, s->mat[i], s->impl[i]))
-                gcn_spmm_drop_plan(s->mat[i], s->impl[i], t->feat);
+                gcn_spmm_drop_plan(s->mat[i], s->impl[i], t->feat, t->dtype);
     }
 }
 
@@ -266,20 +269,20 @@ static double now_ms(void)
 static gcn_status setup(gcn_ctx *ctx, const gcn_csr *a, gcn_spmm_site *t, int cand)
 {
     double t0 = now_ms();
-    gcn_status st = cand < 0 ? complete(ctx, a, t) : ensure_plans(ctx, &t->cand[cand], t->feat);
+    gcn_status st = cand < 0 ? complete(ctx, a, t) : ensure_plans(ctx, t, &t->cand[cand]);
     t->setup_ms += now_ms() - t0;
     return st;
 }
 
-gcn_status gcn_spmm_site_apply(gcn_ctx *ctx, const gcn_csr *a, const float *x, float *y,
-                               int feat, bool accumulate)
+gcn_status gcn_spmm_site_apply(gcn_ctx *ctx, const gcn_csr *a, gcn_dtype dtype, const void *x,
+                               void *y, int feat, bool accumulate)
 {
     gcn_spmm_site *t;
-    GCN_TRY(gcn_spmm_site_get(ctx, a, feat, ctx->spmm_kernel, &t));
+    GCN_TRY(gcn_spmm_site_get(ctx, a, feat, dtype, ctx->spmm_kernel, &t));
     if (t->deferred && !t->first_done) {
         t->first_done = true;
-        GCN_TRY(ensure_plans(ctx, &t->cand[0], feat));
-        return run_strategy(ctx, &t->cand[0], x, y, feat, accumulate);
+        GCN_TRY(ensure_plans(ctx, t, &t->cand[0]));
+        return run_strategy(ctx, t, &t->cand[0], x, y, accumulate);
     }
     if (t->deferred)
         GCN_TRY(setup(ctx, a, t, -1));
@@ -289,7 +292,7 @@ gcn_status gcn_spmm_site_apply(gcn_ctx *ctx, const gcn_csr *a, const float *x, f
         GCN_TRY(gcn_selector_next(ctx, t->sel, &c, &timed));
         if (!t->reported)
             drop_losers(t);
-        gcn_status st = t->reported ? ensure_plans(ctx, &t->cand[c], feat) : setup(ctx, a, t, c);
+        gcn_status st = t->reported ? ensure_plans(ctx, t, &t->cand[c]) : setup(ctx, a, t, c);
         if (st != GCN_OK && st != GCN_ERR_CUDA && !t->forced) {
             gcn_log(ctx, GCN_LOG_DEBUG, "spmm: candidate %s dropped: %s", t->cand[c].name,
                     gcn_last_error(ctx));
@@ -302,7 +305,7 @@ gcn_status gcn_spmm_site_apply(gcn_ctx *ctx, const gcn_csr *a, const float *x, f
         if (timed)
             GCN_TRY(gcn_selector_start(ctx, t->sel, c));
         for (int r = 0; st == GCN_OK && r < runs; r++)
-            st = run_strategy(ctx, &t->cand[c], x, y, feat, accumulate);
+            st = run_strategy(ctx, t, &t->cand[c], x, y, accumulate);
         if (st != GCN_OK) {
             gcn_selector_fail(t->sel, c);
             return st;
@@ -329,14 +332,14 @@ const char *gcn_spmm_site_candidate_name(const gcn_spmm_site *site, int cand)
 gcn_status gcn_spmm_site_prepare(gcn_ctx *ctx, const gcn_spmm_site *site, int cand)
 {
     GCN_ARG(ctx, cand >= 0 && cand < site->n_cand);
-    return ensure_plans(ctx, &site->cand[cand], site->feat);
+    return ensure_plans(ctx, site, &site->cand[cand]);
 }
 
-gcn_status gcn_spmm_site_run(gcn_ctx *ctx, const gcn_spmm_site *site, int cand, const float *x,
-                             float *y, bool accumulate)
+gcn_status gcn_spmm_site_run(gcn_ctx *ctx, const gcn_spmm_site *site, int cand, const void *x,
+                             void *y, bool accumulate)
 {
     GCN_ARG(ctx, cand >= 0 && cand < site->n_cand);
-    return run_strategy(ctx, &site->cand[cand], x, y, site->feat, accumulate);
+    return run_strategy(ctx, site, &site->cand[cand], x, y, accumulate);
 }
 
 bool gcn_spmm_site_locked(const gcn_spmm_site *site, int *cand)
@@ -355,7 +358,7 @@ void gcn_spmm_site_losers(const gcn_spmm_site *site, int *losers, int *holding)
         bool holds = false;
         for (int i = 0; i < s->n_steps; i++)
             holds |= !live_step(site, s->mat[i], s->impl[i]) &&
-                     gcn_spmm_has_plan(s->mat[i], s->impl[i], site->feat);
+                     gcn_spmm_has_plan(s->mat[i], s->impl[i], site->feat, site->dtype);
         *holding += holds;
     }
 }
@@ -377,7 +380,8 @@ static void site_info(const gcn_spmm_site *t, bool transposed, float self_alpha,
                               .runner_up_ms = r >= 0 ? gcn_selector_median(t->sel, r) : NAN,
                               .cusparse_ms = cu >= 0 ? gcn_selector_median(t->sel, cu) : NAN,
                               .setup_ms = t->setup_ms,
-                              .self_alpha = self_alpha};
+                              .self_alpha = self_alpha,
+                              .dtype = t->dtype};
     snprintf(o->mode, sizeof o->mode, "%s", t->forced ? "forced" : t->mode[5] ? "auto-deterministic" : "auto");
     snprintf(o->chosen, sizeof o->chosen, "%s", win >= 0 ? t->cand[win].name : "");
     snprintf(o->runner_up, sizeof o->runner_up, "%s", r >= 0 ? t->cand[r].name : "");

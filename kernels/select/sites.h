@@ -25,6 +25,7 @@ typedef struct strategy {
 
 struct gcn_spmm_site {
     int feat;
+    gcn_dtype dtype; /* of the features: its candidates have a variant for it */
     char mode[64];  /* the context's kernel setting the site serves */
     bool forced;    /* a strategy named by the user: locked from the start */
     char only[64];  /* a choices file's choice: the one candidate built ("" for all) */

@@ -40,13 +40,18 @@ gcn_status gcn_spmm_reborrow(gcn_ctx *ctx, gcn_csr *a, int32_t n, int32_t nnz, i
  * (self_loops.c); *out is NULL when a keeps it for another alpha. */
 gcn_status gcn_spmm_self_matrix(gcn_ctx *ctx, const gcn_csr *a, float alpha, const gcn_csr **out);
 
-/* The plan for (impl, feat) on a, built and cached on first use. */
+/* The plan of impl's variant for dtype at width feat on a, built and
+ * cached on first use. */
 gcn_status gcn_spmm_get_plan(gcn_ctx *ctx, const gcn_spmm_impl *impl, const gcn_csr *a, int feat,
-                             void **plan);
+                             gcn_dtype dtype, void **plan);
 
-/* Whether a holds the plan (impl, feat); frees it if so. */
-bool gcn_spmm_has_plan(const gcn_csr *a, const gcn_spmm_impl *impl, int feat);
-void gcn_spmm_drop_plan(const gcn_csr *a, const gcn_spmm_impl *impl, int feat);
+/* Whether a holds the plan (impl, feat, dtype); frees it if so. */
+bool gcn_spmm_has_plan(const gcn_csr *a, const gcn_spmm_impl *impl, int feat, gcn_dtype dtype);
+void gcn_spmm_drop_plan(const gcn_csr *a, const gcn_spmm_impl *impl, int feat, gcn_dtype dtype);
+
+/* gcn_spmm_run or gcn_spmm_run_bf16 by dtype, x and y of that dtype. */
+gcn_status gcn_spmm_run_dtype(gcn_ctx *ctx, const gcn_spmm_impl *impl, const gcn_csr *a,
+                              gcn_dtype dtype, const void *x, void *y, int feat, bool accumulate);
 
 /* A symmetric n x n matrix with sorted rows over device arrays the caller
  * keeps alive until the matrix is freed, for matrices that change every
@@ -68,10 +73,10 @@ const gcn_csr *gcn_spmm_self_kept(const gcn_csr *a, float *alpha);
  * strategy "k@size" / "k1+k2@size") goes through a call site. */
 bool gcn_spmm_uses_sites(const char *kernel);
 
-/* y (+)= A x through the call site (a, feat) of the context's mode: the
- * selector's choice, or the forced strategy. */
-gcn_status gcn_spmm_site_apply(gcn_ctx *ctx, const gcn_csr *a, const float *x, float *y,
-                               int feat, bool accumulate);
+/* y (+)= A x through the call site (a, feat, dtype) of the context's
+ * mode: the selector's choice, or the forced strategy; x and y of dtype. */
+gcn_status gcn_spmm_site_apply(gcn_ctx *ctx, const gcn_csr *a, gcn_dtype dtype, const void *x,
+                               void *y, int feat, bool accumulate);
 
 /* Whether the selector keeps call sites on a (NULL: no); inline, so that
  * code built without the selector (the fuzz targets) can ask. */
@@ -80,16 +85,17 @@ static inline bool gcn_spmm_has_sites(const gcn_csr *a)
     return gcn_csr_slot_get(a, GCN_CSR_SLOT_SITES) != NULL;
 }
 
-/* The call site of (a, feat, mode), created with its candidates on first
- * use; for choices files. */
+/* The call site of (a, feat, dtype, mode), created with its candidates on
+ * first use; for choices files. */
 typedef struct gcn_spmm_site gcn_spmm_site;
-gcn_status gcn_spmm_site_get(gcn_ctx *ctx, const gcn_csr *a, int feat, const char *mode,
-                             gcn_spmm_site **site);
+gcn_status gcn_spmm_site_get(gcn_ctx *ctx, const gcn_csr *a, int feat, gcn_dtype dtype,
+                             const char *mode, gcn_spmm_site **site);
 
-/* A new call site of (a, feat, mode) holding only the named strategy,
- * locked (a choices file's choice): no other candidate is planned or split. */
-gcn_status gcn_spmm_site_restore(gcn_ctx *ctx, const gcn_csr *a, int feat, const char *mode,
-                                 const char *strategy);
+/* A new call site of (a, feat, dtype, mode) holding only the named
+ * strategy, locked (a choices file's choice): no other candidate is
+ * planned or split. */
+gcn_status gcn_spmm_site_restore(gcn_ctx *ctx, const gcn_csr *a, int feat, gcn_dtype dtype,
+                                 const char *mode, const char *strategy);
 
 /* Locks a site to the candidate of that strategy name; GCN_ERR_NOT_FOUND
  * naming the candidates when there is none. */
@@ -100,8 +106,8 @@ gcn_status gcn_spmm_site_lock(gcn_ctx *ctx, gcn_spmm_site *site, const char *str
 int gcn_spmm_site_candidates(const gcn_spmm_site *site);
 const char *gcn_spmm_site_candidate_name(const gcn_spmm_site *site, int cand);
 gcn_status gcn_spmm_site_prepare(gcn_ctx *ctx, const gcn_spmm_site *site, int cand);
-gcn_status gcn_spmm_site_run(gcn_ctx *ctx, const gcn_spmm_site *site, int cand, const float *x,
-                             float *y, bool accumulate);
+gcn_status gcn_spmm_site_run(gcn_ctx *ctx, const gcn_spmm_site *site, int cand, const void *x,
+                             void *y, bool accumulate);
 
 /* Back-to-back runs one timed sample of a's product at width feat holds,
  * so that a product of a few microseconds is timed without the launch gap:

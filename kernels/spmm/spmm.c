@@ -109,6 +109,9 @@ gcn_status gcn_spmm_register(gcn_ctx *ctx, const gcn_spmm_impl *kernel)
     if (!k.supports || !k.plan || !k.run || k.roles == 0 || (k.roles & ~all_roles))
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "spmm_register: kernel '%s' needs supports, "
                          "plan and run, and roles among GCN_SPMM_ROLE_*", k.name);
+    if (!k.plan_bf16 != !k.run_bf16)
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "spmm_register: kernel '%s' has one of "
+                         "plan_bf16 and run_bf16 without the other", k.name);
     gcn_spmm_impl **list = realloc(ctx->spmm_user, (size_t)(ctx->n_spmm_user + 1) * sizeof *list);
     if (!list)
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "spmm_register: out of host memory");
@@ -146,10 +149,11 @@ const char *gcn_spmm_kernel(const gcn_ctx *ctx)
 }
 
 /* A kernel plan kept on a matrix: built by an SpMM implementation for one
- * feature width, freed with the matrix. */
+ * feature width and dtype, freed with the matrix. */
 typedef struct plan_record {
     const gcn_spmm_impl *impl;
     int feat;
+    gcn_dtype dtype;
     void *plan;
     struct plan_record *next;
 } plan_record;
@@ -186,46 +190,55 @@ static gcn_status plans_of(gcn_ctx *ctx, const gcn_csr *a, plans_slot **out)
     return GCN_OK;
 }
 
+/* The plan function of impl's variant for dtype, or NULL. */
+static gcn_status (*plan_fn(const gcn_spmm_impl *impl, gcn_dtype dtype))(gcn_ctx *,
+                                                                          const gcn_csr *, int,
+                                                                          void **)
+{
+    return dtype == GCN_DTYPE_BF16 ? impl->plan_bf16 : impl->plan;
+}
+
 gcn_status gcn_spmm_get_plan(gcn_ctx *ctx, const gcn_spmm_impl *impl, const gcn_csr *a, int feat,
-                             void **plan)
+                             gcn_dtype dtype, void **plan)
 {
     plans_slot *ps = NULL;
     GCN_TRY(plans_of(ctx, a, &ps));
     for (plan_record *r = ps->plans; r; r = r->next)
-        if (r->impl == impl && r->feat == feat) {
+        if (r->impl == impl && r->feat == feat && r->dtype == dtype) {
             *plan = r->plan;
             return GCN_OK;
         }
     plan_record *r = calloc(1, sizeof *r);
     if (!r)
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "spmm: out of host memory for a plan record");
-    gcn_status st = impl->plan(ctx, a, feat, &r->plan);
+    gcn_status st = plan_fn(impl, dtype)(ctx, a, feat, &r->plan);
     if (st != GCN_OK) {
         free(r);
         return st;
     }
     r->impl = impl;
     r->feat = feat;
+    r->dtype = dtype;
     r->next = ps->plans;
     ps->plans = r;
     *plan = r->plan;
     return GCN_OK;
 }
 
-bool gcn_spmm_has_plan(const gcn_csr *a, const gcn_spmm_impl *impl, int feat)
+bool gcn_spmm_has_plan(const gcn_csr *a, const gcn_spmm_impl *impl, int feat, gcn_dtype dtype)
 {
     const plans_slot *ps = gcn_csr_slot_get(a, GCN_CSR_SLOT_PLANS);
     for (const plan_record *r = ps ? ps->plans : NULL; r; r = r->next)
-        if (r->impl == impl && r->feat == feat)
+        if (r->impl == impl && r->feat == feat && r->dtype == dtype)
             return true;
     return false;
 }
 
-void gcn_spmm_drop_plan(const gcn_csr *a, const gcn_spmm_impl *impl, int feat)
+void gcn_spmm_drop_plan(const gcn_csr *a, const gcn_spmm_impl *impl, int feat, gcn_dtype dtype)
 {
     plans_slot *ps = gcn_csr_slot_get(a, GCN_CSR_SLOT_PLANS);
     for (plan_record **pp = ps ? &ps->plans : NULL; pp && *pp; pp = &(*pp)->next)
-        if ((*pp)->impl == impl && (*pp)->feat == feat) {
+        if ((*pp)->impl == impl && (*pp)->feat == feat && (*pp)->dtype == dtype) {
             plan_record *r = *pp;
             *pp = r->next;
             record_free(r);
@@ -275,7 +288,8 @@ gcn_status gcn_spmm_reborrow(gcn_ctx *ctx, gcn_csr *a, int32_t n, int32_t nnz, i
         if (impl->free_plan)
             impl->free_plan(r->plan);
         r->plan = NULL;
-        if (impl->supports(a, r->feat) && impl->plan(ctx, a, r->feat, &r->plan) == GCN_OK) {
+        if (impl->supports(a, r->feat) &&
+            plan_fn(impl, r->dtype)(ctx, a, r->feat, &r->plan) == GCN_OK) {
             pp = &r->next;
         } else {
             *pp = r->next;
@@ -285,42 +299,113 @@ gcn_status gcn_spmm_reborrow(gcn_ctx *ctx, gcn_csr *a, int32_t n, int32_t nnz, i
     return GCN_OK;
 }
 
-gcn_status gcn_spmm_run(gcn_ctx *ctx, const gcn_spmm_impl *impl, const gcn_csr *a,
-                        const float *x, float *y, int feat, bool accumulate)
+/* The shared part of gcn_spmm_run and gcn_spmm_run_bf16: checks, and
+ * the plan of impl's variant for dtype (NULL and *done when a has no rows). */
+static gcn_status run_begin(gcn_ctx *ctx, const gcn_spmm_impl *impl, const gcn_csr *a, int feat,
+                            gcn_dtype dtype, void **plan, bool *done)
 {
     if (!ctx)
         return GCN_ERR_INVALID_ARG;
     GCN_ARG(ctx, impl && a && a->priv && feat >= 1);
+    *done = false;
     if (a->priv->ctx != ctx || impl->device != ctx->device)
         return GCN_ERROR(ctx, GCN_ERR_DEVICE, "spmm: kernel '%s' or matrix is not on this context",
                          impl->name);
     GCN_TRY(gcn_csr_check_arrays(ctx, a, "gcn_spmm_run"));
+    if (!plan_fn(impl, dtype))
+        return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "spmm kernel '%s' has no %s variant",
+                         impl->name, gcn_dtype_name(dtype));
     if (!impl->supports(a, feat))
         return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED,
                          "spmm kernel '%s' does not support this matrix at width %d", impl->name,
                          feat);
-    if (a->n_rows == 0)
-        return GCN_OK;
+    *done = a->n_rows == 0;
+    return *done ? GCN_OK : gcn_spmm_get_plan(ctx, impl, a, feat, dtype, plan);
+}
+
+gcn_status gcn_spmm_run(gcn_ctx *ctx, const gcn_spmm_impl *impl, const gcn_csr *a,
+                        const float *x, float *y, int feat, bool accumulate)
+{
     void *plan = NULL;
-    GCN_TRY(gcn_spmm_get_plan(ctx, impl, a, feat, &plan));
-    return impl->run(ctx, plan, a, x, y, feat, accumulate);
+    bool done;
+    GCN_TRY(run_begin(ctx, impl, a, feat, GCN_DTYPE_FP32, &plan, &done));
+    return done ? GCN_OK : impl->run(ctx, plan, a, x, y, feat, accumulate);
+}
+
+gcn_status gcn_spmm_run_bf16(gcn_ctx *ctx, const gcn_spmm_impl *impl, const gcn_csr *a,
+                             const uint16_t *x, uint16_t *y, int feat, bool accumulate)
+{
+    void *plan = NULL;
+    bool done;
+    GCN_TRY(run_begin(ctx, impl, a, feat, GCN_DTYPE_BF16, &plan, &done));
+    return done ? GCN_OK : impl->run_bf16(ctx, plan, a, x, y, feat, accumulate);
+}
+
+gcn_status gcn_spmm_run_dtype(gcn_ctx *ctx, const gcn_spmm_impl *impl, const gcn_csr *a,
+                              gcn_dtype dtype, const void *x, void *y, int feat, bool accumulate)
+{
+    if (dtype == GCN_DTYPE_BF16)
+        return gcn_spmm_run_bf16(ctx, impl, a, x, y, feat, accumulate);
+    return gcn_spmm_run(ctx, impl, a, x, y, feat, accumulate);
+}
+
+/* The kernel the context's setting fixes for a's products (a forced
+ * registry kernel, or the one a one-step matrix fixes), or NULL for a call
+ * site of the mode. */
+static const gcn_spmm_impl *fixed_kernel(const gcn_ctx *ctx, const gcn_csr *a)
+{
+    if (!gcn_spmm_uses_sites(ctx->spmm_kernel))
+        return gcn_spmm_find(ctx, ctx->spmm_kernel);
+    return gcn_spmm_fixed_kernel(a); /* a one-step matrix (gcn_spmm_borrow) */
 }
 
 /* Runs the context's choice: a forced kernel, or a call site (whose
  * selector, plans and profiling runs count as SpMM time when profiling). */
-gcn_status gcn_spmm_apply(gcn_ctx *ctx, const gcn_csr *a, const float *x, float *y, int feat,
-                          bool accumulate)
+gcn_status gcn_spmm_apply(gcn_ctx *ctx, const gcn_csr *a, gcn_dtype dtype, const void *x,
+                          void *y, int feat, bool accumulate)
 {
     gcn_prof_category prev = gcn_prof_enter(ctx, GCN_PROF_SPMM);
-    const gcn_spmm_impl *fixed = NULL; /* NULL: the call site of the mode */
-    if (!gcn_spmm_uses_sites(ctx->spmm_kernel))
-        fixed = gcn_spmm_find(ctx, ctx->spmm_kernel);
-    else if (gcn_spmm_fixed_kernel(a)) /* a one-step matrix (gcn_spmm_borrow) */
-        fixed = gcn_spmm_fixed_kernel(a);
-    gcn_status st = fixed ? gcn_spmm_run(ctx, fixed, a, x, y, feat, accumulate)
-                          : gcn_spmm_site_apply(ctx, a, x, y, feat, accumulate);
+    const gcn_spmm_impl *fixed = fixed_kernel(ctx, a);
+    gcn_status st = fixed ? gcn_spmm_run_dtype(ctx, fixed, a, dtype, x, y, feat, accumulate)
+                          : gcn_spmm_site_apply(ctx, a, dtype, x, y, feat, accumulate);
     gcn_prof_leave(ctx, prev);
     return st;
+}
+
+/* The names of the kernels with a bf16 variant the selector may try on
+ * ctx, comma-separated into list. */
+static void bf16_names(const gcn_ctx *ctx, char *list, size_t size)
+{
+    list[0] = '\0';
+    for (int i = 0; i < gcn_spmm_count(ctx); i++) {
+        const gcn_spmm_impl *k = gcn_spmm_at(ctx, i);
+        size_t len = strlen(list);
+        if (k->run_bf16 && k->device == ctx->device && k->roles)
+            snprintf(list + len, size - len, "%s%s", len ? ", " : "", k->name);
+    }
+}
+
+gcn_status gcn_spmm_check_dtype(gcn_ctx *ctx, gcn_dtype dtype)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    if (dtype != GCN_DTYPE_BF16)
+        return GCN_OK;
+    GCN_TRY(gcn_ctx_check_bf16(ctx));
+    const char *k = ctx->spmm_kernel;
+    char list[256];
+    bf16_names(ctx, list, sizeof list);
+    if (strchr(k, '+'))
+        return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "spmm strategy '%s' has no bf16 variant (a "
+                         "split's second product would round its output twice); bf16 kernels: "
+                         "auto, %s", k, list);
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(k, "@"), k);
+    const gcn_spmm_impl *impl = gcn_spmm_find(ctx, name);
+    if (impl && !impl->run_bf16)
+        return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "spmm kernel '%s' has no bf16 variant "
+                         "(precision bf16 needs auto or one of: %s)", name, list);
+    return GCN_OK;
 }
 
 /* dX (+)= A^T dY (+ alpha dY when self_term); a matrix with a halo goes
@@ -345,7 +430,9 @@ static gcn_status spmm_grad(gcn_ctx *ctx, gcn_node *nd, bool self_term)
         acc = true;
     }
     if (at->n_rows > 0 && x->cols > 0)
-        GCN_CHECK(gcn_spmm_apply(ctx, at, dy->data, buf, (int)x->cols, acc));
+        GCN_CHECK(gcn_spmm_apply(ctx, at, x->dtype, dy->data, buf, (int)x->cols, acc));
+    else if (!acc && x->dtype == GCN_DTYPE_BF16)
+        GCN_CHECK(ctx->be->fill_bf16(ctx, x->grad->bf16, x->rows * x->cols, 0));
     else if (!acc)
         GCN_CHECK(ctx->be->fill(ctx, buf, x->rows * x->cols, 0.0f));
 cleanup:
@@ -387,15 +474,31 @@ static gcn_status spmm_values(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, boo
     if (self_term)
         GCN_TRY(ctx->be->axpby(ctx, x->rows * x->cols, alpha, x->data, 0.0f, y->data));
     if (x->cols > 0)
-        GCN_TRY(gcn_spmm_apply(ctx, a, x->data, y->data, (int)x->cols, self_term));
+        GCN_TRY(gcn_spmm_apply(ctx, a, GCN_DTYPE_FP32, x->data, y->data, (int)x->cols,
+                               self_term));
     return GCN_OK;
 }
 
+/* Whether a product of bf16 features by a runs on bf16 kernels: not with a
+ * separate self term or a halo (their sums are fp32 stand-ins), nor on a
+ * one-step matrix whose kernel has no bf16 variant. */
+static bool native_bf16(const gcn_csr *a, bool self_term)
+{
+    const gcn_spmm_impl *fixed = gcn_spmm_fixed_kernel(a);
+    return !self_term && !gcn_halo_of(a) && (!fixed || fixed->run_bf16);
+}
+
 /* spmm_values for a bf16 x into a bf16 y: the product of x's widened
- * values accumulated in fp32, each output rounded once. */
+ * values accumulated in fp32, each output rounded once; by the bf16
+ * kernels, else on fp32 stand-ins. */
 static gcn_status spmm_values_bf16(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x,
                                    bool self_term, float alpha, gcn_tensor *y)
 {
+    if (native_bf16(a, self_term)) {
+        if (x->cols == 0 || a->n_rows == 0)
+            return GCN_OK;
+        return gcn_spmm_apply(ctx, a, GCN_DTYPE_BF16, x->bf16, y->bf16, (int)x->cols, false);
+    }
     gcn_tensor *x32 = NULL, *y32 = NULL;
     gcn_status st;
     GCN_CHECK(gcn_tensor_create(ctx, &x32, x->rows, x->cols));
@@ -410,7 +513,8 @@ cleanup:
 }
 
 /* y = A x, plus alpha x when self_term, y of x's dtype; records backward
- * on the tape (a bf16 node's backward runs on fp32 stand-ins). */
+ * on the tape (a bf16 node off the bf16 kernels runs its backward on fp32
+ * stand-ins). */
 static gcn_status spmm_op(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, bool self_term,
                           float alpha, gcn_backward_fn backward, gcn_tensor **out)
 {
@@ -425,7 +529,7 @@ static gcn_status spmm_op(gcn_ctx *ctx, const gcn_csr *a, gcn_tensor *x, bool se
     if (nd) {
         nd->matrix = a;
         nd->param[0] = alpha;
-        nd->mixed = bf16;
+        nd->mixed = bf16 && !native_bf16(a, self_term);
     }
     *out = y;
     y = NULL;

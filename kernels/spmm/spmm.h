@@ -49,6 +49,14 @@ typedef struct gcn_spmm_impl {
     gcn_status (*run)(gcn_ctx *ctx, void *plan, const gcn_csr *a, const float *x, float *y,
                       int feat, bool accumulate);
     void (*free_plan)(void *plan);
+    /* The bf16 variant, both NULL when the kernel has none: x and y hold
+     * bf16 bit patterns (core/tensor.h), the matrix's values stay fp32,
+     * every output element is summed in fp32 (plus y's old value when
+     * accumulate) and rounded once to the nearest bf16, ties to even.
+     * `plan_bf16` builds its plan for a bf16 width (freed by free_plan). */
+    gcn_status (*plan_bf16)(gcn_ctx *ctx, const gcn_csr *a, int feat, void **plan);
+    gcn_status (*run_bf16)(gcn_ctx *ctx, void *plan, const gcn_csr *a, const uint16_t *x,
+                           uint16_t *y, int feat, bool accumulate);
 } gcn_spmm_impl;
 
 /* The static table of every implementation built into the library, in
@@ -85,6 +93,9 @@ GCN_API const gcn_spmm_impl *gcn_spmm_find(const gcn_ctx *ctx, const char *name)
  *     product up to float rounding.
  *   "auto-deterministic": the same over deterministic candidates only.
  *   a registry name ("rowsplit"): that kernel on every call.
+ * A call site is keyed by the features' dtype as well: bf16 features are
+ * multiplied by the bf16 variants (gcn_spmm_impl.run_bf16), and a bf16
+ * site's candidates are the kernels that have one.
  *   a strategy name as above: that strategy on every call (an error at the
  *     first product when the matrix lacks the level).
  * Unknown kernel names and kernels for another device are
@@ -110,6 +121,7 @@ typedef struct gcn_spmm_site_info {
     float self_alpha;       /* a site of A + self_alpha I (gcn_spmm_self), else 0 */
     int block_part;         /* a rank's block (gcn_csr_set_halo): 1 for its own columns'
                              * part, 2 for its halo's; 0 for any other matrix */
+    gcn_dtype dtype;        /* of the features it multiplies: a site per dtype */
 } gcn_spmm_site_info;
 
 /* The call sites of a and of its stored transpose, then those of the
@@ -124,7 +136,19 @@ GCN_API int gcn_spmm_sites(const gcn_csr *a, gcn_spmm_site_info *out, int max);
  * profiling.  Reading checks each tagged matrix against the file (shape,
  * non-zeros and a fingerprint of its structure): a file for another graph
  * is GCN_ERR_FORMAT naming the file and line; then it locks the listed
- * sites.  Sites the file does not list are profiled as usual. */
+ * sites.  Sites the file does not list are profiled as usual.  A rank's
+ * block (gcn_csr_set_halo) is listed as its parts, TAG:own and TAG:halo1,
+ * TAG:halo2, ... (one per chunk of its exchange).
+ * On a context of several ranks, _write and _read are collectives (every
+ * rank calls them with its own matrices): rank 0 gathers every rank's lines
+ * through the communicator and writes one file ("ranks N", then each
+ * rank's lines after "rank R"), and reading, rank 0 reads the file and
+ * sends each rank its lines.  A file of another rank count (one context's
+ * included, and a ranks' file on one context) is not used: a note is
+ * logged, nothing is locked, and GCN_OK is returned.  A failure of rank 0's
+ * (the file cannot be read or written) returns on rank 0; reading, before
+ * anything is sent, so its caller stops the communicator (gcn_comm_abort).
+ * _save and _load, on streams, hold the calling context's matrices only. */
 GCN_API gcn_status gcn_spmm_choices_write(gcn_ctx *ctx, const char *path,
                                           const gcn_csr *const *mats, const char *const *tags,
                                           int n);
@@ -143,6 +167,17 @@ GCN_API gcn_status gcn_spmm_choices_load(gcn_ctx *ctx, FILE *f, const char *name
  * raw device pointers.  The plan is built on first use and cached. */
 GCN_API gcn_status gcn_spmm_run(gcn_ctx *ctx, const gcn_spmm_impl *impl, const gcn_csr *a,
                                 const float *x, float *y, int feat, bool accumulate);
+
+/* The same with bf16 x and y (bit patterns), through the kernel's bf16
+ * variant; GCN_ERR_UNSUPPORTED naming the kernel when it has none. */
+GCN_API gcn_status gcn_spmm_run_bf16(gcn_ctx *ctx, const gcn_spmm_impl *impl, const gcn_csr *a,
+                                     const uint16_t *x, uint16_t *y, int feat, bool accumulate);
+
+/* Whether the context's kernel setting (gcn_spmm_set_kernel) can multiply
+ * features of dtype: GCN_ERR_UNSUPPORTED naming a forced kernel or
+ * strategy without a variant for it, or a CUDA device without bf16
+ * arithmetic (compute capability below 8.0). */
+GCN_API gcn_status gcn_spmm_check_dtype(gcn_ctx *ctx, gcn_dtype dtype);
 
 /* The differentiable op: a [n, m] CSR, x [m, f] -> out [n, f].  Backward
  * gives dX = A^T dY through the matrix's stored transpose. */

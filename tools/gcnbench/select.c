@@ -329,11 +329,12 @@ static gcn_status profile(sel_bench *b, const sel_graph *g, sel_ops *op, gcn_spm
 {
     double t0 = gcnbench_now_ms();
     GCN_TRY(gcn_spmm_set_kernel(b->gpu, "auto"));
-    GCN_TRY(gcn_spmm_site_get(b->gpu, g->a_re, op->feat, "auto", site));
+    GCN_TRY(gcn_spmm_site_get(b->gpu, g->a_re, op->feat, GCN_DTYPE_FP32, "auto", site));
     int cand;
     for (*calls = 0; *calls < b->cfg.max_calls && !gcn_spmm_site_locked(*site, &cand); (*calls)++) {
-        GCN_TRY(gcn_spmm_site_apply(b->gpu, g->a_re, gcn_tensor_cdata(op->x),
-                                    gcn_tensor_data(op->y), op->feat, false));
+        GCN_TRY(gcn_spmm_site_apply(b->gpu, g->a_re, GCN_DTYPE_FP32,
+                                    gcn_tensor_cdata(op->x), gcn_tensor_data(op->y), op->feat,
+                                    false));
         if (*calls % CALLS_PER_SYNC == CALLS_PER_SYNC - 1)
             GCN_TRY(gcn_ctx_sync(b->gpu));
     }

@@ -67,37 +67,6 @@ cleanup:
     return st;
 }
 
-/* One SpMM run: the arguments gcn_spmm_time was given. */
-typedef struct spmm_call {
-    const gcn_spmm_impl *impl;
-    void *plan;
-    const gcn_csr *a;
-    const float *x;
-    float *y;
-    int feat;
-    bool accumulate;
-} spmm_call;
-
-static gcn_status spmm_run(gcn_ctx *ctx, void *user)
-{
-    const spmm_call *c = (const spmm_call *)user;
-    return c->impl->run(ctx, c->plan, c->a, c->x, c->y, c->feat, c->accumulate);
-}
-
-gcn_status gcn_spmm_time(gcn_ctx *ctx, const gcn_spmm_impl *impl, void *plan, const gcn_csr *a,
-                         const float *x, float *y, int feat, bool accumulate, int warmup,
-                         int reps, bool flush_l2, float *ms)
-{
-    if (!ctx)
-        return GCN_ERR_INVALID_ARG;
-    GCN_ARG(ctx, impl && a);
-    if (impl->device != GCN_DEVICE_CUDA)
-        return GCN_ERROR(ctx, GCN_ERR_DEVICE, "spmm timing needs a CUDA kernel, not %s",
-                         impl->name);
-    spmm_call c = {impl, plan, a, x, y, feat, accumulate};
-    return gcn_bench_time(ctx, spmm_run, &c, warmup, reps, flush_l2, ms);
-}
-
 gcn_status gcn_spmm_device_info(gcn_ctx *ctx, char *name, size_t size, int *sms,
                                 size_t *l2_bytes)
 {

@@ -24,12 +24,6 @@ typedef gcn_status (*gcn_bench_fn)(gcn_ctx *ctx, void *user);
 gcn_status gcn_bench_time(gcn_ctx *ctx, gcn_bench_fn fn, void *user, int warmup, int reps,
                           bool flush_l2, float *ms);
 
-/* gcn_bench_time of impl->run(plan, a, x, y, feat, accumulate); the kernel
- * must be a CUDA one. */
-gcn_status gcn_spmm_time(gcn_ctx *ctx, const gcn_spmm_impl *impl, void *plan, const gcn_csr *a,
-                         const float *x, float *y, int feat, bool accumulate, int warmup,
-                         int reps, bool flush_l2, float *ms);
-
 /* The context's GPU: name (NUL-terminated, truncated to size), number of
  * multiprocessors and L2 bytes. */
 gcn_status gcn_spmm_device_info(gcn_ctx *ctx, char *name, size_t size, int *sms,

@@ -18,20 +18,6 @@ gcn_status gcn_bench_time(gcn_ctx *ctx, gcn_bench_fn fn, void *user, int warmup,
     return NO_CUDA(ctx, "GPU timing");
 }
 
-gcn_status gcn_spmm_time(gcn_ctx *ctx, const gcn_spmm_impl *impl, void *plan, const gcn_csr *a,
-                         const float *x, float *y, int feat, bool accumulate, int warmup,
-                         int reps, bool flush_l2, float *ms)
-{
-    (void)impl;
-    (void)plan;
-    (void)a;
-    (void)x;
-    (void)y;
-    (void)feat;
-    (void)accumulate;
-    return gcn_bench_time(ctx, NULL, NULL, warmup, reps, flush_l2, ms);
-}
-
 gcn_status gcn_spmm_device_info(gcn_ctx *ctx, char *name, size_t size, int *sms,
                                 size_t *l2_bytes)
 {

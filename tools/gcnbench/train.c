@@ -198,8 +198,10 @@ static int open_bench(train_bench *b)
                 gcn_status_str(st));
         return EXIT_RUNTIME;
     }
-    if ((st = gcn_spmm_set_kernel(b->ctx, b->cfg.spmm)) != GCN_OK) {
-        fprintf(stderr, "gcnbench train: --spmm: %s\n", gcn_last_error(b->ctx));
+    if ((st = gcn_spmm_set_kernel(b->ctx, b->cfg.spmm)) != GCN_OK ||
+        (b->cfg.bf16 && (st = gcn_spmm_check_dtype(b->ctx, GCN_DTYPE_BF16)) != GCN_OK)) {
+        fprintf(stderr, "gcnbench train: %s: %s\n", st == GCN_ERR_UNSUPPORTED ? "precision bf16"
+                : "--spmm", gcn_last_error(b->ctx));
         return EXIT_INPUT;
     }
     int sms;
