@@ -277,7 +277,7 @@ Test(cli_ranks_resume, choices_files_keep_each_ranks_entries, .timeout = 60)
     tool_run(&r, "gcntrain", args);
     cr_assert_eq(r.code, 0, "%s", r.err);
     tool_slurp(path, before, sizeof before);
-    cr_assert(!strncmp(before, "gcn-spmm-choices 1\nranks 3\nrank 0\nmatrix gcn:own ", 49), "%s",
+    cr_assert(!strncmp(before, "gcn-spmm-choices 2\nranks 3\nrank 0\nmatrix gcn:own ", 49), "%s",
               before);
     cr_assert(strstr(before, "\nrank 1\nmatrix gcn:own ") && strstr(before, "\nrank 2\n"),
               "%s", before);

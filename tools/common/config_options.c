@@ -18,8 +18,9 @@ const cli_config_option_info cli_config_options[N_CLI_CONFIG] = {
                     "the device to run on (default: the config's device)"},
     [CLI_PRECISION] = {"precision", "fp32|tf32|bf16", "precision",
                        "fp32, tf32 matmuls, or bf16 storage of features, activations\n"
-                       "and their gradients with fp32 arithmetic and parameters\n"
-                       "(default: the config's precision)"},
+                       "and their gradients, bf16 matmuls summing in fp32, fp32\n"
+                       "parameters, statistics and loss (default: the config's\n"
+                       "precision)"},
     [CLI_THREADS] = {"threads", "N", "threads",
                      "CPU threads (default: the config's, else 0: the CPUs the\n"
                      "process may use, its affinity and cgroup quota; shared out\n"
