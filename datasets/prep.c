@@ -103,7 +103,7 @@ gcn_status gcn_dataset_substitute_labels(gcn_ctx *ctx, gcn_dataset *ds, const ch
     GCN_TRY(gcn_dataset_labels_parse(ctx, how, &k));
     if (k == 0)
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG,
-                         "labels option 'file': the dataset's own labels substitute nothing");
+                         "labels option 'file' substitutes nothing (random:K does)");
     size_t n = (size_t)ds->n_nodes;
     int32_t *labels = NULL;
     GCN_TRY(gcn_ds_malloc(ctx, (void **)&labels, n ? n : 1, sizeof *labels));
