@@ -37,6 +37,7 @@
 #include "core/autograd.h"
 #include "core/comm.h"
 #include "core/ranks.h"
+#include "core/job.h"
 #include "kernels/spmm/spmm.h"
 #include "kernels/adaptgear/adaptgear.h"
 #include "optim/optim.h"

@@ -73,20 +73,22 @@ static gcn_status stopped_error(gcn_ctx *ctx)
     int rank = g->stopped_rank;
     memcpy(msg, g->stopped_msg, sizeof msg);
     pthread_mutex_unlock(&g->mu);
+    if (rank < 0) /* gcn_comm_stop without a rank to name */
+        return GCN_ERROR(ctx, GCN_ERR_STATE, "the communicator stopped: %s", msg);
     return GCN_ERROR(ctx, GCN_ERR_STATE, "rank %d stopped: %s", rank, msg);
 }
 
-/* Stops the communicator in the name of c's rank (the first stop keeps its
+/* Stops the communicator in the name of `rank` (the first stop keeps its
  * rank and message) and wakes the ranks in the barrier; with
  * abort_endpoints, aborts the transport of every rank not inside a call
  * now (the others abort their own as they leave it). */
-static void stop(gcn_comm *c, const char *msg, bool abort_endpoints)
+static void stop(gcn_comm *c, int rank, const char *msg, bool abort_endpoints)
 {
     gcn_comm_group *g = c->group;
     pthread_mutex_lock(&g->mu);
     if (!g->stopped) {
         g->stopped = true;
-        g->stopped_rank = c->rank;
+        g->stopped_rank = rank;
         snprintf(g->stopped_msg, sizeof g->stopped_msg, "%s", msg);
         pthread_cond_broadcast(&g->cv);
     }
@@ -106,7 +108,29 @@ static void stop(gcn_comm *c, const char *msg, bool abort_endpoints)
 void gcn_comm_abort(gcn_ctx *ctx)
 {
     if (ctx && ctx->comm)
-        stop(ctx->comm, ctx->err[0] ? ctx->err : "no error recorded on it", true);
+        stop(ctx->comm, ctx->comm->rank, ctx->err[0] ? ctx->err : "no error recorded on it",
+             true);
+}
+
+void gcn_comm_stop(gcn_ctx *ctx, int failed, const char *msg)
+{
+    if (ctx && ctx->comm)
+        stop(ctx->comm, failed, msg ? msg : "no reason given", true);
+}
+
+gcn_status gcn_comm_async_error(gcn_ctx *ctx, char *msg, size_t size)
+{
+    if (!ctx || !ctx->comm || !ctx->comm->tp->async_error)
+        return GCN_OK;
+    gcn_comm *c = ctx->comm;
+    gcn_comm_group *g = c->group;
+    char why[256] = "";
+    pthread_mutex_lock(&g->mu);
+    bool bad = !g->aborted[c->rank] && c->tp->async_error(c->state, c->rank, why, sizeof why);
+    pthread_mutex_unlock(&g->mu);
+    if (bad && msg && size)
+        snprintf(msg, size, "%s", why);
+    return bad ? GCN_ERR_CUDA : GCN_OK;
 }
 
 gcn_status gcn_comm_fail(gcn_ctx *ctx, gcn_status st)
@@ -123,7 +147,7 @@ void gcn_comm_detach(gcn_ctx *ctx)
     gcn_comm_group *g = c->group;
     /* the rank's queued collectives finish before its endpoint may close */
     (void)ctx->be->sync(ctx);
-    stop(c, "its context was freed", false);
+    stop(c, c->rank, "its context was freed", false);
     pthread_mutex_lock(&g->mu);
     bool last = --g->refs == 0;
     pthread_mutex_unlock(&g->mu);
@@ -277,6 +301,31 @@ gcn_status gcn_comm_init(gcn_ctx *const *ctxs, int n, gcn_comm_kind kind)
     if (st != GCN_OK)
         group_free(g);
     return st;
+}
+
+gcn_status gcn_comm_join(gcn_ctx *ctx, int rank, int ranks, const gcn_comm_id *id)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, id && ranks >= 1 && ranks <= GCN_MAX_JOB_RANKS && rank >= 0 && rank < ranks);
+    gcn_ctx *one[1] = {ctx};
+    GCN_TRY(check_members(one, 1));
+    GCN_TRY(gcn_comm_check_devices(one, 1, GCN_COMM_NCCL));
+    gcn_comm_group *g = NULL;
+    GCN_TRY(group_create(ctx, ranks, &g));
+    g->refs = 1; /* the other ranks are other processes' */
+    gcn_comm *c = calloc(1, sizeof *c);
+    gcn_status st = c ? gcn_comm_nccl_join(ctx, rank, ranks, id, &g->tp, &g->state)
+                      : GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory");
+    if (st != GCN_OK) {
+        free(c);
+        group_free(g);
+        return st;
+    }
+    *c = (gcn_comm){.group = g, .kind = GCN_COMM_NCCL, .rank = rank, .ranks = ranks,
+                    .tp = g->tp, .state = g->state};
+    ctx->comm = c;
+    return GCN_OK;
 }
 
 int gcn_ctx_rank(const gcn_ctx *ctx)

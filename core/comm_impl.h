@@ -7,6 +7,7 @@
 
 #include "comm.h"
 #include "internal.h"
+#include "job.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -45,6 +46,10 @@ typedef struct gcn_comm_transport {
      * call to its stats (gcn_comm_add_time), waiting for them; NULL when
      * the transport times its collectives as they run. */
     void (*settle)(void *state, struct gcn_comm *c);
+    /* The asynchronous error of rank's endpoint, NCCL's message in msg:
+     * true when there is one; NULL when the transport has none.  Called
+     * with the group's lock held, never after the rank's abort_rank. */
+    bool (*async_error)(void *state, int rank, char *msg, size_t size);
 } gcn_comm_transport;
 
 /* One rank's view, owned by its context (ctx->comm). */
@@ -70,6 +75,12 @@ typedef gcn_status gcn_comm_open_fn(gcn_ctx *const *ctxs, int n, const gcn_comm_
                                     void **state);
 gcn_comm_open_fn gcn_comm_local_open; /* comm_local.c */
 gcn_comm_open_fn gcn_comm_nccl_open;  /* comm_nccl.cu; cuda_none.c: GCN_ERR_UNSUPPORTED */
+
+/* Opens the NCCL transport for ctx as rank `rank` of `ranks` processes
+ * (ncclCommInitRank with id); the state holds that rank's endpoint only.
+ * comm_nccl.cu; cuda_none.c: GCN_ERR_UNSUPPORTED. */
+gcn_status gcn_comm_nccl_join(gcn_ctx *ctx, int rank, int ranks, const gcn_comm_id *id,
+                              const gcn_comm_transport **tp, void **state);
 
 /* GCN_OK when the contexts' devices suit the kind (LOCAL: one device;
  * NCCL: a distinct GPU each), else GCN_ERR_DEVICE on ctxs[0]. */

@@ -1,9 +1,13 @@
 /* The NCCL transport: NCCL loaded at run time (libnccl.so.2, or the file
  * GCN_NCCL_LIBRARY names) and nothing of it linked, one communicator per
- * rank from ncclCommInitAll, the collectives queued on each rank's stream. */
+ * rank from ncclCommInitAll (the ranks of this process) or ncclCommInitRank
+ * (one rank of a job of processes), the collectives queued on each rank's
+ * stream. */
 #include <dlfcn.h>
 #include <nccl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "comm_impl.h"
 #include "cuda_impl.h"
@@ -13,6 +17,9 @@ typedef struct nccl_lib {
     void *handle;
     decltype(&::ncclGetErrorString) GetErrorString;
     decltype(&::ncclCommInitAll) CommInitAll;
+    decltype(&::ncclCommInitRank) CommInitRank;
+    decltype(&::ncclGetUniqueId) GetUniqueId;
+    decltype(&::ncclCommGetAsyncError) CommGetAsyncError;
     decltype(&::ncclCommDestroy) CommDestroy;
     decltype(&::ncclCommAbort) CommAbort;
     decltype(&::ncclAllReduce) AllReduce;
@@ -48,7 +55,9 @@ typedef struct nccl_side {
 
 typedef struct nccl_state {
     nccl_lib lib;
-    ncclComm_t *comms;     /* [ranks]; NULL once aborted */
+    ncclComm_t *comms;     /* [ranks]; NULL once aborted, and for the other
+                            * processes' ranks of a joined communicator */
+    double *barrier;       /* joined: one value on the device for the barrier */
     nccl_pending *pending; /* [ranks] */
     nccl_side *side;       /* [ranks] */
 } nccl_state;
@@ -77,6 +86,9 @@ static gcn_status resolve(gcn_ctx *ctx, nccl_lib *lib, const char *path)
     missing = "nccl" #name
     RESOLVE(GetErrorString);
     RESOLVE(CommInitAll);
+    RESOLVE(CommInitRank);
+    RESOLVE(GetUniqueId);
+    RESOLVE(CommGetAsyncError);
     RESOLVE(CommDestroy);
     RESOLVE(CommAbort);
     RESOLVE(AllReduce);
@@ -318,11 +330,37 @@ static gcn_status nccl_barrier(gcn_ctx *ctx)
     return gcn_comm_wait(ctx);
 }
 
+/* A rank of a job of processes: an all-reduce of one value, waited for. */
+static gcn_status nccl_joined_barrier(gcn_ctx *ctx)
+{
+    nccl_state *s = (nccl_state *)ctx->comm->state;
+    gcn_cuda_state *cs;
+    gcn_status st = gcn_cuda_begin(ctx, &cs);
+    if (st == GCN_OK)
+        st = NCCL_ST(&s->lib, AllReduce, (s->barrier, s->barrier, 1, ncclFloat64, ncclSum,
+                                          s->comms[ctx->comm->rank], cs->stream));
+    if (st == GCN_OK)
+        st = GCN_CUDA_ST(cudaStreamSynchronize(cs->stream));
+    return st == GCN_OK ? GCN_OK : gcn_comm_fail(ctx, st);
+}
+
 static void nccl_abort_rank(void *state, int rank)
 {
     nccl_state *s = (nccl_state *)state;
-    s->lib.CommAbort(s->comms[rank]);
+    if (s->comms[rank])
+        s->lib.CommAbort(s->comms[rank]);
     s->comms[rank] = NULL;
+}
+
+static bool nccl_async_error(void *state, int rank, char *msg, size_t size)
+{
+    nccl_state *s = (nccl_state *)state;
+    ncclResult_t r = ncclSuccess;
+    if (!s->comms[rank] || s->lib.CommGetAsyncError(s->comms[rank], &r) != ncclSuccess ||
+        r == ncclSuccess || r == ncclInProgress)
+        return false;
+    snprintf(msg, size, "NCCL reports an error: %s", s->lib.GetErrorString(r));
+    return true;
 }
 
 static void nccl_close(void *state, int ranks)
@@ -342,6 +380,8 @@ static void nccl_close(void *state, int ranks)
             cudaStreamDestroy(s->side[i].stream);
         }
     }
+    if (s->barrier)
+        cudaFree(s->barrier);
     dlclose(s->lib.handle);
     free(s->comms);
     free(s->pending);
@@ -350,22 +390,45 @@ static void nccl_close(void *state, int ranks)
 }
 
 static const gcn_comm_transport nccl_transport = {
-    nccl_allreduce, nccl_alltoallv,   nccl_wait_exchange, nccl_barrier,
-    nccl_abort_rank, nccl_close,      nccl_settle,
+    nccl_allreduce,  nccl_alltoallv, nccl_wait_exchange, nccl_barrier,
+    nccl_abort_rank, nccl_close,     nccl_settle,        nccl_async_error,
 };
+
+static const gcn_comm_transport nccl_joined_transport = {
+    nccl_allreduce,  nccl_alltoallv, nccl_wait_exchange, nccl_joined_barrier,
+    nccl_abort_rank, nccl_close,     nccl_settle,        nccl_async_error,
+};
+
+/* The per-rank arrays of n ranks. */
+static gcn_status alloc_ranks(gcn_ctx *ctx, nccl_state *s, int n)
+{
+    s->comms = (ncclComm_t *)calloc((size_t)n, sizeof *s->comms);
+    s->pending = (nccl_pending *)calloc((size_t)n, sizeof *s->pending);
+    s->side = (nccl_side *)calloc((size_t)n, sizeof *s->side);
+    if (!s->comms || !s->pending || !s->side)
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory for %d NCCL ranks", n);
+    return GCN_OK;
+}
+
+/* Frees a state whose transport did not open. */
+static void discard(nccl_state *s)
+{
+    if (s->lib.handle)
+        dlclose(s->lib.handle);
+    free(s->comms);
+    free(s->pending);
+    free(s->side);
+    free(s);
+}
 
 /* ncclCommInitAll over the contexts' devices, restoring the current one. */
 static gcn_status init_all(gcn_ctx *const *ctxs, int n, nccl_state *s)
 {
     gcn_ctx *ctx = ctxs[0];
+    GCN_TRY(alloc_ranks(ctx, s, n));
     int *devices = (int *)malloc((size_t)n * sizeof *devices);
-    s->comms = (ncclComm_t *)calloc((size_t)n, sizeof *s->comms);
-    s->pending = (nccl_pending *)calloc((size_t)n, sizeof *s->pending);
-    s->side = (nccl_side *)calloc((size_t)n, sizeof *s->side);
-    if (!devices || !s->comms || !s->pending || !s->side) {
-        free(devices);
+    if (!devices)
         return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory for %d NCCL ranks", n);
-    }
     for (int i = 0; i < n; i++)
         devices[i] = ctxs[i]->device_index;
     int current = 0;
@@ -390,15 +453,59 @@ gcn_status gcn_comm_nccl_open(gcn_ctx *const *ctxs, int n, const gcn_comm_transp
     if (st == GCN_OK)
         st = init_all(ctxs, n, s);
     if (st != GCN_OK) {
-        if (s->lib.handle)
-            dlclose(s->lib.handle);
-        free(s->comms);
-        free(s->pending);
-        free(s->side);
-        free(s);
+        discard(s);
         return st;
     }
     *tp = &nccl_transport;
+    *state = s;
+    return GCN_OK;
+}
+
+gcn_status gcn_comm_new_id(gcn_ctx *ctx, gcn_comm_id *id)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, id);
+    static_assert(sizeof(ncclUniqueId) == GCN_COMM_ID_BYTES, "NCCL's id is 128 bytes");
+    nccl_lib lib = {};
+    GCN_TRY(load(ctx, &lib));
+    ncclUniqueId u;
+    gcn_status st = NCCL_ST(&lib, GetUniqueId, (&u));
+    if (st == GCN_OK)
+        memcpy(id->bytes, u.internal, GCN_COMM_ID_BYTES);
+    dlclose(lib.handle);
+    return st;
+}
+
+gcn_status gcn_comm_nccl_join(gcn_ctx *ctx, int rank, int ranks, const gcn_comm_id *id,
+                              const gcn_comm_transport **tp, void **state)
+{
+    nccl_state *s = (nccl_state *)calloc(1, sizeof *s);
+    if (!s)
+        return GCN_ERROR(ctx, GCN_ERR_NOMEM, "out of host memory for the NCCL state");
+    ncclUniqueId u;
+    memcpy(u.internal, id->bytes, GCN_COMM_ID_BYTES);
+    gcn_status st = load(ctx, &s->lib);
+    if (st == GCN_OK)
+        st = alloc_ranks(ctx, s, ranks);
+    int current = 0;
+    if (st == GCN_OK)
+        st = GCN_CUDA_ST(cudaGetDevice(&current));
+    if (st == GCN_OK) {
+        st = GCN_CUDA_ST(cudaSetDevice(ctx->device_index));
+        if (st == GCN_OK)
+            st = GCN_CUDA_ST(cudaMalloc((void **)&s->barrier, sizeof *s->barrier));
+        if (st == GCN_OK)
+            st = NCCL_ST(&s->lib, CommInitRank, (&s->comms[rank], ranks, u, rank));
+        cudaSetDevice(current);
+    }
+    if (st != GCN_OK) {
+        if (s->barrier)
+            cudaFree(s->barrier);
+        discard(s);
+        return st;
+    }
+    *tp = &nccl_joined_transport;
     *state = s;
     return GCN_OK;
 }

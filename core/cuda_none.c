@@ -88,6 +88,25 @@ gcn_status gcn_comm_nccl_open(gcn_ctx *const *ctxs, int n, const gcn_comm_transp
     return NO_CUDA(ctxs[0], "NCCL communicator");
 }
 
+gcn_status gcn_comm_nccl_join(gcn_ctx *ctx, int rank, int ranks, const gcn_comm_id *id,
+                              const gcn_comm_transport **tp, void **state)
+{
+    (void)rank;
+    (void)ranks;
+    (void)id;
+    (void)tp;
+    (void)state;
+    return NO_CUDA(ctx, "NCCL communicator");
+}
+
+gcn_status gcn_comm_new_id(gcn_ctx *ctx, gcn_comm_id *id)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    (void)id;
+    return NO_CUDA(ctx, "NCCL communicator");
+}
+
 gcn_status gcn_comm_cuda_add_f64(gcn_ctx *ctx, int64_t n, const double *x, double *y)
 {
     (void)n;

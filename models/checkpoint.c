@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "../core/comm_host.h"
 #include "../core/internal.h"
 #include "trainer_impl.h"
 
@@ -134,6 +135,8 @@ gcn_status gcn_trainer_save(gcn_ctx *ctx, const gcn_trainer *tr, const char *pat
     if (!ctx)
         return GCN_ERR_INVALID_ARG;
     GCN_ARG(ctx, tr && path);
+    if (gcn_ctx_rank(ctx) > 0) /* every rank holds the same state: rank 0 writes it */
+        return GCN_OK;
     gcn_tensor **list;
     int n, n_best;
     GCN_TRY(collect(ctx, tr, &list, &n, &n_best));
@@ -300,35 +303,24 @@ static gcn_status read_checkpoint(gcn_ctx *ctx, const gcn_trainer *tr, const cha
     return st;
 }
 
-gcn_status gcn_trainer_load(gcn_ctx *ctx, gcn_trainer *tr, const char *path)
+/* The state the header and body hold (read_checkpoint's, checked) into tr
+ * on ctx: the tensors, the best-validation state, the counters. */
+static gcn_status apply_checkpoint(gcn_ctx *ctx, gcn_trainer *tr, const char *path,
+                                   gcn_tensor *const *list, int n, int n_best,
+                                   const ckpt_header *h, const char *body)
 {
-    if (!ctx)
-        return GCN_ERR_INVALID_ARG;
-    GCN_ARG(ctx, tr && path);
-    gcn_tensor **list = NULL;
-    char *body = NULL;
-    size_t len = 0, off = 0;
-    int n, n_best;
-    ckpt_header h;
-    gcn_status st;
+    size_t off = 0;
     float *best = tr->best_state;
-    GCN_CHECK(collect(ctx, tr, &list, &n, &n_best));
-    GCN_CHECK(read_checkpoint(ctx, tr, path, list, n + n_best, &h, &body, &len));
-    if (strcmp(h.precision, precision_name(&tr->cfg)))
-        gcn_log(ctx, GCN_LOG_INFO, "%s: saved in %s, resuming in %s (the state is fp32 in both)",
-                path, h.precision, precision_name(&tr->cfg));
     for (int i = 0; i < n + n_best; i++) {
         int64_t shape[2];
         memcpy(shape, body + off, sizeof shape);
         off += sizeof shape;
-        size_t bytes = (size_t)gcn_tensor_numel(list[i]) * sizeof(float);
-        if (shape[0] != gcn_tensor_rows(list[i]) || shape[1] != gcn_tensor_cols(list[i])) {
-            st = GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s: tensor %d has shape [%lld, %lld], expected [%lld, %lld]",
-                           path, i, (long long)shape[0], (long long)shape[1],
-                           (long long)gcn_tensor_rows(list[i]), (long long)gcn_tensor_cols(list[i]));
-            goto cleanup;
-        }
-        off += bytes;
+        if (shape[0] != gcn_tensor_rows(list[i]) || shape[1] != gcn_tensor_cols(list[i]))
+            return GCN_ERROR(ctx, GCN_ERR_FORMAT, "%s: tensor %d has shape [%lld, %lld], "
+                             "expected [%lld, %lld]", path, i, (long long)shape[0],
+                             (long long)shape[1], (long long)gcn_tensor_rows(list[i]),
+                             (long long)gcn_tensor_cols(list[i]));
+        off += (size_t)gcn_tensor_numel(list[i]) * sizeof(float);
     }
     off = 0;
     for (int i = 0; i < n + n_best; i++) {
@@ -338,16 +330,78 @@ gcn_status gcn_trainer_load(gcn_ctx *ctx, gcn_trainer *tr, const char *path)
             memcpy(best, body + off, bytes);
             best += bytes / sizeof *best;
         } else if (bytes > 0) {
-            GCN_CHECK(gcn_tensor_copy_from_host(ctx, list[i], (const float *)(body + off)));
+            GCN_TRY(gcn_tensor_copy_from_host(ctx, list[i], (const float *)(body + off)));
         }
         off += bytes;
     }
-    tr->epoch = h.epoch;
-    tr->best = (gcn_train_best){h.best_epoch, h.best_train, h.best_valid, h.best_test};
-    gcn_rng_seed(ctx, h.seed);
-    gcn_rng_set_state(ctx, h.rng_offset);
+    tr->epoch = h->epoch;
+    tr->best = (gcn_train_best){h->best_epoch, h->best_train, h->best_valid, h->best_test};
+    gcn_rng_seed(ctx, h->seed);
+    gcn_rng_set_state(ctx, h->rng_offset);
     for (int o = 0; o < tr->n_opt; o++)
-        GCN_CHECK(gcn_optim_set_steps(tr->opt[o], h.optim_steps));
+        GCN_TRY(gcn_optim_set_steps(tr->opt[o], h->optim_steps));
+    return GCN_OK;
+}
+
+/* On a rank of several: rank 0 reads and checks the file, and its header
+ * and body go to every rank through the communicator.  A failure of rank
+ * 0's returns there before the broadcast: its caller stops the
+ * communicator (gcn_comm_abort, as gcn_ranks_run does), and the others
+ * return "rank 0 stopped: ...". */
+static gcn_status share_checkpoint(gcn_ctx *ctx, const gcn_trainer *tr, const char *path,
+                                   gcn_tensor *const *list, int n, ckpt_header *h, char **body,
+                                   size_t *body_len)
+{
+    *body_len = (size_t)expected_size(list, n, 0);
+    size_t len = sizeof *h + *body_len;
+    char *buf = malloc(len);
+    gcn_status st = buf ? GCN_OK : GCN_ERROR(ctx, GCN_ERR_NOMEM, "%s: out of host memory "
+                                             "(%zu bytes)", path, len);
+    if (st == GCN_OK && gcn_ctx_rank(ctx) == 0) {
+        char *mine = NULL;
+        size_t mine_len = 0;
+        st = read_checkpoint(ctx, tr, path, list, n, h, &mine, &mine_len);
+        if (st == GCN_OK) {
+            memcpy(buf, h, sizeof *h);
+            memcpy(buf + sizeof *h, mine, mine_len);
+        }
+        free(mine);
+    }
+    if (st != GCN_OK) { /* the caller stops the communicator, as after any failed step */
+        free(buf);
+        return st;
+    }
+    st = gcn_comm_broadcast_host(ctx, buf, (int64_t)len, 0);
+    if (st == GCN_OK) {
+        memcpy(h, buf, sizeof *h);
+        memmove(buf, buf + sizeof *h, *body_len);
+        *body = buf;
+    } else {
+        free(buf);
+    }
+    return st;
+}
+
+gcn_status gcn_trainer_load(gcn_ctx *ctx, gcn_trainer *tr, const char *path)
+{
+    if (!ctx)
+        return GCN_ERR_INVALID_ARG;
+    GCN_ARG(ctx, tr && path);
+    gcn_tensor **list = NULL;
+    char *body = NULL;
+    size_t len = 0;
+    int n, n_best;
+    ckpt_header h;
+    gcn_status st;
+    GCN_CHECK(collect(ctx, tr, &list, &n, &n_best));
+    if (gcn_ctx_ranks(ctx) > 1)
+        GCN_CHECK(share_checkpoint(ctx, tr, path, list, n + n_best, &h, &body, &len));
+    else
+        GCN_CHECK(read_checkpoint(ctx, tr, path, list, n + n_best, &h, &body, &len));
+    if (strcmp(h.precision, precision_name(&tr->cfg)) && gcn_ctx_rank(ctx) == 0)
+        gcn_log(ctx, GCN_LOG_INFO, "%s: saved in %s, resuming in %s (the state is fp32 in both)",
+                path, h.precision, precision_name(&tr->cfg));
+    st = apply_checkpoint(ctx, tr, path, list, n, n_best, &h, body);
 cleanup:
     free(body);
     free(list);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/comm_host.h"
 #include "../core/internal.h"
 #include "trainer_impl.h"
 
@@ -139,6 +140,37 @@ cleanup:
     return st;
 }
 
+/* A rank's logits (freed here) to rank 0, which holds every rank's rows
+ * in rank order, the partition's order, and writes the predictions. */
+static gcn_status gather_predictions(gcn_ctx *ctx, const gcn_trainer *tr, gcn_tensor **logits,
+                                     const predictions *p)
+{
+    int64_t rows = gcn_tensor_rows(*logits), cols = gcn_tensor_cols(*logits);
+    size_t bytes = (size_t)(rows * cols) * sizeof(float);
+    float *mine = malloc(bytes > 0 ? bytes : 1), *all = NULL;
+    int64_t *lens = calloc((size_t)gcn_ctx_ranks(ctx), sizeof *lens);
+    gcn_status st = GCN_OK;
+    if (!mine || !lens) {
+        st = GCN_ERROR(ctx, GCN_ERR_NOMEM, "predictions: out of host memory for [%lld, %lld] "
+                       "logits", (long long)rows, (long long)cols);
+        goto cleanup;
+    }
+    GCN_CHECK(gcn_tensor_to_host(ctx, *logits, mine));
+    gcn_tensor_free(logits);
+    GCN_CHECK(gcn_comm_gather_host(ctx, mine, (int64_t)bytes, 0, (void **)&all, lens));
+    int64_t total = 0;
+    for (int r = 0; r < gcn_ctx_ranks(ctx); r++)
+        total += lens[r] / (int64_t)sizeof(float) / cols;
+    if (all)
+        rows_to_predictions(tr->position, all, total, cols, p);
+cleanup:
+    gcn_tensor_free(logits);
+    free(mine);
+    free(all);
+    free(lens);
+    return st;
+}
+
 static gcn_status predict(gcn_ctx *ctx, gcn_trainer *tr, void *user)
 {
     gcn_tensor *logits = NULL;
@@ -147,6 +179,8 @@ static gcn_status predict(gcn_ctx *ctx, gcn_trainer *tr, void *user)
         gcn_tensor_free(&logits);
         return gcn_trainer_allocating(ctx, st, "the predictions' activations");
     }
+    if (tr->rank)
+        return gather_predictions(ctx, tr, &logits, user);
     return logits_to_predictions(ctx, &logits, tr->graphs ? NULL : tr->position, user);
 }
 

@@ -117,7 +117,11 @@ GCN_API gcn_status gcn_trainer_evaluate(gcn_ctx *ctx, gcn_trainer *tr, gcn_train
  * the evaluation-mode logits.  For a graph-level model, the same for every
  * graph of the collection: classes[n_graphs], probs[n_graphs *
  * n_graph_classes].  Host arrays the caller owns; either may be NULL.  The
- * model being trained is left as it was. */
+ * model being trained is left as it was.  On one rank of several (a
+ * collective, like gcn_trainer_evaluate: every rank calls it), each rank's
+ * rows go to rank 0 through the communicator, and rank 0's arrays receive
+ * every node's predictions, in the original order, as one context would
+ * give them; the other ranks' arrays are left alone. */
 GCN_API gcn_status gcn_trainer_predict(gcn_ctx *ctx, gcn_trainer *tr, int32_t *classes,
                                        float *probs);
 
@@ -206,7 +210,20 @@ GCN_API const gcn_csr *gcn_trainer_adjacency(const gcn_trainer *tr, gcn_adjacenc
  * (path.tmp.PID), fsynced and renamed into place, so path always holds a
  * whole checkpoint.  A run resumed from one continues exactly as the run
  * that saved it would have.  Loading refuses a file for another
- * architecture, for another split of the graphs, or a damaged one. */
+ * architecture, for another split of the graphs, or a damaged one.
+ *
+ * A checkpoint holds no per-node tensor: on one rank of several every rank
+ * holds the whole of it (the same parameters, optimiser state, batch-norm
+ * statistics, random-stream offsets and best-validation model), so it is
+ * the file one context writes, and it resumes on any number of ranks or on
+ * one context.  On a rank, gcn_trainer_save writes on rank 0 and returns
+ * at once on the others; gcn_trainer_load is a collective: rank 0 reads and
+ * checks the file and sends it to the other ranks through the
+ * communicator, so only rank 0 needs to see the path.  A failure of rank
+ * 0's (a missing or damaged file, another model's) returns on rank 0 before
+ * anything is sent; as after any failed step, its caller stops the
+ * communicator (gcn_comm_abort; gcn_ranks_run does), and the other ranks
+ * return GCN_ERR_STATE, "rank 0 stopped: " and its message. */
 GCN_API gcn_status gcn_trainer_save(gcn_ctx *ctx, const gcn_trainer *tr, const char *path);
 GCN_API gcn_status gcn_trainer_load(gcn_ctx *ctx, gcn_trainer *tr, const char *path);
 

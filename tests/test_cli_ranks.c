@@ -112,16 +112,13 @@ Test(cli_ranks, what_does_not_apply_is_refused_with_one_line)
 {
     const char *const cases[][12] = {
         {"models/gcn-cora.json", "--ranks", "2", "--gpus", "2", NULL},
-        {"models/gcn-cora.json", "--ranks", "2", "--save", "/tmp/x.ckpt", NULL},
-        {"models/gcn-cora.json", "--ranks", "2", "--predict", "/tmp/x.csv", NULL},
         {"models/gcn-cora.json", "--ranks", "0", NULL},
         {"models/gcn-cora.json", "--ranks", "2", "--reorder", "metis", "--device", "cpu", NULL},
         {"models/gcn-cora.json", "--ranks", "2", "--reorder", "parts:3", "--device", "cpu", NULL},
         {"models/gin-graph.json", "--ranks", "2", "--device", "cpu", NULL},
         {"models/gcn-cora.json", "--gpus", "2", "--device", "cpu", NULL},
     };
-    const char *const expect[] = {"--ranks with --gpus", "--save applies to a run on one rank",
-                                  "--predict applies to a run on one rank", "--ranks",
+    const char *const expect[] = {"--ranks with --gpus", "--ranks",
                                   "orders the nodes by its partition, parts:2",
                                   "orders the nodes by its partition, parts:2",
                                   "graph-level model trains on one rank",

@@ -28,17 +28,27 @@ static const char usage_tail[] =
     "  --download-timeout S  give up a download after S seconds without data (default 60)\n"
     "  --epochs N --runs R --seed S\n"
     "                        override the configuration (run r uses seed S + r)\n"
+    "  --rendezvous FILE     this process is one rank of a job started by a launcher\n"
+    "                        (torchrun's RANK, WORLD_SIZE, LOCAL_RANK; else Open MPI's\n"
+    "                        OMPI_COMM_WORLD_*; else Slurm's SLURM_PROCID, SLURM_NTASKS,\n"
+    "                        SLURM_LOCALID), on GPU LOCAL_RANK; the ranks meet through FILE\n"
+    "                        on a folder they share (docs/distributed.md)\n"
+    "  --rank-timeout S      with --rendezvous: give up on peers that do not come, or that\n"
+    "                        stop beating, after S seconds (default 60)\n"
     "  --reorder-switch-at K start on the order as loaded and switch to --reorder's (auto:\n"
     "                        metis:256,4096) after epoch K, untimed, waiting for it\n"
     "  --spmm-choices FILE   load the selector's choices from FILE if it exists (and skip\n"
-    "                        profiling), else write them there once locked\n"
+    "                        profiling), else write them there once locked; on ranks, each\n"
+    "                        rank's (a file of another rank count is noted and left alone)\n"
     "  --log FILE.jsonl      one JSON object per epoch, written as the epoch ends, one per\n"
     "                        run (its best-validation epoch) and a summary; FILE must be new\n"
     "  --force               replace an existing --log FILE\n"
     "  --append              add to an existing --log FILE\n"
-    "  --save FILE           checkpoint at the end of each run (and when interrupted)\n"
+    "  --save FILE           checkpoint at the end of each run (and when interrupted); on\n"
+    "                        ranks, rank 0 writes the one-context model's file\n"
     "  --save-every N        also checkpoint every N epochs (needs --save)\n"
-    "  --resume FILE         continue the first run from a checkpoint\n"
+    "  --resume FILE         continue the first run from a checkpoint, written on any\n"
+    "                        number of ranks\n"
     "  --predict FILE        write the class and class probabilities of every node (original\n"
     "                        order) from the best-validation model: CSV, or .npy by extension\n"
     "  --eval-only           with --resume FILE: evaluate its best-validation model on the\n"
@@ -118,10 +128,11 @@ static bool parse_value(const char *o, const char *v, args *a)
     }
     static const char *const names[] = {"--dataset", "--spmm-choices", "--log", "--save",
                                         "--resume", "--export-data", "--predict",
-                                        "--folds-file", "--protocol", "--mirror"};
+                                        "--folds-file", "--protocol", "--mirror",
+                                        "--rendezvous"};
     const char **fields[] = {&a->dataset, &a->spmm_choices, &a->log, &a->save, &a->resume,
                              &a->export_dir, &a->predict, &a->folds_file, &a->protocol,
-                             &a->mirror};
+                             &a->mirror, &a->rendezvous};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(o, names[i])) {
             *fields[i] = v;
@@ -138,6 +149,7 @@ static bool parse_value(const char *o, const char *v, args *a)
         a->download_timeout = n;
     else if (!strcmp(o, "--reorder-switch-at") && parse_long(v, 1, 10000000, &n))
         a->switch_at = n;
+    else if (!strcmp(o, "--rank-timeout") && parse_long(v, 1, 86400, &n)) a->rank_timeout = n;
     else return false;
     return true;
 }
@@ -154,6 +166,11 @@ static int check_combinations(const args *a)
     if (a->set[CLI_RANKS] && a->set[CLI_GPUS])
         return usage_error("%s: --ranks runs every rank on one device, --gpus one rank per "
                            "GPU; give one", "--ranks with --gpus");
+    if (a->rendezvous && (a->set[CLI_RANKS] || a->set[CLI_GPUS]))
+        return usage_error("%s: the launcher gives the job's size; --ranks and --gpus run the "
+                           "ranks in this process", "--rendezvous");
+    if (a->rank_timeout > 0 && !a->rendezvous)
+        return usage_error("%s needs --rendezvous FILE", "--rank-timeout");
     if (a->download && a->no_download)
         return usage_error("%s: give one", "--download with --no-download");
     if (a->protocol && strcmp(a->protocol, "gin") && strcmp(a->protocol, "errica"))
@@ -234,20 +251,6 @@ static int check_model_kind(const args *a, const gcn_model_config *cfg)
         if (one_fold[i])
             return usage_error("%s: a graph-level checkpoint holds one fold's model; choose "
                                "the fold with --fold F", one_fold[i]);
-    return 0;
-}
-
-/* Options of a run on one context only. */
-static int check_ranks(const args *a, const gcn_model_config *cfg)
-{
-    const char *single[] = {a->save ? "--save" : NULL, a->resume ? "--resume" : NULL,
-                            a->predict ? "--predict" : NULL, a->eval_only ? "--eval-only" : NULL,
-                            a->spmm_choices ? "--spmm-choices" : NULL};
-    for (int i = 0; i < 5 && (cfg->ranks > 1 || cfg->nccl); i++)
-        if (single[i])
-            return usage_error("%s applies to a run on one rank (without --ranks N or --gpus "
-                               "N, or \"ranks\" and \"devices\" in the configuration)",
-                               single[i]);
     return 0;
 }
 
@@ -419,10 +422,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "gcntrain: %s\n", err);
         return EXIT_INPUT;
     }
-    if ((rc = apply_args(&s.a, &s.cfg)) || (rc = check_model_kind(&s.a, &s.cfg)) ||
-        (rc = check_ranks(&s.a, &s.cfg)) || (rc = check_outputs(&s)))
+    if ((rc = apply_args(&s.a, &s.cfg)) || (s.a.rendezvous && (rc = job_begin(&s))) ||
+        (rc = check_model_kind(&s.a, &s.cfg)) ||
+        (rc = check_outputs(&s)))
         return rc;
-    if ((rc = open_context(&s)) || (rc = check_gpus(&s)) || (rc = load_dataset(&s)))
+    if ((rc = open_context(&s)) || (rc = s.a.rendezvous ? job_join(&s) : check_gpus(&s)) ||
+        (rc = job_load_turn(&s, true)) || (rc = load_dataset(&s)) ||
+        (rc = job_load_turn(&s, false)))
         goto done;
     if (!(s.best_test = calloc((size_t)s.cfg.runs, sizeof *s.best_test))) {
         fprintf(stderr, "gcntrain: out of host memory\n");
@@ -433,6 +439,7 @@ int main(int argc, char **argv)
     if ((rc = order_begin(&s)))
         goto done;
     rc = s.cfg.readout.enabled           ? train_folds(&s)
+         : s.a.rendezvous                ? train_job(&s)
          : s.cfg.ranks > 1 || s.cfg.nccl ? train_ranks(&s)
          : s.a.eval_only                 ? eval_only(&s)
                                          : train_runs(&s);
@@ -445,6 +452,7 @@ done:
     if ((!log_close(&s.log) || !log_ok(&s.log)) && rc == 0)
         rc = EXIT_RUNTIME;
     order_end(&s);
+    job_end(&s, rc);
     free(s.best_test);
     free(s.choices);
     free(s.pred_classes);

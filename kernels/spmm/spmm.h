@@ -124,7 +124,19 @@ GCN_API int gcn_spmm_sites(const gcn_csr *a, gcn_spmm_site_info *out, int max);
  * profiling.  Reading checks each tagged matrix against the file (shape,
  * non-zeros and a fingerprint of its structure): a file for another graph
  * is GCN_ERR_FORMAT naming the file and line; then it locks the listed
- * sites.  Sites the file does not list are profiled as usual. */
+ * sites.  Sites the file does not list are profiled as usual.  A rank's
+ * block (gcn_csr_set_halo) is listed as its parts, TAG:own and TAG:halo1,
+ * TAG:halo2, ... (one per chunk of its exchange).
+ * On a context of several ranks, _write and _read are collectives (every
+ * rank calls them with its own matrices): rank 0 gathers every rank's lines
+ * through the communicator and writes one file ("ranks N", then each
+ * rank's lines after "rank R"), and reading, rank 0 reads the file and
+ * sends each rank its lines.  A file of another rank count (one context's
+ * included, and a ranks' file on one context) is not used: a note is
+ * logged, nothing is locked, and GCN_OK is returned.  A failure of rank 0's
+ * (the file cannot be read or written) returns on rank 0; reading, before
+ * anything is sent, so its caller stops the communicator (gcn_comm_abort).
+ * _save and _load, on streams, hold the calling context's matrices only. */
 GCN_API gcn_status gcn_spmm_choices_write(gcn_ctx *ctx, const char *path,
                                           const gcn_csr *const *mats, const char *const *tags,
                                           int n);

@@ -307,7 +307,7 @@ static void report(session *s, const cv *c, int n_folds, int protocol_epoch)
 
 /* --predict, once every fold has run: writes the predictions of the
  * models the protocol selects. */
-static int write_predictions(session *s, cv *c, int protocol_epoch)
+static int write_fold_predictions(session *s, cv *c, int protocol_epoch)
 {
     char which[96];
     if (c->errica) {
@@ -359,7 +359,7 @@ int train_folds(session *s)
     if (rc == 0 && s->stop)
         rc = 128 + s->stop;
     else if (rc == 0 && s->a.predict && n_folds > 0)
-        rc = write_predictions(s, &c, epoch);
+        rc = write_fold_predictions(s, &c, epoch);
 done:
     fold_preds_free(&c.preds);
     free(c.fold);

@@ -30,6 +30,8 @@ typedef struct args {
     const char *log, *save, *resume, *export_dir, *spmm_choices, *predict;
     const char *folds_file, *protocol;
     const char *mirror; /* --mirror: the datasets' base address */
+    const char *rendezvous; /* --rendezvous FILE: this process is one rank of a job */
+    long rank_timeout;      /* --rank-timeout S */
     long epochs, runs, save_every, folds, fold; /* folds, fold: -1 when not given */
     long download_timeout; /* seconds; 0: the library's default */
     long switch_at;       /* --reorder-switch-at K, -1 when not given */
@@ -51,7 +53,10 @@ typedef struct session {
     args a;
     gcn_model_config cfg;
     gcn_ctx *ctx;
-    gcn_ranks *ranks;     /* the ranks' group while the summary of a run on them is written */
+    gcn_ranks *ranks;     /* a run on ranks: their group (NULL on one context) */
+    gcn_trainer **trainers; /* and every rank's trainer while a run is on them */
+    gcn_job job;          /* --rendezvous: this process's rank in its job */
+    gcn_rendezvous *rdv;  /* its rendezvous, once joined */
     gcn_dataset *ds;
     run_log log;
     char error[640];      /* the last failure's message, for the log */
@@ -87,9 +92,24 @@ void gcntrain_log(gcn_log_level level, const char *msg, void *user);
 /* One epoch's line on stdout (unless --quiet) and in the log. */
 void log_epoch(session *s, int run, const gcn_epoch_stats *e);
 
-/* --save: the trainer's checkpoint, with a second signal held until the
- * file is in place.  Returns 0 or an exit code after saying why. */
+/* --save: the trainer's checkpoint (on ranks: rank 0's, which holds the
+ * whole model), with a second signal held until the file is in place.
+ * Returns 0 or an exit code after saying why. */
 int save_checkpoint(session *s, const gcn_trainer *tr);
+
+/* --resume: the checkpoint into tr (into every rank's trainer on ranks),
+ * its epochs checked against --epochs and logged.  0 or an exit code. */
+int resume(session *s, gcn_trainer *tr);
+
+/* The epochs of one run, from where the trainer is (on ranks, tr is rank
+ * 0's and every rank trains), until the last or a signal (s->stop); a
+ * checkpoint every --save-every epochs and at the end. */
+int train_epochs(session *s, int run, gcn_trainer *tr, bool from_file);
+
+/* --predict: the predictions of the run's best-validation model when it
+ * beats the earlier runs' on validation; then the file. */
+int keep_predictions(session *s, gcn_trainer *tr, const gcn_train_best *b);
+int write_predictions(session *s);
 
 /* A --resume checkpoint that has trained `done` epochs fits --epochs;
  * else says so, naming both, and returns EXIT_INPUT. */
@@ -118,8 +138,10 @@ void finish_run(session *s, int run, const gcn_train_best *b, int epochs_done);
 int train_runs(session *s);
 
 /* --eval-only: the checkpoint's best-validation model on the splits, and
- * its predictions. */
+ * its predictions; eval_trainer does it with a trainer made (on ranks,
+ * every rank's, tr rank 0's). */
 int eval_only(session *s);
+int eval_trainer(session *s, gcn_trainer *tr);
 
 /* The summary on stdout and as the log's last line (marked interrupted
  * when a signal stopped the run). */
@@ -149,8 +171,32 @@ void order_end(session *s);
 int check_gpus(session *s);
 
 /* Every run on the configuration's ranks (--ranks N, --gpus N), then the
- * summary; 128 + the signal when one stopped it. */
+ * summary; or --eval-only's evaluation on them.  128 + the signal when one
+ * stopped it. */
 int train_ranks(session *s);
+
+/* fn(rank's context, rank's trainer, user) on every rank of s->ranks at
+ * once (s->trainers). */
+gcn_status on_every_rank(session *s, gcn_status (*fn)(gcn_ctx *, gcn_trainer *, void *),
+                         void *user);
+
+/* ---- job.c ---- */
+/* --rendezvous: the rank from the launcher's environment, its GPU (its
+ * local rank, modulo the GPUs it sees) and "devices" set in the
+ * configuration; ranks other than 0 print nothing on stdout and write no
+ * log.  0 or an exit code after saying why. */
+int job_begin(session *s);
+/* The rendezvous (rank 0 makes NCCL's id) and the communicator. */
+int job_join(session *s);
+/* Rank 0 loads the dataset, and with it computes and caches the
+ * partition, before the others: called before (before = true) and after
+ * load_dataset, it waits for the others' turn.  0 without a job. */
+int job_load_turn(session *s, bool before);
+/* Every run of this rank, rank 0 printing; 128 + the signal that stopped
+ * it. */
+int train_job(session *s);
+/* Closes the rendezvous: peers see this rank finished (rc 0) or failed. */
+void job_end(session *s, int rc);
 
 /* ---- folds.c ---- */
 
@@ -285,11 +331,14 @@ bool report_spmm(session *s, int run, const gcn_trainer *tr);
 
 /* Before training: the selector's choices from --spmm-choices FILE when it
  * exists, else from an earlier run of this invocation, so that only the
- * first run profiles.  *from_file says whether FILE was read. */
+ * first run profiles (on ranks, each rank's lines of FILE, read by rank 0
+ * and sent through the communicator; without FILE each run profiles).
+ * *from_file says whether FILE was read. */
 gcn_status load_choices(session *s, const gcn_trainer *tr, bool *from_file);
 
-/* Once every site has locked: --spmm-choices FILE (unless it was read) and the
- * copy in memory for the next runs. */
+/* Once every site has locked (on every rank): --spmm-choices FILE (unless
+ * it was read; on ranks, every rank's lines, written by rank 0) and, on one
+ * context, the copy in memory for the next runs. */
 gcn_status save_choices(session *s, const gcn_trainer *tr, bool from_file);
 
 #endif

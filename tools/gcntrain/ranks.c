@@ -1,6 +1,7 @@
 /* gcntrain on several ranks (--ranks N on one device, --gpus N over NCCL):
  * the partition, then each run's epochs on every rank at once, with the
- * same lines, log and summary as a run on one context. */
+ * same lines, log, checkpoints, predictions and summary as a run on one
+ * context (run.c's paths, each step on every rank), or --eval-only. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,21 +135,54 @@ static void print_rank_memory(session *s, gcn_ranks *g)
     log_line(&s->log, "{\"rank_peak_bytes\":[%s]}", list);
 }
 
-/* Runs one run on every rank: builds each rank's trainer from seed + run,
- * trains it (adding the epochs trained to *epochs) and reports the best
- * result. */
-static int ranks_run(session *s, gcn_ranks *g, int run, int *epochs)
+/* What on_every_rank hands each rank's thread: the trainers, the step to
+ * run on the rank's own trainer, and its argument. */
+typedef struct rank_call {
+    gcn_trainer **trainers;
+    gcn_status (*fn)(gcn_ctx *, gcn_trainer *, void *);
+    void *user;
+} rank_call;
+
+static gcn_status call_rank(gcn_ctx *ctx, int rank, void *user)
 {
+    rank_call *c = user;
+    return c->fn(ctx, c->trainers[rank], c->user);
+}
+
+gcn_status on_every_rank(session *s, gcn_status (*fn)(gcn_ctx *, gcn_trainer *, void *),
+                         void *user)
+{
+    rank_call c = {s->trainers, fn, user};
+    return gcn_ranks_run(s->ctx, s->ranks, call_rank, &c);
+}
+
+/* Every rank's trainer from seed + run, in trainers (s->trainers). */
+static int create_trainers(session *s, int run, gcn_trainer **trainers)
+{
+    gcn_ranks *g = s->ranks;
+    double t0 = now_s();
+    for (int k = 0; k < gcn_ranks_count(g); k++)
+        gcn_rng_seed(gcn_ranks_ctx(g, k), s->cfg.seed + (uint64_t)run);
+    gcn_status st = gcn_trainer_create_ranks(s->ctx, g, &s->cfg, s->ds, trainers);
+    if (st != GCN_OK)
+        return fail(s, st, PHASE_INPUT, "setup");
+    s->trainers = trainers;
+    s->t_prep += now_s() - t0;
+    return 0;
+}
+
+/* One run: every rank's trainer from seed + run (the first resumed from
+ * --resume), its epochs (counted into *epochs), its best. */
+static int ranks_run(session *s, int run, int *epochs)
+{
+    gcn_ranks *g = s->ranks;
     int n = gcn_ranks_count(g), rc = 0;
     gcn_trainer *trainers[GCN_MAX_RANKS] = {NULL};
-    gcn_status st;
-    double t0 = now_s();
-    for (int k = 0; k < n; k++)
-        gcn_rng_seed(gcn_ranks_ctx(g, k), s->cfg.seed + (uint64_t)run);
-    if ((st = gcn_trainer_create_ranks(s->ctx, g, &s->cfg, s->ds, trainers)) != GCN_OK)
-        return fail(s, st, PHASE_INPUT, "setup");
-    s->t_prep += now_s() - t0;
+    if ((rc = create_trainers(s, run, trainers)))
+        return rc;
     s->spmm_reported = false;
+    if (run == 0 && s->a.resume && (rc = resume(s, trainers[0])))
+        goto done;
     if (run == 0 && (rc = export_data(s)))
         goto done;
     if (run == 0) {
@@ -156,31 +190,38 @@ static int ranks_run(session *s, gcn_ranks *g, int run, int *epochs)
         printf("params     %lld\n",
                (long long)gcn_model_param_count(gcn_trainer_model(trainers[0])));
     }
-    signals_training();
-    for (int e = 0; e < s->cfg.epochs; e++) {
-        if ((s->stop = signals_pending()))
-            break;
-        gcn_epoch_stats es;
-        if ((st = gcn_trainer_epoch_ranks(s->ctx, g, trainers, &es)) != GCN_OK) {
-            rc = fail(s, st, PHASE_TRAIN, "training");
-            goto done;
-        }
-        (*epochs)++;
-        s->t_train += es.train_ms * 1e-3;
-        s->t_eval += es.eval_ms * 1e-3;
-        log_epoch(s, run, &es);
-        if (!log_ok(&s->log)) {
-            rc = EXIT_RUNTIME;
-            goto done;
-        }
-        if (!s->spmm_reported)
-            s->spmm_reported = report_spmm(s, run, trainers[0]);
+    bool from_file = false;
+    gcn_status st = load_choices(s, trainers[0], &from_file);
+    if (st != GCN_OK) {
+        rc = fail(s, st, PHASE_INPUT, "spmm plan");
+        goto done;
     }
+    int first = gcn_trainer_epochs_done(trainers[0]);
+    rc = train_epochs(s, run, trainers[0], from_file);
+    *epochs += gcn_trainer_epochs_done(trainers[0]) - first;
+    if (rc)
+        goto done;
     gcn_train_best b;
     gcn_trainer_best(trainers[0], &b);
     finish_run(s, run, &b, gcn_trainer_epochs_done(trainers[0]));
+    if (!s->stop)
+        rc = keep_predictions(s, trainers[0], &b);
 done:
+    s->trainers = NULL;
     for (int k = 0; k < n; k++)
+        gcn_trainer_free(&trainers[k]);
+    return rc;
+}
+
+/* --eval-only on the ranks. */
+static int ranks_eval(session *s)
+{
+    gcn_trainer *trainers[GCN_MAX_RANKS] = {NULL};
+    int rc = create_trainers(s, 0, trainers);
+    if (!rc)
+        rc = eval_trainer(s, trainers[0]);
+    s->trainers = NULL;
+    for (int k = 0; k < gcn_ranks_count(s->ranks); k++)
         gcn_trainer_free(&trainers[k]);
     return rc;
 }
@@ -226,18 +267,24 @@ int train_ranks(session *s)
         rc = fail(s, st, PHASE_INPUT, "spmm");
         goto done;
     }
+    s->ranks = g;
+    if (s->a.eval_only) {
+        rc = ranks_eval(s);
+        goto done;
+    }
     for (int r = 0; r < s->cfg.runs && rc == 0 && !(s->stop = signals_pending()); r++)
-        rc = ranks_run(s, g, r, &epochs);
+        rc = ranks_run(s, r, &epochs);
     if (rc)
         goto done;
     print_traffic(s, g, epochs);
     print_rank_memory(s, g);
-    s->ranks = g;
     print_results(s);
-    s->ranks = NULL;
     if (s->stop)
         rc = 128 + s->stop;
+    else if (s->a.predict)
+        rc = write_predictions(s);
 done:
+    s->ranks = NULL;
     gcn_ranks_free(&g);
     return rc;
 }

@@ -20,17 +20,27 @@ void log_epoch(session *s, int run, const gcn_epoch_stats *e)
              e->train_ms, e->eval_ms);
 }
 
+static gcn_status save_rank(gcn_ctx *ctx, gcn_trainer *tr, void *path)
+{
+    return gcn_trainer_save(ctx, tr, path);
+}
+
 int save_checkpoint(session *s, const gcn_trainer *tr)
 {
     signals_hold(true);
-    gcn_status st = gcn_trainer_save(s->ctx, tr, s->a.save);
+    gcn_status st = s->trainers ? on_every_rank(s, save_rank, (void *)s->a.save)
+                                : gcn_trainer_save(s->ctx, tr, s->a.save);
     signals_hold(false);
     return st == GCN_OK ? 0 : fail(s, st, PHASE_OUTPUT, "save");
 }
 
-/* --predict: keeps the predictions of this run's best-validation model
- * when its validation accuracy beats every earlier run's. */
-static int keep_predictions(session *s, gcn_trainer *tr, const gcn_train_best *b)
+static gcn_status predict_rank(gcn_ctx *ctx, gcn_trainer *tr, void *user)
+{
+    session *s = user;
+    return gcn_trainer_predict(ctx, tr, s->pred_classes, s->pred_probs);
+}
+
+int keep_predictions(session *s, gcn_trainer *tr, const gcn_train_best *b)
 {
     if (!s->a.predict || b->valid_acc <= s->pred_valid)
         return 0;
@@ -43,14 +53,15 @@ static int keep_predictions(session *s, gcn_trainer *tr, const gcn_train_best *b
         fprintf(stderr, "gcntrain: out of host memory for the predictions\n");
         return EXIT_RUNTIME;
     }
-    gcn_status st = gcn_trainer_predict(s->ctx, tr, s->pred_classes, s->pred_probs);
+    gcn_status st = s->trainers ? on_every_rank(s, predict_rank, s)
+                                : gcn_trainer_predict(s->ctx, tr, s->pred_classes, s->pred_probs);
     if (st != GCN_OK)
         return fail(s, st, PHASE_TRAIN, "predict");
     s->pred_valid = b->valid_acc;
     return 0;
 }
 
-static int write_predictions(session *s)
+int write_predictions(session *s)
 {
     signals_hold(true);
     gcn_status st = gcn_predictions_write(s->ctx, s->a.predict, s->ds->n_nodes,
@@ -77,7 +88,8 @@ int next_epoch(session *s, gcn_trainer *tr, gcn_epoch_stats *es)
     signals_training();
     if ((s->stop = signals_pending()))
         return 0;
-    gcn_status st = gcn_trainer_epoch(s->ctx, tr, es);
+    gcn_status st = s->trainers ? gcn_trainer_epoch_ranks(s->ctx, s->ranks, s->trainers, es)
+                                : gcn_trainer_epoch(s->ctx, tr, es);
     if (st != GCN_OK)
         return fail(s, st, PHASE_TRAIN, "training");
     s->t_train += es->train_ms * 1e-3;
@@ -93,9 +105,7 @@ int save_every(session *s, const gcn_trainer *tr, int epoch, int *saved)
     return save_checkpoint(s, tr);
 }
 
-/* The epochs of one run, from where the trainer is, until the last or a
- * signal (s->stop); a checkpoint every --save-every epochs and at the end. */
-static int train_epochs(session *s, int run, gcn_trainer *tr, bool from_file)
+int train_epochs(session *s, int run, gcn_trainer *tr, bool from_file)
 {
     gcn_status st;
     int rc, saved = gcn_trainer_epochs_done(tr);
@@ -136,6 +146,30 @@ void finish_run(session *s, int run, const gcn_train_best *b, int epochs_done)
              run + 1, b->epoch, b->train_acc, b->valid_acc, b->test_acc);
 }
 
+static gcn_status load_rank(gcn_ctx *ctx, gcn_trainer *tr, void *path)
+{
+    return gcn_trainer_load(ctx, tr, path);
+}
+
+/* --resume's checkpoint into tr (every rank's trainer on ranks). */
+static int load_checkpoint(session *s, gcn_trainer *tr)
+{
+    gcn_status st = s->trainers ? on_every_rank(s, load_rank, (void *)s->a.resume)
+                                : gcn_trainer_load(s->ctx, tr, s->a.resume);
+    return st == GCN_OK ? 0 : fail(s, st, PHASE_INPUT, "resume");
+}
+
+int resume(session *s, gcn_trainer *tr)
+{
+    int rc = load_checkpoint(s, tr);
+    if (rc || (rc = check_resumed_epochs(s, gcn_trainer_epochs_done(tr))))
+        return rc;
+    char path[1024];
+    log_line(&s->log, "{\"run\":1,\"resumed_from\":%s,\"resumed_at_epoch\":%d}",
+             json_string(path, sizeof path, s->a.resume), gcn_trainer_epochs_done(tr));
+    return 0;
+}
+
 /* One run: a fresh model from seed + run, optionally resumed. */
 static int train_run(session *s, int run)
 {
@@ -146,17 +180,8 @@ static int train_run(session *s, int run)
     double t0 = now_s();
     if ((st = gcn_trainer_create(s->ctx, &tr, &s->cfg, s->ds)) != GCN_OK)
         return fail(s, st, PHASE_INPUT, "setup");
-    if (run == 0 && s->a.resume) {
-        if ((st = gcn_trainer_load(s->ctx, tr, s->a.resume)) != GCN_OK) {
-            rc = fail(s, st, PHASE_INPUT, "resume");
-            goto done;
-        }
-        if ((rc = check_resumed_epochs(s, gcn_trainer_epochs_done(tr))))
-            goto done;
-        char path[1024];
-        log_line(&s->log, "{\"run\":1,\"resumed_from\":%s,\"resumed_at_epoch\":%d}",
-                 json_string(path, sizeof path, s->a.resume), gcn_trainer_epochs_done(tr));
-    }
+    if (run == 0 && s->a.resume && (rc = resume(s, tr)))
+        goto done;
     if (run == 0 && (rc = export_data(s)))
         goto done;
     bool from_file = false;
@@ -260,25 +285,25 @@ int train_runs(session *s)
     return s->a.predict ? write_predictions(s) : 0;
 }
 
-int eval_only(session *s)
+static gcn_status evaluate_rank(gcn_ctx *ctx, gcn_trainer *tr, void *user)
 {
-    gcn_trainer *tr = NULL;
+    gcn_train_best b;
+    gcn_status st = gcn_trainer_evaluate(ctx, tr, &b);
+    if (st == GCN_OK && gcn_ctx_rank(ctx) == 0) /* every rank has the same */
+        *(gcn_train_best *)user = b;
+    return st;
+}
+
+int eval_trainer(session *s, gcn_trainer *tr)
+{
     gcn_train_best b;
     gcn_status st;
-    int rc = 0;
-    gcn_rng_seed(s->ctx, s->cfg.seed);
-    if ((st = gcn_trainer_create(s->ctx, &tr, &s->cfg, s->ds)) != GCN_OK)
-        return fail(s, st, PHASE_INPUT, "setup");
-    if ((st = gcn_trainer_load(s->ctx, tr, s->a.resume)) != GCN_OK) {
-        rc = fail(s, st, PHASE_INPUT, "resume");
-        goto done;
-    }
-    if ((rc = export_data(s)))
-        goto done;
-    if ((st = gcn_trainer_evaluate(s->ctx, tr, &b)) != GCN_OK) {
-        rc = fail(s, st, PHASE_TRAIN, "evaluate");
-        goto done;
-    }
+    int rc = load_checkpoint(s, tr);
+    if (rc || (rc = export_data(s)))
+        return rc;
+    st = s->trainers ? on_every_rank(s, evaluate_rank, &b) : gcn_trainer_evaluate(s->ctx, tr, &b);
+    if (st != GCN_OK)
+        return fail(s, st, PHASE_TRAIN, "evaluate");
     printf("eval       %s after epoch %d: the best-validation model (epoch %d): train %.4f  "
            "valid %.4f  test %.4f\n", s->a.resume, gcn_trainer_epochs_done(tr), b.epoch,
            b.train_acc, b.valid_acc, b.test_acc);
@@ -292,7 +317,15 @@ int eval_only(session *s)
         rc = EXIT_RUNTIME;
     else if (s->a.predict && !(rc = keep_predictions(s, tr, &b)))
         rc = write_predictions(s);
-done:
+    return rc;
+}
+
+int eval_only(session *s)
+{
+    gcn_trainer *tr = NULL;
+    gcn_rng_seed(s->ctx, s->cfg.seed);
+    gcn_status st = gcn_trainer_create(s->ctx, &tr, &s->cfg, s->ds);
+    int rc = st == GCN_OK ? eval_trainer(s, tr) : fail(s, st, PHASE_INPUT, "setup");
     gcn_trainer_free(&tr);
     return rc;
 }

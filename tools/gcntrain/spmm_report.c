@@ -48,6 +48,9 @@ bool report_spmm(session *s, int run, const gcn_trainer *tr)
     gcn_spmm_site_info info[2][MAX_SITES];
     if (!gcn_trainer_spmm_locked(tr))
         return false;
+    for (int k = 0; s->trainers && k < gcn_ranks_count(s->ranks); k++)
+        if (!gcn_trainer_spmm_locked(s->trainers[k]))
+            return false;
     int n_mats = trainer_mats(tr, mats, tags), n[2] = {0, 0};
     for (int m = 0; m < n_mats; m++)
         n[m] = gcn_spmm_sites(mats[m], info[m], MAX_SITES);
@@ -79,14 +82,36 @@ bool report_spmm(session *s, int run, const gcn_trainer *tr)
     return true;
 }
 
+/* On every rank: its trainer's choices read from (or written to) the
+ * file, a collective through which rank 0 reads or writes the file. */
+static gcn_status read_rank(gcn_ctx *ctx, gcn_trainer *tr, void *path)
+{
+    const gcn_csr *mats[2];
+    const char *tags[2];
+    int n = trainer_mats(tr, mats, tags);
+    return gcn_spmm_choices_read(ctx, path, mats, tags, n);
+}
+
+static gcn_status write_rank(gcn_ctx *ctx, gcn_trainer *tr, void *path)
+{
+    const gcn_csr *mats[2];
+    const char *tags[2];
+    int n = trainer_mats(tr, mats, tags);
+    return gcn_spmm_choices_write(ctx, path, mats, tags, n);
+}
+
 gcn_status load_choices(session *s, const gcn_trainer *tr, bool *from_file)
 {
     const gcn_csr *mats[2];
     const char *tags[2];
     int n = trainer_mats(tr, mats, tags);
     *from_file = s->a.spmm_choices && access(s->a.spmm_choices, F_OK) == 0;
+    if (*from_file && s->trainers)
+        return on_every_rank(s, read_rank, (void *)s->a.spmm_choices);
     if (*from_file)
         return gcn_spmm_choices_read(s->ctx, s->a.spmm_choices, mats, tags, n);
+    if (s->trainers) /* each run on ranks profiles, unless a file has its choices */
+        return GCN_OK;
     FILE *f = s->choices ? fmemopen(s->choices, s->choices_len, "r") : NULL;
     if (!f)
         return GCN_OK;
@@ -103,9 +128,12 @@ gcn_status save_choices(session *s, const gcn_trainer *tr, bool from_file)
     gcn_status st = GCN_OK;
     if (s->a.spmm_choices && !from_file) {
         signals_hold(true);
-        st = gcn_spmm_choices_write(s->ctx, s->a.spmm_choices, mats, tags, n);
+        st = s->trainers ? on_every_rank(s, write_rank, (void *)s->a.spmm_choices)
+                         : gcn_spmm_choices_write(s->ctx, s->a.spmm_choices, mats, tags, n);
         signals_hold(false);
     }
+    if (s->trainers)
+        return st;
     FILE *f = st != GCN_OK || s->choices ? NULL : open_memstream(&s->choices, &s->choices_len);
     if (!f)
         return st;
