@@ -40,7 +40,9 @@ static gcn_status check_dataset(gcn_ctx *ctx, const gcn_dataset *ds)
                          "dataset %s has no node features; substitute some with "
                          "--features random:D or --features degree", ds->name);
     if (!ds->labels || ds->n_classes < 2)
-        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "dataset %s has no class labels", ds->name);
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG,
+                         "dataset %s has no class labels; for timing, substitute K random "
+                         "classes with --labels random:K", ds->name);
     if (ds->n_train < 1)
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "dataset %s has no training nodes", ds->name);
     return GCN_OK;

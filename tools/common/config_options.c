@@ -55,6 +55,11 @@ const cli_config_option_info cli_config_options[N_CLI_CONFIG] = {
                           "sparse_input, on)"},
     [CLI_FEATURES] = {"features", "random:D|degree|file|none", "features",
                       "substitute node features (e.g. for ogbn-arxiv without node-feat)"},
+    [CLI_LABELS] = {"labels", "file|random:K", "labels",
+                    "substitute node labels, K classes drawn uniformly from the data\n"
+                    "seed, and a drawn split unless one is shipped: graph files have\n"
+                    "no labels (for timing; accuracy is chance, and the dataset line\n"
+                    "says so)"},
 };
 
 int cli_config_option_find(const char *arg)
