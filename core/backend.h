@@ -14,10 +14,17 @@
  *     y = act(pre),     out = p > 0 ? (kept ? y / (1 - p) : 0) : y
  * with the mask of `dropout` (Philox words from key and the offset's start).
  * batch_stats: mean and invstd are the batch's, so backward also flows
- * through them (training-mode batch norm). */
+ * through them (training-mode batch norm).  dtype is that of x, out, dout
+ * and dx: bf16 values are widened as they are read and the fp32 result is
+ * rounded once as it is stored; the per-column operands and every sum are
+ * fp32 (sums in double) in both. */
 typedef struct gcn_epilogue_args {
     int64_t rows, cols;
-    const float *x;             /* [rows, cols] */
+    gcn_dtype dtype;
+    union {                     /* [rows, cols] of dtype */
+        const float *x;
+        const uint16_t *x_bf16;
+    };
     const float *bias;          /* [cols] or NULL */
     const float *gamma, *beta;  /* [cols], or NULL: no batch norm */
     const float *mean, *invstd; /* [cols], with gamma */
@@ -30,9 +37,11 @@ typedef struct gcn_epilogue_args {
 } gcn_epilogue_args;
 
 /* Where the epilogue's backward writes; NULL outputs are skipped, acc_*
- * adds into the buffer.  dbias is the column sum of the new dx. */
+ * adds into the buffer (dx of the args' dtype, its sum rounded once).
+ * dbias is the column sum of the new dx before it is stored. */
 typedef struct gcn_epilogue_grads {
-    float *dx, *dbias, *dgamma, *dbeta;
+    void *dx;
+    float *dbias, *dgamma, *dbeta;
     bool acc_x, acc_bias, acc_gamma, acc_beta;
 } gcn_epilogue_grads;
 
@@ -61,6 +70,14 @@ typedef gcn_status gcn_be_sync_fn(gcn_ctx *ctx);
 typedef gcn_status gcn_be_gemm_fn(gcn_ctx *ctx, bool trans_a, bool trans_b, int64_t m, int64_t n,
                                   int64_t k, float alpha, const float *a, int64_t lda,
                                   const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+/* The same product with a and b bf16 (row strides in elements), the
+ * multiplications exact and the sums in fp32, as tensor cores take them:
+ * c fp32, or with c_bf16 bf16 holding alpha op(a) op(b) + beta c computed
+ * in fp32 and rounded once. */
+typedef gcn_status gcn_be_gemm_bf16_fn(gcn_ctx *ctx, bool trans_a, bool trans_b, int64_t m,
+                                       int64_t n, int64_t k, float alpha, const uint16_t *a,
+                                       int64_t lda, const uint16_t *b, int64_t ldb, float beta,
+                                       void *c, int64_t ldc, bool c_bf16);
 /* y = alpha x + beta y (beta == 0 ignores y's old contents). */
 typedef gcn_status gcn_be_axpby_fn(gcn_ctx *ctx, int64_t n, float alpha, const float *x, float beta,
                                    float *y);
@@ -214,12 +231,14 @@ typedef gcn_status gcn_be_nll_backward_fn(gcn_ctx *ctx, int64_t n, int64_t cols,
  * over every rank's rows, as the backward's batch-norm sums are.  !training: invstd from running_var
  * only (x, bias and mean unused). */
 typedef gcn_status gcn_be_epilogue_stats_fn(gcn_ctx *ctx, int64_t rows, int64_t cols,
-                                            const float *x, const float *bias, bool training,
+                                            const void *x, gcn_dtype dtype, const float *bias,
+                                            bool training,
                                             float momentum, float eps, float *running_mean,
                                             float *running_var, float *mean, float *invstd);
-typedef gcn_status gcn_be_epilogue_forward_fn(gcn_ctx *ctx, const gcn_epilogue_args *a, float *out);
+/* out and dout: [rows, cols] of the args' dtype */
+typedef gcn_status gcn_be_epilogue_forward_fn(gcn_ctx *ctx, const gcn_epilogue_args *a, void *out);
 typedef gcn_status gcn_be_epilogue_backward_fn(gcn_ctx *ctx, const gcn_epilogue_args *a,
-                                               const float *dout, const gcn_epilogue_grads *g);
+                                               const void *dout, const gcn_epilogue_grads *g);
 /* dst[i, 0:width] (+)= src[r, 0:width] for i < rows, with row strides, where
  * r is src_rows[i] (a device array), or i when src_rows is NULL */
 typedef gcn_status gcn_be_copy_cols_fn(gcn_ctx *ctx, int64_t rows, int64_t width, const float *src,
@@ -257,6 +276,7 @@ typedef struct gcn_backend {
     gcn_be_from_bf16_fn *from_bf16;
     gcn_be_sync_fn *sync;
     gcn_be_gemm_fn *gemm;
+    gcn_be_gemm_bf16_fn *gemm_bf16;
     gcn_be_axpby_fn *axpby;
     gcn_be_add_fn *add;
     gcn_be_add_bias_fn *add_bias;

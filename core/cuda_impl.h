@@ -120,6 +120,13 @@ static inline unsigned gcn_blocks(int64_t n, int threads)
 gcn_be_fill_bf16_fn gcn_cuda_fill_bf16;
 gcn_be_to_bf16_fn gcn_cuda_to_bf16;
 gcn_be_from_bf16_fn gcn_cuda_from_bf16;
+gcn_be_gemm_bf16_fn gcn_cuda_gemm_bf16;
+/* ops/cuda.cu: c[m,n] = alpha op(a) op(b) + beta c for row-major operands
+ * of ab_type and c of c_type through cublasGemmEx, k > 0. */
+gcn_status gcn_cuda_gemm_ex(gcn_ctx *ctx, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                            int64_t k, float alpha, const void *a, int64_t lda, const void *b,
+                            int64_t ldb, cudaDataType_t ab_type, float beta, void *c,
+                            int64_t ldc, cudaDataType_t c_type, cublasComputeType_t compute);
 
 /* ops/cols_cuda.cu */
 gcn_be_col_sum_fn gcn_cuda_col_sum;

@@ -108,7 +108,9 @@ struct gcn_tensor {
     int refs;
     bool requires_grad; /* a parameter, or computed from one while recording */
     bool is_leaf;       /* not the output of a recorded op */
+    bool half_fresh;    /* half holds this fp32 tensor's values rounded */
     gcn_tensor *grad;
+    gcn_tensor *half;   /* owned: the bf16 copy bf16 products read (gcn_tensor_half) */
 };
 
 struct gcn_index {
@@ -314,6 +316,13 @@ gcn_status gcn_mixed_forward(gcn_ctx *ctx, gcn_op_spec *spec, gcn_tensor *y);
 gcn_status gcn_mixed_backward(gcn_ctx *ctx, gcn_node *nd);
 /* Rounds an fp32 tensor's values to bf16 in place. */
 gcn_status gcn_mixed_round(gcn_ctx *ctx, gcn_tensor *t);
+
+/* The bf16 values a product reads for t (borrowed): t's own when t is
+ * bf16, else t's bf16 copy (t->half), made on first use and rounded again
+ * only after a write marked it stale.  The optimiser writes a parameter's
+ * copy in the same pass as the parameter, so a training step rounds each
+ * weight once, not once per product. */
+gcn_status gcn_tensor_half(gcn_ctx *ctx, gcn_tensor *t, const uint16_t **bf16);
 
 /* Whether the context's device has bf16 arithmetic: GCN_ERR_UNSUPPORTED
  * naming a CUDA device of compute capability below 8.0. */

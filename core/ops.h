@@ -7,10 +7,13 @@
  * dtypes: operands are fp32 (GCN_ERR_DTYPE otherwise), except that the
  * activation operands of matmul, matmul_bias, add, add_bias, scale, relu,
  * elu, scale_by (x), dropout, batchnorm (x), apply_epilogue (x),
- * epilogue_matmul (x, w) and gcn_spmm / gcn_spmm_self (x) may be bf16;
- * with one bf16 the op computes in fp32, a product reading its fp32
- * operand rounded to bf16, and returns bf16 rounded once.  Parameters,
- * statistics and losses stay fp32; gcn_cast converts. */
+ * epilogue_matmul (x) and gcn_spmm / gcn_spmm_self (x) may be bf16; with
+ * one bf16 the op computes in fp32, a product reading its fp32 operand
+ * rounded to bf16 (a weight through its bf16 copy), and returns bf16
+ * rounded once.  Products take bf16 operands on tensor cores and sum in
+ * fp32; a bf16 product's gradient is bf16 for a bf16 operand and fp32 for
+ * an fp32 one (a weight).  Parameters, statistics and losses stay fp32;
+ * gcn_cast converts. */
 #ifndef GCN_OPS_H
 #define GCN_OPS_H
 

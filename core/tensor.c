@@ -178,6 +178,8 @@ gcn_status gcn_tensor_to_host(gcn_ctx *ctx, const gcn_tensor *t, float *host)
 
 gcn_status gcn_tensor_copy_from_host(gcn_ctx *ctx, gcn_tensor *t, const float *host)
 {
+    if (t)
+        t->half_fresh = false;
     return host_copy(ctx, t, NULL, host);
 }
 
@@ -208,6 +210,7 @@ gcn_status gcn_tensor_copy(gcn_ctx *ctx, gcn_tensor *dst, const gcn_tensor *src)
                          "converts)", gcn_dtype_name(dst->dtype), gcn_dtype_name(src->dtype));
     if (dst == src || src->rows * src->cols == 0)
         return GCN_OK;
+    dst->half_fresh = false;
     return ctx->be->copy(ctx, dst->data, src->data,
                          tensor_bytes(src->rows, src->cols, src->dtype));
 }
@@ -221,6 +224,7 @@ gcn_status gcn_tensor_fill(gcn_ctx *ctx, gcn_tensor *t, float value)
         return GCN_OK;
     if (t->dtype == GCN_DTYPE_BF16)
         return ctx->be->fill_bf16(ctx, t->bf16, t->rows * t->cols, gcn_bf16_from_float(value));
+    t->half_fresh = false;
     return ctx->be->fill(ctx, t->data, t->rows * t->cols, value);
 }
 
@@ -240,6 +244,7 @@ void gcn_tensor_free(gcn_tensor **pt)
     if (--t->refs > 0)
         return;
     gcn_tensor_free(&t->grad);
+    gcn_tensor_free(&t->half);
     gcn_mem_release(t->ctx, t->data, tensor_bytes(t->rows, t->cols, t->dtype));
     header_give((void **)&t->ctx->free_tensors, t, sizeof *t);
 }
@@ -248,6 +253,8 @@ void gcn_tensor_drop_values(gcn_tensor *t)
 {
     if (!t || !t->data)
         return;
+    gcn_tensor_free(&t->half);
+    t->half_fresh = false;
     gcn_mem_release(t->ctx, t->data, tensor_bytes(t->rows, t->cols, t->dtype));
     t->data = NULL;
 }
@@ -258,9 +265,13 @@ int64_t gcn_tensor_numel(const gcn_tensor *t) { return t ? t->rows * t->cols : 0
 gcn_device gcn_tensor_device(const gcn_tensor *t) { return t ? t->device : GCN_DEVICE_CPU; }
 gcn_dtype gcn_tensor_dtype(const gcn_tensor *t) { return t ? t->dtype : GCN_DTYPE_FP32; }
 
+/* The caller may write through the pointer: t's bf16 copy is stale. */
 float *gcn_tensor_data(gcn_tensor *t)
 {
-    return t && t->dtype == GCN_DTYPE_FP32 ? t->data : NULL;
+    if (!t || t->dtype != GCN_DTYPE_FP32)
+        return NULL;
+    t->half_fresh = false;
+    return t->data;
 }
 
 const float *gcn_tensor_cdata(const gcn_tensor *t)
@@ -274,6 +285,21 @@ uint16_t *gcn_tensor_data_bf16(gcn_tensor *t)
 }
 bool gcn_tensor_requires_grad(const gcn_tensor *t) { return t && t->requires_grad; }
 gcn_tensor *gcn_tensor_grad(const gcn_tensor *t) { return t ? t->grad : NULL; }
+
+gcn_status gcn_tensor_half(gcn_ctx *ctx, gcn_tensor *t, const uint16_t **bf16)
+{
+    if (t->dtype == GCN_DTYPE_BF16) {
+        *bf16 = t->bf16;
+        return GCN_OK;
+    }
+    if (!t->half)
+        GCN_TRY(gcn_tensor_create_dtype(ctx, &t->half, t->rows, t->cols, GCN_DTYPE_BF16));
+    if (!t->half_fresh)
+        GCN_TRY(ctx->be->to_bf16(ctx, t->rows * t->cols, t->data, t->half->bf16, false));
+    t->half_fresh = true;
+    *bf16 = t->half->bf16;
+    return GCN_OK;
+}
 
 gcn_status gcn_tensor_set_requires_grad(gcn_tensor *t, bool requires_grad)
 {

@@ -30,6 +30,7 @@ gcn_dataset_opts gcn_dataset_default_opts(void)
         .cache = true,
         .cache_dir = NULL,
         .reorder = NULL,
+        .labels = NULL,
     };
 }
 
@@ -379,6 +380,8 @@ static gcn_status apply_feature_opts(gcn_ctx *ctx, gcn_dataset *ds, const source
         snprintf(ds->feature_source, sizeof ds->feature_source, "none");
     if (o->normalize_features)
         GCN_TRY(gcn_dataset_normalize_features(ctx, ds));
+    if (o->labels && strcmp(o->labels, "file") != 0)
+        GCN_TRY(gcn_dataset_substitute_labels(ctx, ds, o->labels));
     return GCN_OK;
 }
 

@@ -48,6 +48,9 @@ typedef struct gcn_dataset {
     int32_t n_graph_classes;
     int32_t *graph_label_values; /* [n_graph_classes]: the file's label of each class,
                                   * ascending */
+    /* "" for the dataset's own node labels, or the substitute that replaced
+     * them ("random:K"). */
+    char label_source[32];
 } gcn_dataset;
 
 typedef struct gcn_dataset_opts {
@@ -74,6 +77,12 @@ typedef struct gcn_dataset_opts {
      * graph, feature and split options.  With the cache on, a dataset read
      * from files keeps the permutation in a file beside its cache. */
     const char *reorder;
+    /* NULL or "file": the dataset's own node labels (none for a bare graph
+     * file); "random:K": every node labelled uniformly in [0, K) from the
+     * context's GCN_RNG_DATA stream, after any substitute features, so
+     * that a graph without labels can be trained (for timing: accuracy is
+     * chance).  A split is then drawn unless one is shipped. */
+    const char *labels;
 } gcn_dataset_opts;
 
 GCN_API gcn_dataset_opts gcn_dataset_default_opts(void);
@@ -169,6 +178,14 @@ GCN_API void gcn_dataset_device_free(gcn_dataset_device *dev);
 
 /* Replaces the features: "random:D", "degree" or "none" (see opts). */
 GCN_API gcn_status gcn_dataset_substitute_features(gcn_ctx *ctx, gcn_dataset *ds, const char *how);
+
+/* Reads a labels option: "file" (*n_classes 0) or "random:K" with K in
+ * [2, 65536] (*n_classes K); GCN_ERR_INVALID_ARG naming the value
+ * otherwise (ctx may be NULL). */
+GCN_API gcn_status gcn_dataset_labels_parse(gcn_ctx *ctx, const char *how, int32_t *n_classes);
+
+/* Replaces the node labels: "random:K" (see opts). */
+GCN_API gcn_status gcn_dataset_substitute_labels(gcn_ctx *ctx, gcn_dataset *ds, const char *how);
 
 /* Divides each feature row by its sum; rows summing to 0 stay 0. */
 GCN_API gcn_status gcn_dataset_normalize_features(gcn_ctx *ctx, gcn_dataset *ds);

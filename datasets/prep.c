@@ -10,6 +10,7 @@
 #include "internal.h"
 
 #define MAX_RANDOM_FEATURES (1 << 20)
+#define MAX_RANDOM_CLASSES (1 << 16)
 
 void gcn_ds_clear(gcn_dataset *ds)
 {
@@ -77,6 +78,45 @@ gcn_status gcn_dataset_substitute_features(gcn_ctx *ctx, gcn_dataset *ds, const 
     ds->features = x;
     ds->n_features = width;
     snprintf(ds->feature_source, sizeof ds->feature_source, "%s", how);
+    return GCN_OK;
+}
+
+gcn_status gcn_dataset_labels_parse(gcn_ctx *ctx, const char *how, int32_t *n_classes)
+{
+    *n_classes = 0;
+    if (how && !strcmp(how, "file"))
+        return GCN_OK;
+    char *end = NULL;
+    long k = how && !strncmp(how, "random:", 7) ? strtol(how + 7, &end, 10) : 0;
+    if (k < 2 || k > MAX_RANDOM_CLASSES || end == how + 7 || *end)
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG,
+                         "labels option '%s': expected file or random:K with K in [2, %d]",
+                         how ? how : "(null)", MAX_RANDOM_CLASSES);
+    *n_classes = (int32_t)k;
+    return GCN_OK;
+}
+
+gcn_status gcn_dataset_substitute_labels(gcn_ctx *ctx, gcn_dataset *ds, const char *how)
+{
+    GCN_ARG(ctx, ds && how);
+    int32_t k;
+    GCN_TRY(gcn_dataset_labels_parse(ctx, how, &k));
+    if (k == 0)
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG,
+                         "labels option 'file' substitutes nothing (random:K does)");
+    size_t n = (size_t)ds->n_nodes;
+    int32_t *labels = NULL;
+    GCN_TRY(gcn_ds_malloc(ctx, (void **)&labels, n ? n : 1, sizeof *labels));
+    /* Draws below K < 2^31 read the same as unsigned and signed words. */
+    gcn_status st = gcn_rng_below(ctx, GCN_RNG_DATA, (uint32_t)k, (uint32_t *)labels, (int64_t)n);
+    if (st != GCN_OK) {
+        free(labels);
+        return st;
+    }
+    free(ds->labels);
+    ds->labels = labels;
+    ds->n_classes = (int32_t)k;
+    snprintf(ds->label_source, sizeof ds->label_source, "%s", how);
     return GCN_OK;
 }
 
@@ -283,7 +323,9 @@ int gcn_dataset_describe(const gcn_dataset *ds, char *buf, size_t size)
         put(&t, "; %d features (%s)", ds->n_features, ds->feature_source);
     else
         put(&t, "; no features");
-    if (ds->labels)
+    if (ds->labels && ds->label_source[0])
+        put(&t, "; %d classes (%s substitute labels)", ds->n_classes, ds->label_source);
+    else if (ds->labels)
         put(&t, "; %d classes", ds->n_classes);
     else if (ds->n_graphs == 0)
         put(&t, "; no labels");

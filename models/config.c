@@ -48,6 +48,7 @@ gcn_model_config gcn_model_config_default(void)
     strcpy(c.reorder, "auto");
     strcpy(c.root, "data");
     strcpy(c.features, "file");
+    strcpy(c.labels, "file");
     c.download = true;
     c.batch_size = GCN_GRAPH_BATCH_SIZE;
     return c;
@@ -158,6 +159,16 @@ static gcn_status get_features(parser *p, const cJSON *v, const char *path, char
     if (!ok)
         return fail(p, path, "%s", expected);
     strcpy(out, s);
+    return GCN_OK;
+}
+
+static gcn_status get_labels(parser *p, const cJSON *v, const char *path, char *out, size_t size)
+{
+    int32_t k;
+    if (!cJSON_IsString(v) || strlen(v->valuestring) >= size ||
+        gcn_dataset_labels_parse(NULL, v->valuestring, &k) != GCN_OK)
+        return fail(p, path, "expected \"file\" or \"random:K\" with K in [2, 65536]");
+    strcpy(out, v->valuestring);
     return GCN_OK;
 }
 
@@ -320,6 +331,8 @@ static gcn_status parse_dataset(parser *p, const cJSON *obj, gcn_model_config *c
             GCN_TRY(get_string(p, v, path, cfg->cache_dir, sizeof cfg->cache_dir));
         else if (!strcmp(v->string, "features"))
             GCN_TRY(get_features(p, v, path, cfg->features, sizeof cfg->features));
+        else if (!strcmp(v->string, "labels"))
+            GCN_TRY(get_labels(p, v, path, cfg->labels, sizeof cfg->labels));
         else if (!strcmp(v->string, "normalize_features"))
             GCN_TRY(get_bool(p, v, path, &cfg->normalize_features));
         else if (!strcmp(v->string, "download"))

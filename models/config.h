@@ -92,12 +92,13 @@ typedef struct gcn_model_config {
                             * drawn splits, independently of the training seed */
     bool download;         /* gcntrain downloads a named dataset missing under root
                             * (default on; gcn_dataset_fetch) */
+    char labels[32];       /* "file" or "random:K" (substitute labels) */
 } gcn_model_config;
 
 /* Every field at its default: no layers, Adam lr 0.01, 200 epochs, 1 run,
  * seed 0, device auto, fp32, spmm auto, CUDA graphs on, reorder auto, no
  * readout (a node-level model), batches of 32 graphs, root "data",
- * features "file". */
+ * features and labels "file". */
 GCN_API gcn_model_config gcn_model_config_default(void);
 
 /* Reads and validates a configuration.  On failure returns GCN_ERR_IO or

@@ -264,10 +264,30 @@ static void read_later(const gcn_model *m, int i, gcn_tensor *h, readout *r)
     r->drop[r->n++] = false;
 }
 
+/* Gives the readout h[k] in fp32: the pooling and the heads sum in fp32 over
+ * a batch's few graphs.  A bf16 h[k] is widened, and the widened copy is
+ * what the readout then holds (its values needed by nothing after it). */
+static gcn_status widen_heads(gcn_ctx *ctx, readout *r)
+{
+    for (int k = 0; k < r->n; k++) {
+        if (r->h[k]->dtype != GCN_DTYPE_BF16)
+            continue;
+        gcn_tensor *w = NULL;
+        GCN_TRY(gcn_cast(ctx, r->h[k], GCN_DTYPE_FP32, &w));
+        if (r->drop[k])
+            gcn_tensor_drop_values(r->h[k]);
+        gcn_tensor_free(&r->h[k]);
+        r->h[k] = w;
+        r->drop[k] = true;
+    }
+    return GCN_OK;
+}
+
 static gcn_status read_out(gcn_ctx *ctx, const gcn_model *m, bool training, readout *r,
                            gcn_tensor **scores)
 {
     const gcn_readout_config *rc = &m->cfg.readout;
+    GCN_TRY(widen_heads(ctx, r));
     GCN_TRY(gcn_readout(ctx, r->h, r->w, r->b, r->n, r->graph_ptr, rc->pooling, rc->dropout,
                         training, scores));
     for (int k = 0; k < r->n; k++)
@@ -286,9 +306,6 @@ static gcn_status forward(gcn_ctx *ctx, gcn_model *m, const gcn_csr *adj_gcn,
     if (x->cols != m->in_feat)
         return GCN_ERROR(ctx, GCN_ERR_SHAPE, "model: built for %lld input features, got %lld",
                          (long long)m->in_feat, (long long)x->cols);
-    if (r && m->cfg.bf16)
-        return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED,
-                         "precision bf16: graph-level models (a readout) train in fp32 or tf32");
     carry c = {0};
     gcn_status st = GCN_OK;
     int layer = gcn_ctx_set_layer(ctx, 0);

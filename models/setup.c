@@ -59,6 +59,11 @@ gcn_status gcn_model_config_set(gcn_model_config *cfg, const char *key, const ch
             snprintf(expected, sizeof expected, "on or off");
         else
             *(key[0] == 'c' ? &cfg->cuda_graph : &cfg->sparse_input) = value[1] == 'n';
+    } else if (!strcmp(key, "labels")) {
+        int32_t k;
+        if (gcn_dataset_labels_parse(NULL, value, &k) != GCN_OK ||
+            !copy_value(cfg->labels, sizeof cfg->labels, value))
+            snprintf(expected, sizeof expected, "file or random:K with K in [2, 65536]");
     } else {
         struct { const char *key; char *field; size_t size; } strings[] = {
             {"spmm", cfg->spmm, sizeof cfg->spmm},
@@ -73,7 +78,8 @@ gcn_status gcn_model_config_set(gcn_model_config *cfg, const char *key, const ch
         if (i == n)
             snprintf(expected, sizeof expected, "a key: device, precision, threads, ranks, "
                                                 "devices, cuda_graph, sparse_input, spmm, "
-                                                "reorder, root, cache_dir or features");
+                                                "reorder, root, cache_dir, features or "
+                                                "labels");
         else if (!copy_value(strings[i].field, strings[i].size, value))
             snprintf(expected, sizeof expected, "a value of 1 to %zu characters",
                      strings[i].size - 1);
@@ -134,6 +140,7 @@ gcn_status gcn_model_config_load_dataset(gcn_ctx *ctx, const gcn_model_config *c
     o.root = cfg->root;
     o.cache_dir = cfg->cache_dir[0] ? cfg->cache_dir : NULL;
     o.features = cfg->features;
+    o.labels = cfg->labels;
     o.normalize_features = cfg->normalize_features;
     if (cfg->ranks > 1 || cfg->nccl) {
         GCN_TRY(ranks_reorder(ctx, cfg, parts, sizeof parts));

@@ -16,7 +16,8 @@ extern "C" {
 /* Sets one key from a command-line value: "device" (auto, cpu, cuda or
  * cuda:N), "precision" (fp32 or tf32), "threads" (0 to GCN_MAX_THREADS),
  * "cuda_graph" or "sparse_input" (on or off), "spmm",
- * "reorder", "root" or "features" (the strings the loaders check when they use them).  On a bad
+ * "reorder", "root" or "features" (the strings the loaders check when they use them),
+ * "labels" ("file" or "random:K").  On a bad
  * key or value returns GCN_ERR_INVALID_ARG and writes one line naming both
  * into err. */
 GCN_API gcn_status gcn_model_config_set(gcn_model_config *cfg, const char *key,
@@ -28,7 +29,7 @@ GCN_API gcn_status gcn_model_config_set(gcn_model_config *cfg, const char *key,
 GCN_API gcn_status gcn_model_config_ctx_opts(const gcn_model_config *cfg, gcn_ctx_opts *opts);
 
 /* Loads the dataset spec (gcn_dataset_load) as the configuration says: its
- * root, substitute features and feature normalisation, its reordering
+ * root, substitute features and labels, feature normalisation, its reordering
  * ("auto" loads the order as it is: gcntrain computes METIS's on a host
  * thread meanwhile and keeps it only when an epoch on it is faster),
  * with the context's random streams seeded from its data seed.  Caller

@@ -40,7 +40,9 @@ static gcn_status check_dataset(gcn_ctx *ctx, const gcn_dataset *ds)
                          "dataset %s has no node features; substitute some with "
                          "--features random:D or --features degree", ds->name);
     if (!ds->labels || ds->n_classes < 2)
-        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "dataset %s has no class labels", ds->name);
+        return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG,
+                         "dataset %s has no class labels; for timing, substitute K random "
+                         "classes with --labels random:K", ds->name);
     if (ds->n_train < 1)
         return GCN_ERROR(ctx, GCN_ERR_INVALID_ARG, "dataset %s has no training nodes", ds->name);
     return GCN_OK;
@@ -142,12 +144,12 @@ static gcn_status make_matrices(gcn_ctx *ctx, gcn_trainer *tr, const gcn_dataset
                              "trainer_create_rank: the model multiplies the %s adjacency but "
                              "its block was not given", k == GCN_ADJ_GCN ? "normalised" : "plain");
     if (uses[GCN_ADJ_GCN]) {
-        st = rows ? gcn_rank_matrix(ctx, rows[GCN_ADJ_GCN], &tr->adj_gcn)
+        st = rows ? gcn_rank_matrix(ctx, rows[GCN_ADJ_GCN], tr->cfg.bf16, &tr->adj_gcn)
                   : gcn_dataset_adjacency(ctx, ds, GCN_ADJ_GCN, &tr->adj_gcn);
         GCN_TRY(gcn_trainer_allocating(ctx, st, "the normalised adjacency matrix"));
     }
     if (uses[GCN_ADJ_RAW]) {
-        st = rows ? gcn_rank_matrix(ctx, rows[GCN_ADJ_RAW], &tr->adj_raw)
+        st = rows ? gcn_rank_matrix(ctx, rows[GCN_ADJ_RAW], tr->cfg.bf16, &tr->adj_raw)
                   : gcn_dataset_adjacency(ctx, ds, GCN_ADJ_RAW, &tr->adj_raw);
         GCN_TRY(gcn_trainer_allocating(ctx, st, "the adjacency matrix"));
     }
@@ -173,10 +175,6 @@ static gcn_status trainer_build(gcn_ctx *ctx, gcn_trainer **out, const gcn_model
                                 const gcn_dataset *ds, const gcn_part_rows *const *rows)
 {
     bool graphs = cfg->readout.enabled;
-    if (cfg->bf16 && (graphs || rows))
-        return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED, "precision bf16 trains node-level models on "
-                         "one rank; %s train in fp32 or tf32",
-                         graphs ? "graph-level models (a readout)" : "runs on several ranks");
     if (cfg->bf16)
         GCN_TRY(gcn_spmm_check_dtype(ctx, GCN_DTYPE_BF16));
     if (!graphs)

@@ -121,10 +121,12 @@ gcn_status gcn_graph_eval_scores(gcn_ctx *ctx, gcn_trainer *tr, gcn_tensor **sco
 /* One rank's trainer (trainer_rank.c).  gcn_rank_upload puts the rank's
  * rows of ds (features, labels, its split rows renumbered from 0) into
  * tr->dev and creates tr->rank;
- * gcn_rank_matrix makes a block of a matrix with its halo. */
+ * gcn_rank_matrix makes a block of a matrix with its halo, its rows
+ * travelling as bf16 when wire_bf16 (gcn_halo_set_wire). */
 gcn_status gcn_rank_upload(gcn_ctx *ctx, gcn_trainer *tr, const gcn_dataset *ds,
                            const gcn_part_rows *rows);
-gcn_status gcn_rank_matrix(gcn_ctx *ctx, const gcn_part_rows *rows, gcn_csr **out);
+gcn_status gcn_rank_matrix(gcn_ctx *ctx, const gcn_part_rows *rows, bool wire_bf16,
+                           gcn_csr **out);
 
 /* The rank's share of the training loss: the sum of its rows' losses over
  * every rank's training rows (0, still connected to logits, without any). */

@@ -88,14 +88,17 @@ static gcn_status agreed_chunks(gcn_ctx *ctx, const gcn_part_rows *rows, int *ou
     return st;
 }
 
-gcn_status gcn_rank_matrix(gcn_ctx *ctx, const gcn_part_rows *rows, gcn_csr **out)
+gcn_status gcn_rank_matrix(gcn_ctx *ctx, const gcn_part_rows *rows, bool wire_bf16,
+                           gcn_csr **out)
 {
     const gcn_graph *g = rows->local;
     int n_chunks;
     GCN_TRY(agreed_chunks(ctx, rows, &n_chunks));
-    return gcn_csr_create_block(ctx, out, rows->n_local, rows->n_cols, g->nnz, g->row_ptr,
-                                g->col_idx, g->values, rows->send_rows, rows->send_off,
-                                rows->recv_off, n_chunks);
+    GCN_TRY(gcn_csr_create_block(ctx, out, rows->n_local, rows->n_cols, g->nnz, g->row_ptr,
+                                 g->col_idx, g->values, rows->send_rows, rows->send_off,
+                                 rows->recv_off, n_chunks));
+    gcn_halo_set_wire(gcn_halo_of(*out), wire_bf16);
+    return GCN_OK;
 }
 
 gcn_status gcn_rank_loss(gcn_ctx *ctx, gcn_trainer *tr, gcn_tensor *logits, gcn_tensor **loss)

@@ -211,6 +211,8 @@ gcn_status gcn_optim_step(gcn_ctx *ctx, gcn_optim *opt)
         b.grad[k] = p->grad->data;
         b.state0[k] = opt->state[0][i] ? opt->state[0][i]->data : NULL;
         b.state1[k] = opt->state[1][i] ? opt->state[1][i]->data : NULL;
+        b.half[k] = p->half ? p->half->bf16 : NULL; /* rewritten with the parameter */
+        p->half_fresh = p->half != NULL;
         b.numel[k] = p->rows * p->cols;
         b.slot[k] = i;
         if (b.n_tensors == GCN_OPTIM_LAUNCH_TENSORS) {

@@ -1,9 +1,11 @@
 /* The optimisers' CPU reference: PyTorch's SGD and Adam/AdamW updates over a
- * batch of parameters, each large tensor split across the context's threads
- * (core/parallel.h), and the step-state advance (contract in optim_impl.h).
+ * batch of parameters (and their bf16 copies), each large tensor split
+ * across the context's threads (core/parallel.h), and the step-state
+ * advance (contract in optim_impl.h).
  * optim_cuda.cu mirrors this arithmetic operation by operation. */
 #include <math.h>
 
+#include "../core/bf16.h"
 #include "../core/parallel.h"
 #include "optim_impl.h"
 
@@ -14,7 +16,7 @@
  * else momentum buf + (1 - dampening) g; step along g + momentum buf
  * (Nesterov) or buf. */
 static void sgd_update(int nt, const gcn_optim_hparams *h, float lr, int64_t n, float *param,
-                       const float *grad, float *buf, bool first_step)
+                       const float *grad, float *buf, bool first_step, uint16_t *half)
 {
     GCN_PAR_FOR(nt)
     for (int64_t i = 0; i < n; i++) {
@@ -24,6 +26,8 @@ static void sgd_update(int nt, const gcn_optim_hparams *h, float lr, int64_t n, 
             g = h->nesterov ? g + h->momentum * buf[i] : buf[i];
         }
         param[i] -= lr * g;
+        if (half)
+            half[i] = gcn_bf16_from_float(param[i]);
     }
 }
 
@@ -31,7 +35,8 @@ static void sgd_update(int nt, const gcn_optim_hparams *h, float lr, int64_t n, 
  * decoupled decay scales p by 1 - lr wd first; then
  * p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps). */
 static void adam_update(int nt, const gcn_optim_hparams *h, float lr, int64_t n, float *param,
-                        const float *grad, float *m, float *v, double pow1, double pow2)
+                        const float *grad, float *m, float *v, double pow1, double pow2,
+                        uint16_t *half)
 {
     double p1 = pow1 * (double)h->beta1, p2 = pow2 * (double)h->beta2;
     float step_size = (float)((double)lr / (1.0 - p1)), bc2_sqrt = (float)sqrt(1.0 - p2);
@@ -46,6 +51,8 @@ static void adam_update(int nt, const gcn_optim_hparams *h, float lr, int64_t n,
         m[i] = h->beta1 * m[i] + h->one_minus_beta1 * g;
         v[i] = h->beta2 * v[i] + h->one_minus_beta2 * g * g;
         param[i] -= step_size * m[i] / (sqrtf(v[i]) / bc2_sqrt + h->eps);
+        if (half)
+            half[i] = gcn_bf16_from_float(param[i]);
     }
 }
 
@@ -57,10 +64,10 @@ gcn_status gcn_optim_cpu_update(gcn_ctx *ctx, gcn_optim_kind kind, const gcn_opt
         int nt = gcn_par_threads(ctx, b->numel[k] * UPDATE_COST);
         if (kind == GCN_OPTIM_SGD)
             sgd_update(nt, h, *s->lr, b->numel[k], b->param[k], b->grad[k], b->state0[k],
-                       s->count[slot] == 0);
+                       s->count[slot] == 0, b->half[k]);
         else
             adam_update(nt, h, *s->lr, b->numel[k], b->param[k], b->grad[k], b->state0[k],
-                        b->state1[k], s->pow1[slot], s->pow2[slot]);
+                        b->state1[k], s->pow1[slot], s->pow2[slot], b->half[k]);
         s->pending[slot] = 1;
     }
     return GCN_OK;

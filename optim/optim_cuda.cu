@@ -2,6 +2,7 @@
  * GCN_OPTIM_LAUNCH_TENSORS parameters (SGD with momentum, dampening,
  * Nesterov and weight decay; Adam/AdamW), and the one-thread-per-parameter
  * advance of the step state (contract in optim_impl.h). */
+#include "../core/bf16.h"
 #include "../core/cuda_impl.h"
 #include "optim_impl.h"
 
@@ -65,6 +66,8 @@ __global__ void sgd_kernel(gcn_optim_batch b, gcn_optim_hparams h, gcn_optim_ste
             g = h.nesterov ? __fadd_rn(g, __fmul_rn(h.momentum, bi)) : bi;
         }
         param[i] = __fsub_rn(p, __fmul_rn(lr, g));
+        if (b.half[r.k])
+            b.half[r.k][i] = gcn_bf16_from_float(param[i]);
     }
     if (r.blk == 0 && threadIdx.x == 0)
         s.pending[slot] = 1;
@@ -96,6 +99,8 @@ __global__ void adam_kernel(gcn_optim_batch b, gcn_optim_hparams h, gcn_optim_st
         v[i] = vi;
         float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), bc2_sqrt), h.eps);
         param[i] = __fsub_rn(p, __fdiv_rn(__fmul_rn(step_size, mi), denom));
+        if (b.half[r.k])
+            b.half[r.k][i] = gcn_bf16_from_float(param[i]);
     }
     if (r.blk == 0 && threadIdx.x == 0)
         s.pending[slot] = 1;

@@ -53,6 +53,9 @@ typedef struct gcn_optim_batch {
     const float *grad[GCN_OPTIM_LAUNCH_TENSORS];  /* [numel] */
     float *state0[GCN_OPTIM_LAUNCH_TENSORS];      /* momentum buffer or m; NULL without one */
     float *state1[GCN_OPTIM_LAUNCH_TENSORS];      /* v; NULL for SGD */
+    uint16_t *half[GCN_OPTIM_LAUNCH_TENSORS];     /* the parameter's bf16 copy (core's
+                                                   * gcn_tensor_half), rounded from the
+                                                   * updated value; NULL without one */
     int64_t numel[GCN_OPTIM_LAUNCH_TENSORS];
     int32_t slot[GCN_OPTIM_LAUNCH_TENSORS];       /* index into gcn_optim_step_state */
     /* CUDA launch geometry, filled in by the launcher: tensor k is updated by

@@ -499,3 +499,17 @@ void ranks_check_training_on(gcn_device device, gcn_comm_kind kind, const char *
     gcn_ctx_free(&one);
     gcn_ctx_free(&main);
 }
+
+void ranks_check_bf16(gcn_device device)
+{
+    static const char gcn_bf16[] =
+        "{\"layers\": [{\"type\": \"gcn\", \"out\": 16, \"norm\": \"batch\", \"activation\": "
+        "\"relu\", \"dropout\": 0.2}, {\"type\": \"gcn\", \"out\": \"classes\", \"dropout\": "
+        "0.5}], \"optimizer\": {\"type\": \"adam\", \"lr\": 0.01}, \"precision\": \"bf16\"}";
+    static const char gin_bf16[] =
+        "{\"layers\": [{\"type\": \"gin\", \"out\": 16, \"norm\": \"batch\", \"activation\": "
+        "\"relu\"}, {\"type\": \"gin\", \"out\": \"classes\", \"hidden\": 15}], "
+        "\"optimizer\": {\"type\": \"adam\", \"lr\": 0.01}, \"precision\": \"bf16\"}";
+    ranks_check_training(device, GCN_COMM_LOCAL, gcn_bf16, 2, 20, 0.01);
+    ranks_check_training_on(device, GCN_COMM_LOCAL, gin_bf16, 2, 10, 0.01, 0.0);
+}

@@ -26,6 +26,7 @@ static const struct {
     {"--cuda-graph", "maybe", "cuda_graph"},
     {"--sparse-input", "maybe", "sparse_input"},
     {"--features", "", "features"},
+    {"--labels", "random:1", "labels"},
 };
 
 /* stderr of the last run after "PREFIX: ", checked to be one line. */

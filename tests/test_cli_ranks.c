@@ -130,3 +130,30 @@ Test(cli_ranks, what_does_not_apply_is_refused_with_one_line)
         cr_assert(strchr(r.err, '\n') == r.err + strlen(r.err) - 1, "case %zu: %s", i, r.err);
     }
 }
+
+/* The exchange's bytes over 2 epochs of GCN on 2 ranks at `precision`. */
+static double exchange_bytes(const char *precision)
+{
+    char dir[] = "/tmp/gcn-cli-ranks-XXXXXX", log[96], text[1 << 16];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(log, sizeof log, "%s/run.jsonl", dir);
+    tool_run(&r, "gcntrain",
+             (const char *[]){"models/gcn.json", "--dataset", "sbm", "--device", "cpu",
+                              "--epochs", "2", "--threads", "1", "--ranks", "2", "--precision",
+                              precision, "--log", log, NULL});
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    tool_slurp(log, text, sizeof text);
+    tool_remove_dir(dir);
+    const char *line = strstr(text, "{\"ranks\":2,\"epochs\":2,\"exchange_bytes\":");
+    cr_assert(line, "%s", text);
+    return log_number(line, "exchange_bytes");
+}
+
+/* Halo rows and their gradients travel as bf16: half the bytes, plus at
+ * most 2 bytes of padding a peer's run (the widths here are even: none). */
+Test(cli_ranks, bf16_halves_the_exchange, .timeout = 60)
+{
+    double fp32 = exchange_bytes("fp32"), bf16 = exchange_bytes("bf16");
+    cr_assert(fp32 > 0.0);
+    cr_expect_eq(bf16, fp32 / 2.0, "bf16 %g bytes, fp32 %g", bf16, fp32);
+}

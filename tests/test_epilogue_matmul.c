@@ -1,7 +1,9 @@
 /* gcn_epilogue_matmul against gcn_apply_epilogue followed by gcn_matmul:
  * the same backend calls with the same arguments, so the output, the
  * running statistics and every gradient agree to the bit, on the CPU and on
- * the GPU, for every combination of stages; and its shape errors. */
+ * the GPU, for every combination of stages, with x in fp32 and in bf16
+ * (the epilogue's output then rounded once before the product reads it,
+ * in both); and its shape errors. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +32,9 @@ static gcn_tensor *uniform(gcn_ctx *ctx, uint64_t *s, int64_t r, int64_t c, floa
     return t;
 }
 
-static result run_side(gcn_ctx *ctx, const spec *c, bool fused)
+/* With bf16, x enters (and y leaves) through gcn_cast, whose gradient
+ * brings dx back in fp32. */
+static result run_side(gcn_ctx *ctx, const spec *c, bool fused, bool bf16)
 {
     uint64_t s = 2024;
     gcn_tensor *x = uniform(ctx, &s, N, F, -2, 3, true), *w = uniform(ctx, &s, F, K, -1, 1, true);
@@ -45,21 +49,27 @@ static result run_side(gcn_ctx *ctx, const spec *c, bool fused)
         e = (gcn_epilogue){e.bias, gamma, beta, rm, rv, 0.1f, 1e-5f, c->act, 0.7f, c->p};
     bool training = c->bn != BN_EVAL;
     gcn_rng_seed(ctx, 9);
-    gcn_tensor *y = NULL, *r = NULL, *loss = NULL;
-    gcn_status st = fused ? gcn_epilogue_matmul(ctx, x, &e, training, w, &y)
-                          : gcn_apply_epilogue(ctx, x, &e, training, &r);
+    gcn_tensor *y = NULL, *r = NULL, *loss = NULL, *xin = NULL, *y32 = NULL;
+    gcn_status st = bf16 ? gcn_cast(ctx, x, GCN_DTYPE_BF16, &xin) : GCN_OK;
+    if (!bf16)
+        xin = gcn_tensor_retain(x);
+    if (st == GCN_OK)
+        st = fused ? gcn_epilogue_matmul(ctx, xin, &e, training, w, &y)
+                   : gcn_apply_epilogue(ctx, xin, &e, training, &r);
     if (st == GCN_OK && !fused)
         st = gcn_matmul(ctx, r, w, false, false, &y);
     cr_assert_eq(st, GCN_OK, "%s", gcn_last_error(ctx));
-    cr_assert_eq(test_weigh(ctx, y, &loss), GCN_OK);
+    cr_assert_eq(gcn_tensor_dtype(y), bf16 ? GCN_DTYPE_BF16 : GCN_DTYPE_FP32);
+    cr_assert_eq(gcn_cast(ctx, y, GCN_DTYPE_FP32, &y32), GCN_OK);
+    cr_assert_eq(test_weigh(ctx, y32, &loss), GCN_OK);
     cr_assert_eq(gcn_backward(ctx, loss), GCN_OK, "%s", gcn_last_error(ctx));
-    result res = {test_read(ctx, y), test_read(ctx, rm), test_read(ctx, rv), {0}};
+    result res = {test_read(ctx, y32), test_read(ctx, rm), test_read(ctx, rv), {0}};
     gcn_tensor *trained[N_TRAINED - 1] = {x, w, bias, gamma, beta};
     for (int i = 0; i < N_TRAINED - 1; i++)
         if (gcn_tensor_grad(trained[i]))
             res.grad[i] = test_read(ctx, gcn_tensor_grad(trained[i]));
-    gcn_tensor *all[10] = {x, w, bias, gamma, beta, rm, rv, y, r, loss};
-    for (int i = 0; i < 10; i++)
+    gcn_tensor *all[12] = {x, w, bias, gamma, beta, rm, rv, y, r, loss, xin, y32};
+    for (int i = 0; i < 12; i++)
         gcn_tensor_free(&all[i]);
     return res;
 }
@@ -73,7 +83,7 @@ static void free_result(result *r)
         free(r->grad[i]);
 }
 
-static void expect_identical(gcn_ctx *ctx)
+static void expect_identical(gcn_ctx *ctx, bool bf16)
 {
     const int64_t sizes[N_TRAINED - 1] = {N * F, F * K, F, F, F};
     const char *names[N_TRAINED - 1] = {"dx", "dw", "dbias", "dgamma", "dbeta"};
@@ -83,7 +93,7 @@ static void expect_identical(gcn_ctx *ctx)
             for (int a = 0; a < 3; a++)
                 for (int d = 0; d < 2; d++) {
                     spec c = {bias, bn, acts[a], d ? 0.4f : 0.0f};
-                    result f = run_side(ctx, &c, true), u = run_side(ctx, &c, false);
+                    result f = run_side(ctx, &c, true, bf16), u = run_side(ctx, &c, false, bf16);
                     char what[80];
                     snprintf(what, sizeof what, "bias %d, bn %d, act %d, p %g", bias, bn, a,
                              (double)c.p);
@@ -105,7 +115,14 @@ static void expect_identical(gcn_ctx *ctx)
 Test(epilogue_matmul, equals_epilogue_then_matmul)
 {
     gcn_ctx *ctx = test_cpu_ctx(1);
-    expect_identical(ctx);
+    expect_identical(ctx, false);
+    gcn_ctx_free(&ctx);
+}
+
+Test(epilogue_matmul, bf16_equals_epilogue_then_matmul)
+{
+    gcn_ctx *ctx = test_cpu_ctx(1);
+    expect_identical(ctx, true);
     gcn_ctx_free(&ctx);
 }
 
@@ -129,6 +146,14 @@ Test(gpu_epilogue_matmul, equals_epilogue_then_matmul)
 {
     GPU_REQUIRED();
     gpu_pair p = gpu_pair_open(1, false);
-    expect_identical(p.gpu);
+    expect_identical(p.gpu, false);
+    gpu_pair_close(&p);
+}
+
+Test(gpu_epilogue_matmul, bf16_equals_epilogue_then_matmul)
+{
+    GPU_REQUIRED();
+    gpu_pair p = gpu_pair_open(1, false);
+    expect_identical(p.gpu, true);
     gpu_pair_close(&p);
 }

@@ -58,7 +58,7 @@ static void check_stats(gpu_pair *p, operands *o, int64_t r, int64_t c, bool bia
 {
     for (int d = 0; d < 2; d++) {
         gcn_ctx *ctx = d ? p->gpu : p->cpu;
-        cr_assert_eq(ctx->be->epilogue_stats(ctx, r, c, side(&o->x, d),
+        cr_assert_eq(ctx->be->epilogue_stats(ctx, r, c, side(&o->x, d), GCN_DTYPE_FP32,
                                              bias ? side(&o->bias, d) : NULL, bn == BN_TRAIN,
                                              0.1f, 1e-5f, side(&o->rm, d), side(&o->rv, d),
                                              side(&o->mean, d), side(&o->invstd, d)),

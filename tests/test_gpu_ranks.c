@@ -47,6 +47,12 @@ Test(gpu_ranks, ranks_on_one_gpu_train_the_single_context_model, .timeout = 300)
     ranks_check_training(GCN_DEVICE_CUDA, GCN_COMM_LOCAL, gin_json, 3, 20, 1e-4);
 }
 
+Test(gpu_ranks, bf16_on_ranks_trains_the_single_context_model, .timeout = 300)
+{
+    GPU_REQUIRED();
+    ranks_check_bf16(GCN_DEVICE_CUDA);
+}
+
 Test(gpu_ranks, one_nccl_rank_trains_the_single_context_model, .timeout = 300)
 {
     GPU_REQUIRED();

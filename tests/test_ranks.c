@@ -58,6 +58,11 @@ Test(ranks, gin_on_ranks_trains_the_single_context_model, .timeout = 120)
     ranks_check_training(GCN_DEVICE_CPU, GCN_COMM_LOCAL, gin_json, 3, 20, 1e-5);
 }
 
+Test(ranks, bf16_on_ranks_trains_the_single_context_model, .timeout = 120)
+{
+    ranks_check_bf16(GCN_DEVICE_CPU);
+}
+
 /* Random edges: halos larger than the blocks, exchanges in chunks. */
 Test(ranks, ranks_with_chunked_exchanges_train_the_single_context_model, .timeout = 120)
 {

@@ -251,8 +251,8 @@ static void epilogue_op(gcn_ctx *ctx, const float *x, int64_t rows, int64_t cols
     float *beta = random_floats(cols, -1, 1, 93), *dout = random_floats(n, -1, 1, 94);
     float *rm = calloc((size_t)cols, 4), *rv = calloc((size_t)cols, 4);
     float *mean = out, *invstd = mean + cols, *y = invstd + cols, *dx = y + n;
-    cr_assert_eq(ctx->be->epilogue_stats(ctx, rows, cols, x, bias, true, 0.1f, 1e-5f, rm, rv,
-                                         mean, invstd),
+    cr_assert_eq(ctx->be->epilogue_stats(ctx, rows, cols, x, GCN_DTYPE_FP32, bias, true, 0.1f,
+                                         1e-5f, rm, rv, mean, invstd),
                  GCN_OK);
     gcn_epilogue_args a = {.rows = rows, .cols = cols, .x = x, .bias = bias, .gamma = gamma,
                            .beta = beta, .mean = mean, .invstd = invstd, .batch_stats = true,

@@ -9,8 +9,11 @@
 #include <unistd.h>
 
 #include "bf16_train.h"
+#include "dataset_helpers.h"
 #include "helpers.h"
 #include "tool_run.h"
+
+enum { SHAPE_EPOCHS = 40 };
 
 Test(train_bf16, gcn_follows_fp32_for_50_epochs, .timeout = 60)
 {
@@ -28,7 +31,7 @@ Test(train_bf16, gin_follows_fp32_for_50_epochs, .timeout = 60)
     bf16_expect_close(&b, &a, "gin");
 }
 
-Test(train_bf16, precision_key_and_what_bf16_refuses)
+Test(train_bf16, precision_key_is_checked)
 {
     gcn_model_config cfg;
     char err[256];
@@ -44,22 +47,58 @@ Test(train_bf16, precision_key_and_what_bf16_refuses)
                                         "m.json", err, sizeof err),
                  GCN_ERR_FORMAT);
     cr_assert(strstr(err, "m.json: precision"), "%s", err);
-    /* a graph-level model */
-    gcn_ctx *ctx = test_cpu_ctx(1);
-    gcn_dataset *ds = NULL;
-    const char *graphs = "{\"layers\": [{\"type\": \"gin\", \"out\": 8}], \"readout\": "
-                         "{\"pooling\": \"sum\"}, \"precision\": \"bf16\"}";
-    cr_assert_eq(gcn_model_config_parse(&cfg, graphs, "test", err, sizeof err), GCN_OK, "%s",
-                 err);
-    gcn_sbm_opts so = gcn_sbm_default_opts();
-    so.n_nodes = 100;
-    cr_assert_eq(gcn_dataset_sbm(ctx, &ds, &so), GCN_OK);
-    gcn_trainer *tr = NULL;
-    cr_assert_eq(gcn_trainer_create(ctx, &tr, &cfg, ds), GCN_ERR_UNSUPPORTED);
-    cr_assert(strstr(gcn_last_error(ctx), "precision bf16"), "%s", gcn_last_error(ctx));
-    cr_assert_null(tr);
+}
+
+/* The GIN graph recipe on a collection of cycles and stars, batches of 8
+ * graphs, the readout fed the blocks' bf16 outputs widened; each epoch's
+ * loss and test accuracy. */
+static void train_shapes(const char *dir, const char *precision, float *loss, double *test)
+{
+    char json[512];
+    snprintf(json, sizeof json,
+             "{\"layers\": [{\"type\": \"gin\", \"out\": 16, \"norm\": \"batch\", "
+             "\"activation\": \"relu\"}, {\"type\": \"gin\", \"out\": 16, \"norm\": "
+             "\"batch\", \"activation\": \"relu\"}], \"readout\": {\"pooling\": \"sum\"}, "
+             "\"batch_size\": 8, \"optimizer\": {\"type\": \"adam\", \"lr\": 0.01}, "
+             "\"precision\": \"%s\"}",
+             precision);
+    gcn_ctx *ctx = test_cpu_ctx(5);
+    gcn_dataset *ds = ds_load_shapes_fold(ctx, dir, 4, 0, 0, false, NULL);
+    gcn_trainer *tr = ds_train_graphs(ctx, json, ds, 11, SHAPE_EPOCHS, loss, NULL, test);
+    gcn_trainer_free(&tr);
     gcn_dataset_free(&ds);
+    gcn_memory_stats ms;
+    gcn_ctx_memory_stats(ctx, &ms);
+    cr_assert_eq(ms.in_use, 0);
     gcn_ctx_free(&ctx);
+}
+
+Test(train_bf16, graph_level_gin_learns_as_fp32_does, .timeout = 60)
+{
+    char *dir = ds_tmpdir();
+    ds_write_tu_shapes(dir, 40);
+    float loss[2][SHAPE_EPOCHS];
+    double test[2][SHAPE_EPOCHS];
+    train_shapes(dir, "fp32", loss[0], test[0]);
+    train_shapes(dir, "bf16", loss[1], test[1]);
+    /* One batch's loss swings by orders of magnitude from epoch to epoch
+     * on 30 training graphs, so the trajectories are compared by what they
+     * reach: both learn, and both classify every test graph at some epoch
+     * (fp32 and bf16 alike then lose it at times: either predicts one
+     * class for a few epochs after a spike). */
+    for (int p = 0; p < 2; p++) {
+        double late = 0.0, best = 0.0;
+        for (int e = 0; e < SHAPE_EPOCHS; e++) {
+            late += e >= SHAPE_EPOCHS - 10 ? loss[p][e] / 10.0 : 0.0;
+            best = fmax(best, test[p][e]);
+        }
+        cr_assert_lt(late, 0.5 * loss[p][0], "%s learns: %g -> %g", p ? "bf16" : "fp32",
+                     (double)loss[p][0], late);
+        cr_assert_float_eq(best, 1.0, 1e-9, "%s: best test accuracy %g", p ? "bf16" : "fp32",
+                           best);
+    }
+    ds_rmtree(dir);
+    free(dir);
 }
 
 /* A trainer of the GCN at `precision` on a fresh context seeded 21. */
@@ -146,11 +185,10 @@ Test(train_bf16, gcntrain_precision_option, .timeout = 60)
     tool_run(&r, "gcntrain",
              (const char *[]){"models/gcn.json", "--dataset", "sbm", "--precision", "bf16",
                               "--ranks", "2", "--device", "cpu", "--epochs", "1", NULL});
-    cr_assert_eq(r.code, 2, "%s", r.err);
-    cr_assert(strstr(r.err, "precision bf16 trains node-level models on one rank"), "%s", r.err);
+    cr_assert_eq(r.code, 0, "%s", r.err);
     tool_run(&r, "gcntrain",
              (const char *[]){"models/gcn.json", "--dataset", "sbm", "--precision", "bf16",
                               "--device", "cpu", "--epochs", "2", NULL});
     cr_assert_eq(r.code, 0, "%s", r.err);
-    cr_assert(strstr(r.out, "bf16 storage, fp32 matmuls"), "%s", r.out);
+    cr_assert(strstr(r.out, "bf16 storage, bf16-input fp32-accumulating matmuls"), "%s", r.out);
 }

@@ -398,9 +398,11 @@ static void print_summary(session *s)
            o->kind == GCN_OPTIM_SGD ? "sgd" : o->kind == GCN_OPTIM_ADAM ? "adam" : "adamw",
            (double)o->lr, (double)o->weight_decay, s->cfg.epochs, s->cfg.runs,
            (unsigned long long)s->cfg.seed);
+    const char *matmuls = s->cfg.bf16 ? "bf16 storage, bf16-input fp32-accumulating"
+                          : gcn_ctx_tf32(s->ctx) ? "tf32"
+                          : "fp32";
     printf("device     %s, %s matmuls, %d CPU thread%s, spmm %s (",
-           gcn_device_name(gcn_ctx_device(s->ctx)),
-           s->cfg.bf16 ? "bf16 storage, fp32" : gcn_ctx_tf32(s->ctx) ? "tf32" : "fp32",
+           gcn_device_name(gcn_ctx_device(s->ctx)), matmuls,
            gcn_ctx_threads(s->ctx), gcn_ctx_threads(s->ctx) == 1 ? "" : "s",
            gcn_spmm_kernel(s->ctx));
     int n;

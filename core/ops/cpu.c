@@ -357,6 +357,7 @@ const gcn_backend gcn_backend_cpu = {
     .from_bf16 = cpu_from_bf16,
     .sync = cpu_sync,
     .gemm = gcn_cpu_gemm,
+    .gemm_bf16 = gcn_cpu_gemm_bf16,
     .axpby = cpu_axpby,
     .add = cpu_add,
     .add_bias = cpu_add_bias,

@@ -1,5 +1,5 @@
-/* CPU backend functions defined in core/cpu_pool.c, gemm_cpu.c, nn_cpu.c and
- * epilogue_cpu.c, gathered into the gcn_backend_cpu table in cpu.c.
+/* CPU backend functions defined in core/cpu_pool.c, gemm_cpu.c, bf16_cpu.c,
+ * nn_cpu.c and epilogue_cpu.c, gathered into the gcn_backend_cpu table in cpu.c.
  * Types and semantics: gcn_be_*_fn in internal.h. */
 #ifndef GCN_OPS_CPU_H
 #define GCN_OPS_CPU_H
@@ -21,6 +21,11 @@ static inline bool gcn_cpu_zeros8(const float *x)
 
 /* Dense products: OpenBLAS, or a path for operands of mostly zeros (gemm_cpu.c). */
 gcn_be_gemm_fn gcn_cpu_gemm;
+/* bf16 operands widened to fp32 for gcn_cpu_gemm (bf16_cpu.c). */
+gcn_be_gemm_bf16_fn gcn_cpu_gemm_bf16;
+/* n bf16 values widened into a new fp32 block *out of the host pool
+ * (gcn_cpu_release with n floats' bytes); bf16_cpu.c. */
+gcn_status gcn_cpu_widen(gcn_ctx *ctx, const uint16_t *x, int64_t n, float **out);
 
 /* The OPENBLAS_CORETYPE to suggest when OpenBLAS runs the kernels of a
  * core without AVX (corename, openblas_get_corename's) on a CPU with AVX2

@@ -6,7 +6,7 @@
 #include "core/philox.h"
 #include "core/prof.h"
 
-/* Arithmetic mirrors core/ops_cpu.c expression by expression, with explicit
+/* Arithmetic mirrors core/ops/cpu.c expression by expression, with explicit
  * _rn intrinsics where the compiler would otherwise fuse a multiply-add, so
  * element-wise results are bit-identical to the CPU reference. */
 
@@ -500,6 +500,22 @@ static gcn_status cuda_copy_cols(gcn_ctx *ctx, int64_t rows, int64_t width, cons
  * and a row-major matrix with row stride ld is its own transpose seen
  * column-major with leading dimension ld.  So cuBLAS gets B first, then A,
  * with the same transpose flags and strides, and no data moves. */
+gcn_status gcn_cuda_gemm_ex(gcn_ctx *ctx, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                            int64_t k, float alpha, const void *a, int64_t lda, const void *b,
+                            int64_t ldb, cudaDataType_t ab_type, float beta, void *c,
+                            int64_t ldc, cudaDataType_t c_type, cublasComputeType_t compute)
+{
+    cublasHandle_t h;
+    GCN_TRY(gcn_cuda_cublas(ctx, &h));
+    gcn_prof_category prev = gcn_prof_enter(ctx, GCN_PROF_GEMM);
+    gcn_status st = GCN_CUBLAS_ST(
+        cublasGemmEx_64(h, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                        n, m, k, &alpha, b, ab_type, ldb, a, ab_type, lda, &beta, c, c_type, ldc,
+                        compute, CUBLAS_GEMM_DEFAULT));
+    gcn_prof_leave(ctx, prev);
+    return st;
+}
+
 static gcn_status cuda_gemm(gcn_ctx *ctx, bool trans_a, bool trans_b, int64_t m, int64_t n,
                             int64_t k, float alpha, const float *a, int64_t lda, const float *b,
                             int64_t ldb, float beta, float *c, int64_t ldc)
@@ -519,16 +535,9 @@ static gcn_status cuda_gemm(gcn_ctx *ctx, bool trans_a, bool trans_b, int64_t m,
         }
         return GCN_OK;
     }
-    cublasHandle_t h;
-    GCN_TRY(gcn_cuda_cublas(ctx, &h));
-    cublasComputeType_t compute = ctx->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-    gcn_prof_category prev = gcn_prof_enter(ctx, GCN_PROF_GEMM);
-    gcn_status st = GCN_CUBLAS_ST(
-        cublasGemmEx_64(h, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-                        n, m, k, &alpha, b, CUDA_R_32F, ldb, a, CUDA_R_32F, lda, &beta, c,
-                        CUDA_R_32F, ldc, compute, CUBLAS_GEMM_DEFAULT));
-    gcn_prof_leave(ctx, prev);
-    return st;
+    return gcn_cuda_gemm_ex(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, CUDA_R_32F,
+                            beta, c, ldc, CUDA_R_32F,
+                            ctx->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
 }
 
 const gcn_backend gcn_backend_cuda = {
@@ -544,6 +553,7 @@ const gcn_backend gcn_backend_cuda = {
     .from_bf16 = gcn_cuda_from_bf16,
     .sync = cuda_sync,
     .gemm = cuda_gemm,
+    .gemm_bf16 = gcn_cuda_gemm_bf16,
     .axpby = cuda_axpby,
     .add = cuda_add,
     .add_bias = cuda_add_bias,

@@ -25,30 +25,46 @@ static gcn_status bias_grad(gcn_ctx *ctx, gcn_tensor *bias, const gcn_tensor *dy
 
 /* ---- matmul ----------------------------------------------------------- */
 
+/* One product of matmul's backward, c[m,n] (+)= op(a) op(b) into t's
+ * gradient buffer: in fp32, or with `half` on the operands' bf16 values
+ * (a parameter's bf16 copy), into a gradient of t's dtype. */
+static gcn_status grad_product(gcn_ctx *ctx, bool half, gcn_tensor *t, bool ta, bool tb,
+                               int64_t m, int64_t n, int64_t k, gcn_tensor *a, int64_t lda,
+                               gcn_tensor *b, int64_t ldb)
+{
+    float *buf;
+    bool acc;
+    GCN_TRY(gcn_grad_slot(ctx, t, &buf, &acc));
+    if (!half)
+        return ctx->be->gemm(ctx, ta, tb, m, n, k, 1.0f, a->data, lda, b->data, ldb,
+                             acc ? 1.0f : 0.0f, buf, n);
+    const uint16_t *a16, *b16;
+    GCN_TRY(gcn_tensor_half(ctx, a, &a16));
+    GCN_TRY(gcn_tensor_half(ctx, b, &b16));
+    return ctx->be->gemm_bf16(ctx, ta, tb, m, n, k, 1.0f, a16, lda, b16, ldb, acc ? 1.0f : 0.0f,
+                              buf, n, t->dtype == GCN_DTYPE_BF16);
+}
+
+/* A bf16 product (a bf16 output) stores dC in bf16 and computes each
+ * gradient from bf16 operands, summing in fp32: dA in a's dtype, and a
+ * parameter's dB in fp32. */
 static gcn_status matmul_backward(gcn_ctx *ctx, gcn_node *nd)
 {
     gcn_tensor *a = nd->in[0], *b = nd->in[1], *dc = nd->out->grad;
     bool ta = nd->param[0] != 0, tb = nd->param[1] != 0;
+    bool half = nd->out->dtype == GCN_DTYPE_BF16;
     int64_t m = nd->out->rows, n = nd->out->cols, k = ta ? a->rows : a->cols;
-    float *buf;
-    bool acc;
     if (a->requires_grad) {
-        GCN_TRY(gcn_grad_slot(ctx, a, &buf, &acc));
         if (!ta) /* dA[m,k] = dC op(B)^T */
-            GCN_TRY(ctx->be->gemm(ctx, false, !tb, m, k, n, 1.0f, dc->data, n, b->data, b->cols,
-                                  acc ? 1.0f : 0.0f, buf, k));
+            GCN_TRY(grad_product(ctx, half, a, false, !tb, m, k, n, dc, n, b, b->cols));
         else /* dA[k,m] = op(B) dC^T */
-            GCN_TRY(ctx->be->gemm(ctx, tb, true, k, m, n, 1.0f, b->data, b->cols, dc->data, n,
-                                  acc ? 1.0f : 0.0f, buf, m));
+            GCN_TRY(grad_product(ctx, half, a, tb, true, k, m, n, b, b->cols, dc, n));
     }
     if (b->requires_grad) {
-        GCN_TRY(gcn_grad_slot(ctx, b, &buf, &acc));
         if (!tb) /* dB[k,n] = op(A)^T dC */
-            GCN_TRY(ctx->be->gemm(ctx, !ta, false, k, n, m, 1.0f, a->data, a->cols, dc->data, n,
-                                  acc ? 1.0f : 0.0f, buf, n));
+            GCN_TRY(grad_product(ctx, half, b, !ta, false, k, n, m, a, a->cols, dc, n));
         else /* dB[n,k] = dC^T op(A) */
-            GCN_TRY(ctx->be->gemm(ctx, true, ta, n, k, m, 1.0f, dc->data, n, a->data, a->cols,
-                                  acc ? 1.0f : 0.0f, buf, k));
+            GCN_TRY(grad_product(ctx, half, b, true, ta, n, k, m, dc, n, a, a->cols));
     }
     return GCN_OK;
 }
@@ -65,6 +81,13 @@ static gcn_status matmul_forward(gcn_ctx *ctx, gcn_op_spec *sp, gcn_tensor *c)
 {
     gcn_tensor *a = sp->in[0], *b = sp->in[1];
     bool ta = sp->param[0] != 0, tb = sp->param[1] != 0;
+    if (c->dtype == GCN_DTYPE_BF16) { /* tensor cores, rounded once into c */
+        const uint16_t *a16, *b16;
+        GCN_TRY(gcn_tensor_half(ctx, a, &a16));
+        GCN_TRY(gcn_tensor_half(ctx, b, &b16));
+        return ctx->be->gemm_bf16(ctx, ta, tb, c->rows, c->cols, ta ? a->rows : a->cols, 1.0f, a16,
+                                  a->cols, b16, b->cols, 0.0f, c->bf16, c->cols, true);
+    }
     GCN_TRY(ctx->be->gemm(ctx, ta, tb, c->rows, c->cols, ta ? a->rows : a->cols, 1.0f, a->data,
                           a->cols, b->data, b->cols, 0.0f, c->data, c->cols));
     if (sp->n_in == 3)
@@ -72,7 +95,9 @@ static gcn_status matmul_forward(gcn_ctx *ctx, gcn_op_spec *sp, gcn_tensor *c)
     return GCN_OK;
 }
 
-/* c = op(a) op(b) (+ bias, a [1, n] row added to every row when not NULL). */
+/* c = op(a) op(b) (+ bias, a [1, n] row added to every row when not NULL).
+ * With a bf16 operand the product is bf16 (matmul_forward); with a bias too,
+ * it runs on fp32 stand-ins (core/ops/bf16_mixed.c), which round the sum once. */
 static gcn_status matmul_op(gcn_ctx *ctx, gcn_tensor *a, gcn_tensor *b, bool trans_a,
                             bool trans_b, gcn_tensor *bias, gcn_tensor **out)
 {
@@ -92,6 +117,7 @@ static gcn_status matmul_op(gcn_ctx *ctx, gcn_tensor *a, gcn_tensor *b, bool tra
                              (long long)bias->rows, (long long)bias->cols, (long long)n);
     }
     gcn_tensor *in[3] = {a, b, bias};
+    bool half = !bias && (a->dtype == GCN_DTYPE_BF16 || b->dtype == GCN_DTYPE_BF16);
     gcn_op_spec spec = {.name = bias ? "matmul_bias" : "matmul",
                         .forward = matmul_forward,
                         .backward = bias ? matmul_bias_backward : matmul_backward,
@@ -99,9 +125,10 @@ static gcn_status matmul_op(gcn_ctx *ctx, gcn_tensor *a, gcn_tensor *b, bool tra
                         .n_in = bias ? 3 : 2,
                         .rows = m,
                         .cols = n,
+                        .dtype = half ? GCN_DTYPE_BF16 : GCN_DTYPE_FP32,
                         .param = {trans_a, trans_b},
-                        .bf16_in = 3,
-                        .round_in = 3};
+                        .bf16_in = bias ? 3 : 0,
+                        .round_in = bias ? 3 : 0};
     return gcn_op_run(ctx, &spec, out);
 }
 

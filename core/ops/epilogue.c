@@ -46,6 +46,7 @@ static gcn_epilogue_args node_args(gcn_ctx *ctx, const gcn_node *nd, int first)
     gcn_tensor *x = nd->in[0];
     gcn_epilogue_args a = {.rows = x->rows,
                            .cols = x->cols,
+                           .dtype = x->dtype,
                            .x = x->data,
                            .batch_stats = flags & BATCH_STATS,
                            .act = (gcn_activation)(int)nd->param[1],
@@ -77,13 +78,22 @@ static gcn_status stage_grads(gcn_ctx *ctx, gcn_node *nd, int first, gcn_epilogu
     return GCN_OK;
 }
 
+/* x's gradient buffer into g, taking over donor's when it can. */
+static gcn_status dx_slot(gcn_ctx *ctx, gcn_tensor *x, gcn_tensor *donor, gcn_epilogue_grads *g)
+{
+    float *dx;
+    GCN_TRY(gcn_grad_slot_reuse(ctx, x, donor, &dx, &g->acc_x));
+    g->dx = dx;
+    return GCN_OK;
+}
+
 static gcn_status epilogue_backward(gcn_ctx *ctx, gcn_node *nd)
 {
     gcn_epilogue_args a = node_args(ctx, nd, 1);
     gcn_epilogue_grads g = {0};
     /* both backends read dout[i] before they write dx[i]: dx may be dout */
     if (nd->in[0]->requires_grad)
-        GCN_TRY(gcn_grad_slot_reuse(ctx, nd->in[0], nd->out->grad, &g.dx, &g.acc_x));
+        GCN_TRY(dx_slot(ctx, nd->in[0], nd->out->grad, &g));
     GCN_TRY(stage_grads(ctx, nd, 1, &g));
     return ctx->be->epilogue_backward(ctx, &a, nd->out->grad->data, &g);
 }
@@ -98,6 +108,7 @@ static gcn_status prepare(gcn_ctx *ctx, gcn_tensor *x, const gcn_epilogue *e, bo
     bool batch_stats = e->gamma && training;
     *a = (gcn_epilogue_args){.rows = x->rows,
                              .cols = x->cols,
+                             .dtype = x->dtype,
                              .x = x->data,
                              .bias = e->bias ? e->bias->data : NULL,
                              .batch_stats = batch_stats,
@@ -114,7 +125,7 @@ static gcn_status prepare(gcn_ctx *ctx, gcn_tensor *x, const gcn_epilogue *e, bo
         GCN_TRY(gcn_tensor_create(ctx, mean, 1, x->cols));
     else
         *mean = gcn_tensor_retain(e->running_mean);
-    GCN_TRY(ctx->be->epilogue_stats(ctx, x->rows, x->cols, x->data, a->bias, batch_stats,
+    GCN_TRY(ctx->be->epilogue_stats(ctx, x->rows, x->cols, x->data, x->dtype, a->bias, batch_stats,
                                     e->momentum, e->eps, e->running_mean->data,
                                     e->running_var->data, (*mean)->data, (*invstd)->data));
     a->gamma = e->gamma->data;
@@ -142,32 +153,56 @@ static int stage_inputs(const gcn_epilogue *e, bool batch_stats, gcn_tensor **in
     return n;
 }
 
+/* e^T dY into dW (fp32), or with bf16 operands from e and dY's bf16 values
+ * and w's bf16 copy, the sums in fp32. */
+static gcn_status weight_grad(gcn_ctx *ctx, gcn_tensor *w, const gcn_tensor *e,
+                              const gcn_tensor *dy)
+{
+    float *dw;
+    bool acc;
+    int64_t rows = e->rows, f = e->cols, n = w->cols;
+    GCN_TRY(gcn_grad_slot(ctx, w, &dw, &acc));
+    if (e->dtype == GCN_DTYPE_BF16)
+        return ctx->be->gemm_bf16(ctx, true, false, f, n, rows, 1.0f, e->bf16, f, dy->bf16, n,
+                                  acc ? 1.0f : 0.0f, dw, n, false);
+    return ctx->be->gemm(ctx, true, false, f, n, rows, 1.0f, e->data, f, dy->data, n,
+                         acc ? 1.0f : 0.0f, dw, n);
+}
+
+/* out[rows, n] = e w, e of out's dtype: bf16 on tensor cores (w through
+ * its bf16 copy), rounded once. */
+static gcn_status product(gcn_ctx *ctx, const gcn_tensor *e, gcn_tensor *w, bool trans_w,
+                          gcn_tensor *out)
+{
+    int64_t k = e->cols;
+    if (out->dtype != GCN_DTYPE_BF16)
+        return ctx->be->gemm(ctx, false, trans_w, out->rows, out->cols, k, 1.0f, e->data, k,
+                             w->data, w->cols, 0.0f, out->data, out->cols);
+    const uint16_t *w16;
+    GCN_TRY(gcn_tensor_half(ctx, w, &w16));
+    return ctx->be->gemm_bf16(ctx, false, trans_w, out->rows, out->cols, k, 1.0f, e->bf16, k, w16,
+                              w->cols, 0.0f, out->bf16, out->cols, true);
+}
+
 /* Backward recomputes the epilogue's output into the buffer that then takes
  * its gradient: dW = e^T dY first, then de = dY W^T over e, then the
  * epilogue's backward, which may write dx over de.  The same backend calls
- * with the same arguments as matmul's and the epilogue's backward. */
+ * with the same arguments as matmul's and the epilogue's backward; a bf16
+ * x keeps e and de in bf16. */
 static gcn_status epilogue_matmul_backward(gcn_ctx *ctx, gcn_node *nd)
 {
     gcn_tensor *x = nd->in[0], *w = nd->in[1], *dy = nd->out->grad, *de = NULL;
-    int64_t rows = x->rows, f = x->cols, n = w->cols;
     gcn_epilogue_args a = node_args(ctx, nd, 2);
     gcn_epilogue_grads g = {0};
     gcn_status st;
-    GCN_CHECK(gcn_tensor_create(ctx, &de, rows, f));
+    GCN_CHECK(gcn_tensor_create_dtype(ctx, &de, x->rows, x->cols, x->dtype));
     if (w->requires_grad) {
-        float *dw;
-        bool acc;
         GCN_CHECK(ctx->be->epilogue_forward(ctx, &a, de->data));
-        if (nd->mixed) /* the product read epilogue(x) in bf16 */
-            GCN_CHECK(gcn_mixed_round(ctx, de));
-        GCN_CHECK(gcn_grad_slot(ctx, w, &dw, &acc));
-        GCN_CHECK(ctx->be->gemm(ctx, true, false, f, n, rows, 1.0f, de->data, f, dy->data, n,
-                                acc ? 1.0f : 0.0f, dw, n));
+        GCN_CHECK(weight_grad(ctx, w, de, dy));
     }
-    GCN_CHECK(ctx->be->gemm(ctx, false, true, rows, f, n, 1.0f, dy->data, n, w->data, n, 0.0f,
-                            de->data, f));
+    GCN_CHECK(product(ctx, dy, w, true, de));
     if (x->requires_grad)
-        GCN_CHECK(gcn_grad_slot_reuse(ctx, x, de, &g.dx, &g.acc_x));
+        GCN_CHECK(dx_slot(ctx, x, de, &g));
     GCN_CHECK(stage_grads(ctx, nd, 2, &g));
     GCN_CHECK(ctx->be->epilogue_backward(ctx, &a, de->data, &g));
 cleanup:
@@ -180,11 +215,10 @@ typedef struct epilogue_call {
     const gcn_epilogue *e;
     bool training;
     gcn_tensor *w; /* or NULL */
-    bool bf16;     /* x is bf16: the product reads epilogue(x) rounded to bf16 */
 } epilogue_call;
 
-/* y = epilogue(x), or with w, y = epilogue(x) w through a temporary; puts
- * what backward needs besides the inputs into the spec. */
+/* y = epilogue(x), or with w, y = epilogue(x) w through a temporary of x's
+ * dtype; puts what backward needs besides the inputs into the spec. */
 static gcn_status epilogue_forward(gcn_ctx *ctx, gcn_op_spec *sp, gcn_tensor *y)
 {
     const epilogue_call *c = sp->args;
@@ -198,12 +232,9 @@ static gcn_status epilogue_forward(gcn_ctx *ctx, gcn_op_spec *sp, gcn_tensor *y)
     sp->offset = a.offset;
     if (!c->w)
         return ctx->be->epilogue_forward(ctx, &a, y->data);
-    GCN_CHECK(gcn_tensor_create(ctx, &ex, x->rows, x->cols));
+    GCN_CHECK(gcn_tensor_create_dtype(ctx, &ex, x->rows, x->cols, x->dtype));
     GCN_CHECK(ctx->be->epilogue_forward(ctx, &a, ex->data));
-    if (c->bf16)
-        GCN_CHECK(gcn_mixed_round(ctx, ex));
-    GCN_CHECK(ctx->be->gemm(ctx, false, false, x->rows, y->cols, x->cols, 1.0f, ex->data, x->cols,
-                            sp->in[1]->data, y->cols, 0.0f, y->data, y->cols));
+    GCN_CHECK(product(ctx, ex, c->w, false, y));
 cleanup:
     gcn_tensor_free(&ex);
     return st;
@@ -217,7 +248,7 @@ static gcn_status epilogue_op(gcn_ctx *ctx, gcn_tensor *x, const gcn_epilogue *e
     GCN_ARG(ctx, e);
     GCN_TRY(check_spec(ctx, x, e, training));
     if (w) {
-        GCN_TRY(gcn_check_tensor_any(ctx, w, "epilogue_matmul weight"));
+        GCN_TRY(gcn_check_tensor(ctx, w, "epilogue_matmul weight"));
         if (w->rows != x->cols)
             return GCN_ERROR(ctx, GCN_ERR_SHAPE,
                              "epilogue_matmul: x is [%lld, %lld] but the weight is [%lld, %lld]",
@@ -226,7 +257,7 @@ static gcn_status epilogue_op(gcn_ctx *ctx, gcn_tensor *x, const gcn_epilogue *e
     }
     gcn_tensor *in[5] = {x, w};
     int flags, n_in = stage_inputs(e, e->gamma && training, in, w ? 2 : 1, &flags);
-    epilogue_call call = {e, training, w, x->dtype == GCN_DTYPE_BF16};
+    epilogue_call call = {e, training, w};
     gcn_op_spec spec = {.name = w ? "epilogue_matmul" : "epilogue",
                         .forward = epilogue_forward,
                         .backward = w ? epilogue_matmul_backward : epilogue_backward,
@@ -234,10 +265,9 @@ static gcn_status epilogue_op(gcn_ctx *ctx, gcn_tensor *x, const gcn_epilogue *e
                         .n_in = n_in,
                         .rows = x->rows,
                         .cols = w ? w->cols : x->cols,
+                        .dtype = x->dtype,
                         .args = &call,
-                        .param = {flags},
-                        .bf16_in = w ? 3 : 1,
-                        .round_in = w ? 2 : 0};
+                        .param = {flags}};
     return gcn_op_run(ctx, &spec, out);
 }
 

@@ -1,7 +1,8 @@
 /* The fused epilogue on the CPU, on the context's threads: the reference the
- * CUDA kernels are tested against.  Statistics and the batch-norm gradient
- * sums are taken in double over fixed chunks of rows added in chunk order
- * (parallel.h); element arithmetic is epilogue_math.h's. */
+ * CUDA kernels are tested against (bf16 operands through fp32 copies).
+ * Statistics and the batch-norm gradient sums are taken in double over
+ * fixed chunks of rows added in chunk order (parallel.h); element
+ * arithmetic is epilogue_math.h's. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,10 +47,9 @@ static void sum_sq(const void *user, int64_t lo, int64_t hi, double *acc)
  * rank's rows: the column sums and the row count are summed over the ranks
  * before the mean is taken, the squared deviations from that mean before
  * the variance is. */
-gcn_status gcn_cpu_epilogue_stats(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
-                                  const float *bias, bool training, float momentum, float eps,
-                                  float *running_mean, float *running_var, float *mean,
-                                  float *invstd)
+static gcn_status stats32(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
+                         const float *bias, bool training, float momentum, float eps,
+                         float *running_mean, float *running_var, float *mean, float *invstd)
 {
     if (!training) {
         for (int64_t c = 0; c < cols; c++)
@@ -197,7 +197,7 @@ static int64_t element_cost(const gcn_epilogue_args *a)
     return a->p > 0.0f ? HEAVY : 2;
 }
 
-gcn_status gcn_cpu_epilogue_forward(gcn_ctx *ctx, const gcn_epilogue_args *a, float *out)
+static gcn_status forward32(gcn_ctx *ctx, const gcn_epilogue_args *a, float *out)
 {
     epi_cols k;
     double *unused;
@@ -327,7 +327,7 @@ static void dx_rows(const void *user, int64_t lo, int64_t hi, double *acc)
             GCN_SIMD
             for (int64_t j = 0; j < b.w; j++)
                 db[j] += (float)v[j];
-            float *restrict dx = u->gr->dx ? u->gr->dx + b.i0 : NULL;
+            float *restrict dx = u->gr->dx ? (float *)u->gr->dx + b.i0 : NULL;
             if (dx && u->gr->acc_x)
                 GCN_SIMD
                 for (int64_t j = 0; j < b.w; j++)
@@ -342,8 +342,8 @@ static void dx_rows(const void *user, int64_t lo, int64_t hi, double *acc)
 /* The batch-norm sums (sum g, sum g xhat) and the row count they are over
  * are summed over the ranks of a context of several; dgamma and dbeta stay
  * the rank's own (the parameters' gradients are summed with the rest). */
-gcn_status gcn_cpu_epilogue_backward(gcn_ctx *ctx, const gcn_epilogue_args *a, const float *dout,
-                                     const gcn_epilogue_grads *gr)
+static gcn_status backward32(gcn_ctx *ctx, const gcn_epilogue_args *a, const float *dout,
+                             const gcn_epilogue_grads *gr)
 {
     int64_t cols = a->cols;
     epi_cols k;
@@ -365,4 +365,78 @@ gcn_status gcn_cpu_epilogue_backward(gcn_ctx *ctx, const gcn_epilogue_args *a, c
     for (int64_t c = 0; gr->dbias && c < cols; c++)
         gr->dbias[c] = (float)dbias[c] + (gr->acc_bias ? gr->dbias[c] : 0.0f);
     return GCN_OK;
+}
+
+/* ---- entry points: bf16 operands widened, bf16 results rounded once ----- */
+
+gcn_status gcn_cpu_epilogue_stats(gcn_ctx *ctx, int64_t rows, int64_t cols, const void *x,
+                                  gcn_dtype dtype, const float *bias, bool training,
+                                  float momentum, float eps, float *running_mean,
+                                  float *running_var, float *mean, float *invstd)
+{
+    if (dtype == GCN_DTYPE_FP32 || !training)
+        return stats32(ctx, rows, cols, x, bias, training, momentum, eps, running_mean,
+                       running_var, mean, invstd);
+    float *x32;
+    GCN_TRY(gcn_cpu_widen(ctx, x, rows * cols, &x32));
+    gcn_status st = stats32(ctx, rows, cols, x32, bias, training, momentum, eps, running_mean,
+                            running_var, mean, invstd);
+    gcn_cpu_release(ctx, x32, (size_t)(rows * cols) * sizeof *x32);
+    return st;
+}
+
+gcn_status gcn_cpu_epilogue_forward(gcn_ctx *ctx, const gcn_epilogue_args *a, void *out)
+{
+    if (a->dtype == GCN_DTYPE_FP32)
+        return forward32(ctx, a, out);
+    int64_t n = a->rows * a->cols;
+    size_t bytes = (size_t)n * sizeof(float);
+    float *x32 = NULL, *out32 = NULL;
+    gcn_status st;
+    GCN_CHECK(gcn_cpu_widen(ctx, a->x_bf16, n, &x32));
+    GCN_CHECK(gcn_cpu_alloc(ctx, (void **)&out32, bytes));
+    gcn_epilogue_args w = *a;
+    w.dtype = GCN_DTYPE_FP32;
+    w.x = x32;
+    GCN_CHECK(forward32(ctx, &w, out32));
+    GCN_CHECK(ctx->be->to_bf16(ctx, n, out32, out, false));
+cleanup:
+    if (out32)
+        gcn_cpu_release(ctx, out32, bytes);
+    if (x32)
+        gcn_cpu_release(ctx, x32, bytes);
+    return st;
+}
+
+/* dout is widened before dx is written, so dx may be dout as in fp32. */
+gcn_status gcn_cpu_epilogue_backward(gcn_ctx *ctx, const gcn_epilogue_args *a, const void *dout,
+                                     const gcn_epilogue_grads *gr)
+{
+    if (a->dtype == GCN_DTYPE_FP32)
+        return backward32(ctx, a, dout, gr);
+    int64_t n = a->rows * a->cols;
+    size_t bytes = (size_t)n * sizeof(float);
+    float *x32 = NULL, *dout32 = NULL, *dx32 = NULL;
+    gcn_status st;
+    GCN_CHECK(gcn_cpu_widen(ctx, a->x_bf16, n, &x32));
+    GCN_CHECK(gcn_cpu_widen(ctx, dout, n, &dout32));
+    if (gr->dx)
+        GCN_CHECK(gcn_cpu_alloc(ctx, (void **)&dx32, bytes));
+    gcn_epilogue_args w = *a;
+    w.dtype = GCN_DTYPE_FP32;
+    w.x = x32;
+    gcn_epilogue_grads g = *gr;
+    g.dx = dx32;
+    g.acc_x = false;
+    GCN_CHECK(backward32(ctx, &w, dout32, &g));
+    if (gr->dx)
+        GCN_CHECK(ctx->be->to_bf16(ctx, n, dx32, gr->dx, gr->acc_x));
+cleanup:
+    if (dx32)
+        gcn_cpu_release(ctx, dx32, bytes);
+    if (dout32)
+        gcn_cpu_release(ctx, dout32, bytes);
+    if (x32)
+        gcn_cpu_release(ctx, x32, bytes);
+    return st;
 }

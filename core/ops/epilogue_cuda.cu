@@ -1,7 +1,10 @@
 /* The fused epilogue on the GPU (gcn_epilogue_args): batch statistics in one
  * pass, the forward in one pass, and the backward in two (gradient sums,
  * then dx).  Element arithmetic is epilogue_math.h's, as on the CPU; sums
- * are taken in double in a fixed order, so results are deterministic. */
+ * are taken in double in a fixed order, so results are deterministic.
+ * Each kernel is instantiated for fp32 and for bf16 storage (T = uint16_t:
+ * values widened on load, rounded once on store). */
+#include "core/bf16.h"
 #include "core/comm.h"
 #include "cols.cuh"
 #include "epilogue_math.h"
@@ -19,12 +22,41 @@ __device__ static void load(const float *p, int64_t i, float *v, int n)
     }
 }
 
+/* Four bf16 values are one 8-byte load (i is a multiple of 4). */
+__device__ static void load(const uint16_t *p, int64_t i, float *v, int n)
+{
+    if (n == 4) {
+        uint2 q = *reinterpret_cast<const uint2 *>(p + i);
+        v[0] = gcn_bf16_to_float((uint16_t)(q.x & 0xffffu));
+        v[1] = gcn_bf16_to_float((uint16_t)(q.x >> 16));
+        v[2] = gcn_bf16_to_float((uint16_t)(q.y & 0xffffu));
+        v[3] = gcn_bf16_to_float((uint16_t)(q.y >> 16));
+    } else {
+        v[0] = gcn_bf16_to_float(p[i]);
+    }
+}
+
+__device__ static float value(const float *p, int64_t i) { return p[i]; }
+__device__ static float value(const uint16_t *p, int64_t i) { return gcn_bf16_to_float(p[i]); }
+
 __device__ static void store(float *p, int64_t i, const float *v, int n)
 {
     if (n == 4)
         *reinterpret_cast<float4 *>(p + i) = make_float4(v[0], v[1], v[2], v[3]);
     else
         p[i] = v[0];
+}
+
+__device__ static void store(uint16_t *p, int64_t i, const float *v, int n)
+{
+    if (n == 4) {
+        uint2 q;
+        q.x = gcn_bf16_from_float(v[0]) | (uint32_t)gcn_bf16_from_float(v[1]) << 16;
+        q.y = gcn_bf16_from_float(v[2]) | (uint32_t)gcn_bf16_from_float(v[3]) << 16;
+        *reinterpret_cast<uint2 *>(p + i) = q;
+    } else {
+        p[i] = gcn_bf16_from_float(v[0]);
+    }
 }
 
 /* Dropout factors of V elements from flat index i = r cols + c0: 1 without
@@ -53,9 +85,10 @@ __device__ static void drop_factors(const gcn_epilogue_args &a, float scale, int
 
 /* (v - K, (v - K)^2) with K the column's first value: a shift that keeps
  * the one-pass variance free of cancellation. */
-template <int V>
+template <int V, typename T>
 struct stats_terms {
-    const float *x, *bias;
+    const T *x;
+    const float *bias;
     int64_t cols;
     __device__ void operator()(int64_t r, int64_t c0, double (*acc)[V]) const
     {
@@ -77,14 +110,16 @@ __device__ static float running_update(float r, float momentum, double s)
     return (float)((1.0 - (double)momentum) * (double)r + (double)momentum * s);
 }
 
+template <typename T>
 struct stats_out {
-    const float *x, *bias;
+    const T *x;
+    const float *bias;
     int64_t rows;
     float momentum, eps;
     float *running_mean, *running_var, *mean, *invstd;
     __device__ void operator()(int64_t c, const double *t) const
     {
-        double n = (double)rows, k = (double)(x[c] + (bias ? bias[c] : 0.0f));
+        double n = (double)rows, k = (double)(value(x, c) + (bias ? bias[c] : 0.0f));
         double d = t[0] / n, var = t[1] / n - d * d;
         var = var > 0.0 ? var : 0.0;
         double m = k + d;
@@ -100,14 +135,16 @@ struct stats_out {
  * double, and sums[2 cols] = its rows, for the all-reduce.  Plain sums in
  * double lose digits only when a column's mean is thousands of standard
  * deviations from zero, which batch-norm inputs are not. */
+template <typename T>
 struct moments_out {
-    const float *x, *bias;
+    const T *x;
+    const float *bias;
     int64_t rows, cols;
     double *sums;
     __device__ void operator()(int64_t c, const double *t) const
     {
         double n = (double)rows;
-        double k = rows > 0 ? (double)(x[c] + (bias ? bias[c] : 0.0f)) : 0.0;
+        double k = rows > 0 ? (double)(value(x, c) + (bias ? bias[c] : 0.0f)) : 0.0;
         sums[c] = t[0] + n * k;
         sums[cols + c] = t[1] + 2.0 * k * t[0] + n * k * k;
         if (c == 0)
@@ -134,8 +171,9 @@ __global__ void shared_stats_kernel(int64_t cols, const double *sums, float mome
 
 /* The statistics of every rank's rows: each rank's moments, summed over
  * the ranks, then finished on each. */
+template <typename T>
 static gcn_status shared_stats(gcn_ctx *ctx, cudaStream_t stream, int64_t cols,
-                               int64_t n_chunks, const double *partial, const float *x,
+                               int64_t n_chunks, const double *partial, const T *x,
                                const float *bias, int64_t rows, float momentum, float eps,
                                float *running_mean, float *running_var, float *mean,
                                float *invstd)
@@ -144,7 +182,7 @@ static gcn_status shared_stats(gcn_ctx *ctx, cudaStream_t stream, int64_t cols,
     double *sums = NULL;
     GCN_TRY(gcn_mem_alloc(ctx, (void **)&sums, bytes));
     col_finish_kernel<2><<<col_finish_blocks(cols), GCN_THREADS, 0, stream>>>(
-        cols, n_chunks, partial, moments_out{x, bias, rows, cols, sums});
+        cols, n_chunks, partial, moments_out<T>{x, bias, rows, cols, sums});
     gcn_status st = GCN_LAUNCHED_ST("col_finish_kernel");
     if (st == GCN_OK)
         st = gcn_comm_allreduce_f64(ctx, sums, 2 * cols + 1);
@@ -170,10 +208,42 @@ static bool aligned(const void *p)
     return p == NULL || (uintptr_t)p % 16 == 0;
 }
 
-gcn_status gcn_cuda_epilogue_stats(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
-                                   const float *bias, bool training, float momentum, float eps,
-                                   float *running_mean, float *running_var, float *mean,
-                                   float *invstd)
+/* Training statistics of x (stored as T). */
+template <typename T>
+static gcn_status batch_stats(gcn_ctx *ctx, gcn_cuda_state *cs, int64_t rows, int64_t cols,
+                              const T *x, const float *bias, float momentum, float eps,
+                              float *running_mean, float *running_var, float *mean, float *invstd)
+{
+    bool vec = cols % 4 == 0 && aligned(x);
+    tiling t = tile_grid(rows, cols, vec ? 4 : 1);
+    size_t bytes = (size_t)(t.n_chunks * cols * 2) * sizeof(double);
+    double *partial = NULL;
+    GCN_TRY(gcn_mem_alloc(ctx, (void **)&partial, bytes));
+    gcn_status st;
+    if (gcn_ctx_ranks(ctx) > 1) {
+        /* the all-reduce sits between the passes: always two launches */
+        st = vec ? launch_tiles<4, 2>(ctx, cs->stream, t, rows, cols,
+                                      stats_terms<4, T>{x, bias, cols}, partial, "stats_4")
+                 : launch_tiles<1, 2>(ctx, cs->stream, t, rows, cols,
+                                      stats_terms<1, T>{x, bias, cols}, partial, "stats_1");
+        if (st == GCN_OK)
+            st = shared_stats(ctx, cs->stream, cols, t.n_chunks, partial, x, bias, rows,
+                              momentum, eps, running_mean, running_var, mean, invstd);
+    } else {
+        stats_out<T> fin = {x, bias, rows, momentum, eps, running_mean, running_var, mean, invstd};
+        st = vec ? reduce_tiles<4, 2>(ctx, cs, t, rows, cols, stats_terms<4, T>{x, bias, cols},
+                                      partial, fin, "stats_4")
+                 : reduce_tiles<1, 2>(ctx, cs, t, rows, cols, stats_terms<1, T>{x, bias, cols},
+                                      partial, fin, "stats_1");
+    }
+    gcn_mem_release(ctx, partial, bytes);
+    return st;
+}
+
+gcn_status gcn_cuda_epilogue_stats(gcn_ctx *ctx, int64_t rows, int64_t cols, const void *x,
+                                   gcn_dtype dtype, const float *bias, bool training,
+                                   float momentum, float eps, float *running_mean,
+                                   float *running_var, float *mean, float *invstd)
 {
     gcn_cuda_state *cs;
     GCN_TRY(gcn_cuda_begin(ctx, &cs));
@@ -185,44 +255,26 @@ gcn_status gcn_cuda_epilogue_stats(gcn_ctx *ctx, int64_t rows, int64_t cols, con
         GCN_LAUNCHED("eval_invstd_kernel");
         return GCN_OK;
     }
-    bool vec = cols % 4 == 0 && aligned(x);
-    tiling t = tile_grid(rows, cols, vec ? 4 : 1);
-    size_t bytes = (size_t)(t.n_chunks * cols * 2) * sizeof(double);
-    double *partial = NULL;
-    GCN_TRY(gcn_mem_alloc(ctx, (void **)&partial, bytes));
-    gcn_status st;
-    if (gcn_ctx_ranks(ctx) > 1) {
-        /* the all-reduce sits between the passes: always two launches */
-        st = vec ? launch_tiles<4, 2>(ctx, cs->stream, t, rows, cols,
-                                      stats_terms<4>{x, bias, cols}, partial, "stats_4")
-                 : launch_tiles<1, 2>(ctx, cs->stream, t, rows, cols,
-                                      stats_terms<1>{x, bias, cols}, partial, "stats_1");
-        if (st == GCN_OK)
-            st = shared_stats(ctx, cs->stream, cols, t.n_chunks, partial, x, bias, rows,
-                              momentum, eps, running_mean, running_var, mean, invstd);
-    } else {
-        stats_out fin = {x, bias, rows, momentum, eps, running_mean, running_var, mean, invstd};
-        st = vec ? reduce_tiles<4, 2>(ctx, cs, t, rows, cols, stats_terms<4>{x, bias, cols},
-                                      partial, fin, "stats_4")
-                 : reduce_tiles<1, 2>(ctx, cs, t, rows, cols, stats_terms<1>{x, bias, cols},
-                                      partial, fin, "stats_1");
-    }
-    gcn_mem_release(ctx, partial, bytes);
-    return st;
+    if (dtype == GCN_DTYPE_BF16)
+        return batch_stats(ctx, cs, rows, cols, static_cast<const uint16_t *>(x), bias, momentum,
+                           eps, running_mean, running_var, mean, invstd);
+    return batch_stats(ctx, cs, rows, cols, static_cast<const float *>(x), bias, momentum, eps,
+                       running_mean, running_var, mean, invstd);
 }
 
 /* ---- forward ------------------------------------------------------------- */
 
-template <int V>
+template <int V, typename T>
 struct forward_elems {
     gcn_epilogue_args a;
+    const T *x;
     float scale;
-    float *out;
+    T *out;
     __device__ void operator()(int64_t r, int64_t c0, double (*)[V]) const
     {
         int64_t i = r * a.cols + c0;
         float xv[V], f[V], y[V];
-        load(a.x, i, xv, V);
+        load(x, i, xv, V);
         drop_factors<V>(a, scale, i, r, c0, f);
         for (int v = 0; v < V; v++) {
             gcn_epi_col k = gcn_epi_column(a.bias, a.gamma, a.beta, a.mean, a.invstd, c0 + v);
@@ -238,28 +290,39 @@ static bool vectorised(const gcn_epilogue_args *a, const void *p, const void *q)
     return a->cols % 4 == 0 && aligned(a->x) && aligned(p) && aligned(q);
 }
 
-gcn_status gcn_cuda_epilogue_forward(gcn_ctx *ctx, const gcn_epilogue_args *a, float *out)
+template <typename T>
+static gcn_status forward_pass(gcn_ctx *ctx, gcn_cuda_state *cs, const gcn_epilogue_args *a,
+                               const T *x, T *out)
 {
-    gcn_cuda_state *cs;
-    GCN_TRY(gcn_cuda_begin(ctx, &cs));
     float scale = a->p > 0.0f ? 1.0f / (1.0f - a->p) : 1.0f;
     if (vectorised(a, out, NULL))
         return launch_tiles<4, 1>(ctx, cs->stream, tile_grid(a->rows, a->cols, 4), a->rows,
-                                  a->cols, forward_elems<4>{*a, scale, out}, NULL, "forward_4");
+                                  a->cols, forward_elems<4, T>{*a, x, scale, out}, NULL,
+                                  "forward_4");
     return launch_tiles<1, 1>(ctx, cs->stream, tile_grid(a->rows, a->cols, 1), a->rows, a->cols,
-                              forward_elems<1>{*a, scale, out}, NULL, "forward_1");
+                              forward_elems<1, T>{*a, x, scale, out}, NULL, "forward_1");
+}
+
+gcn_status gcn_cuda_epilogue_forward(gcn_ctx *ctx, const gcn_epilogue_args *a, void *out)
+{
+    gcn_cuda_state *cs;
+    GCN_TRY(gcn_cuda_begin(ctx, &cs));
+    if (a->dtype == GCN_DTYPE_BF16)
+        return forward_pass(ctx, cs, a, a->x_bf16, static_cast<uint16_t *>(out));
+    return forward_pass(ctx, cs, a, a->x, static_cast<float *>(out));
 }
 
 /* ---- backward ------------------------------------------------------------ */
 
 /* The gradient at pre of V elements from flat index i, and their xhat
  * ((v - mean) invstd, in double; 0 without batch norm). */
-template <int V>
-__device__ static void pre_grads(const gcn_epilogue_args &a, float scale, const float *dout,
-                                 int64_t i, int64_t r, int64_t c0, float *g, double *xhat)
+template <int V, typename T>
+__device__ static void pre_grads(const gcn_epilogue_args &a, const T *x, float scale,
+                                 const T *dout, int64_t i, int64_t r, int64_t c0, float *g,
+                                 double *xhat)
 {
     float xv[V], dv[V], f[V];
-    load(a.x, i, xv, V);
+    load(x, i, xv, V);
     load(dout, i, dv, V);
     drop_factors<V>(a, scale, i, r, c0, f);
     for (int v = 0; v < V; v++) {
@@ -274,16 +337,17 @@ __device__ static void pre_grads(const gcn_epilogue_args &a, float scale, const 
 }
 
 /* (g, g xhat) per column. */
-template <int V>
+template <int V, typename T>
 struct grad_terms {
     gcn_epilogue_args a;
+    const T *x;
     float scale;
-    const float *dout;
+    const T *dout;
     __device__ void operator()(int64_t r, int64_t c0, double (*acc)[V]) const
     {
         float g[V];
         double xhat[V];
-        pre_grads<V>(a, scale, dout, r * a.cols + c0, r, c0, g, xhat);
+        pre_grads<V>(a, x, scale, dout, r * a.cols + c0, r, c0, g, xhat);
         for (int v = 0; v < V; v++) {
             acc[0][v] += g[v];
             acc[1][v] += (double)g[v] * xhat[v];
@@ -313,20 +377,21 @@ struct grad_out {
 /* dx per element (written when dx is set), and its column sum for dbias:
  * training batch norm gamma invstd / n (n g - sum g - xhat sum(g xhat)),
  * eval batch norm g gamma invstd, else g. */
-template <int V>
+template <int V, typename T>
 struct dx_elems {
     gcn_epilogue_args a;
+    const T *x;
     float scale;
-    const float *dout;
+    const T *dout;
     const double *sums;
-    float *dx;
+    T *dx;
     bool acc;
     __device__ void operator()(int64_t r, int64_t c0, double (*acc_sum)[V]) const
     {
         int64_t i = r * a.cols + c0;
         float g[V], out[V], old[V];
         double xhat[V];
-        pre_grads<V>(a, scale, dout, i, r, c0, g, xhat);
+        pre_grads<V>(a, x, scale, dout, i, r, c0, g, xhat);
         if (dx && acc)
             load(dx, i, old, V);
         for (int v = 0; v < V; v++) {
@@ -356,22 +421,22 @@ struct dbias_out {
     }
 };
 
-template <int V>
+template <int V, typename T>
 static gcn_status backward_passes(gcn_ctx *ctx, gcn_cuda_state *cs, const gcn_epilogue_args *a,
-                                  const float *dout, const gcn_epilogue_grads *g, double *sums,
-                                  double *partial)
+                                  const T *x, const T *dout, const gcn_epilogue_grads *g,
+                                  double *sums, double *partial)
 {
     float scale = a->p > 0.0f ? 1.0f / (1.0f - a->p) : 1.0f;
     tiling t = tile_grid(a->rows, a->cols, V);
     if (a->gamma) {
-        GCN_TRY((reduce_tiles<V, 2>(ctx, cs, t, a->rows, a->cols, grad_terms<V>{*a, scale, dout},
-                                    partial, grad_out{sums, a->cols, a->rows, *g},
-                                    "grad_terms")));
+        GCN_TRY((reduce_tiles<V, 2>(ctx, cs, t, a->rows, a->cols,
+                                    grad_terms<V, T>{*a, x, scale, dout}, partial,
+                                    grad_out{sums, a->cols, a->rows, *g}, "grad_terms")));
         /* training batch norm over several ranks: dx needs every rank's sums */
         if (a->batch_stats && gcn_ctx_ranks(ctx) > 1)
             GCN_TRY(gcn_comm_allreduce_f64(ctx, sums, 2 * a->cols + 1));
     }
-    dx_elems<V> f = {*a, scale, dout, sums, g->dx, g->acc_x};
+    dx_elems<V, T> f = {*a, x, scale, dout, sums, static_cast<T *>(g->dx), g->acc_x};
     if (g->dbias)
         return reduce_tiles<V, 1>(ctx, cs, t, a->rows, a->cols, f, partial, dbias_out{*g},
                                   "dx_elems");
@@ -380,8 +445,20 @@ static gcn_status backward_passes(gcn_ctx *ctx, gcn_cuda_state *cs, const gcn_ep
     return GCN_OK;
 }
 
+template <int V>
+static gcn_status backward_typed(gcn_ctx *ctx, gcn_cuda_state *cs, const gcn_epilogue_args *a,
+                                 const void *dout, const gcn_epilogue_grads *g, double *sums,
+                                 double *partial)
+{
+    if (a->dtype == GCN_DTYPE_BF16)
+        return backward_passes<V>(ctx, cs, a, a->x_bf16, static_cast<const uint16_t *>(dout), g,
+                                  sums, partial);
+    return backward_passes<V>(ctx, cs, a, a->x, static_cast<const float *>(dout), g, sums,
+                              partial);
+}
+
 gcn_status gcn_cuda_epilogue_backward(gcn_ctx *ctx, const gcn_epilogue_args *a,
-                                      const float *dout, const gcn_epilogue_grads *g)
+                                      const void *dout, const gcn_epilogue_grads *g)
 {
     gcn_cuda_state *cs;
     GCN_TRY(gcn_cuda_begin(ctx, &cs));
@@ -395,8 +472,8 @@ gcn_status gcn_cuda_epilogue_backward(gcn_ctx *ctx, const gcn_epilogue_args *a,
     gcn_status st;
     GCN_CHECK(gcn_mem_alloc(ctx, (void **)&sums, sum_bytes));
     GCN_CHECK(gcn_mem_alloc(ctx, (void **)&partial, part_bytes));
-    st = vec ? backward_passes<4>(ctx, cs, a, dout, g, sums, partial)
-             : backward_passes<1>(ctx, cs, a, dout, g, sums, partial);
+    st = vec ? backward_typed<4>(ctx, cs, a, dout, g, sums, partial)
+             : backward_typed<1>(ctx, cs, a, dout, g, sums, partial);
 cleanup:
     gcn_mem_release(ctx, partial, part_bytes);
     gcn_mem_release(ctx, sums, sum_bytes);

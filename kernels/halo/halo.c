@@ -22,7 +22,8 @@
  * received, the k-th of K equal runs. */
 typedef struct halo_chunk {
     int64_t *send_off, *recv_off; /* host [n_ranks + 1], in rows */
-    int64_t *send_f, *recv_f;     /* the same in floats at the halo's width */
+    int64_t *send_f, *recv_f;     /* the same in floats at the halo's width, or of the
+                                   * bf16 wire (gcn_halo_set_wire) */
     int32_t n_send, n_halo;
     gcn_index *send_rows;         /* [n_send] local rows to pack, peer by peer */
     gcn_csr *part;                /* [n_local, n_halo]: A_halo's columns of the chunk */
@@ -33,6 +34,8 @@ struct gcn_halo {
     int n_ranks, n_chunks;
     int32_t n_local, n_halo;
     int64_t width;                /* the width of the last call, 0 before the first */
+    bool wire_bf16;               /* rows travel as bf16 (gcn_halo_set_wire) */
+    bool scaled_bf16;             /* the offsets are the bf16 wire's at `width` */
     gcn_csr *own;                 /* [n_local, n_local]: A_own */
     halo_chunk *chunk;            /* [n_chunks] */
 };
@@ -382,20 +385,76 @@ int gcn_halo_parts(const gcn_csr *a, const gcn_csr **parts, int max)
     return h->n_chunks + 1;
 }
 
+void gcn_halo_set_wire(gcn_halo *h, bool bf16)
+{
+    if (h)
+        h->wire_bf16 = bf16;
+}
+
+/* The float offsets of peer runs off[] of rows of width f: f floats a row,
+ * or on the bf16 wire f bf16 values a row, each peer's run padded to a
+ * whole float so that it starts on one. */
+static void wire_offsets(const int64_t *off, int ranks, int64_t f, bool bf16, int64_t *out)
+{
+    out[0] = 0;
+    for (int p = 0; p < ranks; p++) {
+        int64_t n = (off[p + 1] - off[p]) * f;
+        out[p + 1] = out[p] + (bf16 ? (n + 1) / 2 : n);
+    }
+}
+
 /* The chunks' offsets in floats at width f, kept for the next call at the
- * same width. */
+ * same width and wire. */
 static void scale_offsets(gcn_halo *h, int64_t f)
 {
-    if (h->width == f)
+    if (h->width == f && h->scaled_bf16 == h->wire_bf16)
         return;
     for (int k = 0; k < h->n_chunks; k++) {
         halo_chunk *c = &h->chunk[k];
-        for (int p = 0; p <= h->n_ranks; p++) {
-            c->send_f[p] = c->send_off[p] * f;
-            c->recv_f[p] = c->recv_off[p] * f;
-        }
+        wire_offsets(c->send_off, h->n_ranks, f, h->wire_bf16, c->send_f);
+        wire_offsets(c->recv_off, h->n_ranks, f, h->wire_bf16, c->recv_f);
     }
     h->width = f;
+    h->scaled_bf16 = h->wire_bf16;
+}
+
+/* On the bf16 wire, *t (rows of width f by peer runs rows[]) is replaced
+ * by its bf16 rounding laid out by the float offsets wire[]. */
+static gcn_status to_wire(gcn_ctx *ctx, const gcn_halo *h, const int64_t *rows,
+                          const int64_t *wire, gcn_tensor **t)
+{
+    if (!h->wire_bf16)
+        return GCN_OK;
+    int64_t f = (*t)->cols;
+    gcn_tensor *w = NULL;
+    GCN_TRY(gcn_tensor_create(ctx, &w, 1, wire[h->n_ranks]));
+    uint16_t *dst = (uint16_t *)w->data;
+    gcn_status st = GCN_OK;
+    for (int p = 0; p < h->n_ranks && st == GCN_OK; p++)
+        st = ctx->be->to_bf16(ctx, (rows[p + 1] - rows[p]) * f, (*t)->data + rows[p] * f,
+                              dst + 2 * wire[p], false);
+    gcn_tensor_free(t);
+    *t = w;
+    return st;
+}
+
+/* The reverse of to_wire: *t, received on the bf16 wire, is replaced by
+ * its rows of width f widened to fp32. */
+static gcn_status from_wire(gcn_ctx *ctx, const gcn_halo *h, const int64_t *rows,
+                            const int64_t *wire, int64_t f, gcn_tensor **t)
+{
+    if (!h->wire_bf16)
+        return GCN_OK;
+    gcn_tensor *w = NULL;
+    GCN_TRY(gcn_tensor_create(ctx, &w, rows[h->n_ranks], f));
+    const uint16_t *src = (const uint16_t *)(*t)->data;
+    gcn_status st = GCN_OK;
+    for (int p = 0; p < h->n_ranks && st == GCN_OK; p++)
+        st = ctx->be->from_bf16(ctx, (rows[p + 1] - rows[p]) * f, src + 2 * wire[p],
+                                w->data + rows[p] * f, false);
+    gcn_tensor_free(t);
+    *t = w;
+    return st;
 }
 
 /* A_own, or A_own + alpha I (kept with A_own, as gcn_spmm_self keeps it). */
@@ -417,11 +476,16 @@ static gcn_status pack(gcn_ctx *ctx, const halo_chunk *c, const gcn_tensor *x, g
 }
 
 /* Starts chunk k's exchange of send into a new tensor *recv of the
- * chunk's halo rows (reverse: recv holds its send rows, send its halo's). */
-static gcn_status begin(gcn_ctx *ctx, const halo_chunk *c, const gcn_tensor *send, bool reverse,
-                        int64_t f, gcn_tensor **recv)
+ * chunk's halo rows (reverse: recv holds its send rows, send its halo's),
+ * or on the bf16 wire of their bf16 values. */
+static gcn_status begin(gcn_ctx *ctx, const gcn_halo *h, const halo_chunk *c,
+                        const gcn_tensor *send, bool reverse, int64_t f, gcn_tensor **recv)
 {
-    GCN_TRY(gcn_tensor_create(ctx, recv, reverse ? c->n_send : c->n_halo, f));
+    const int64_t *in = reverse ? c->send_f : c->recv_f;
+    if (h->wire_bf16)
+        GCN_TRY(gcn_tensor_create(ctx, recv, 1, in[h->n_ranks]));
+    else
+        GCN_TRY(gcn_tensor_create(ctx, recv, reverse ? c->n_send : c->n_halo, f));
     return gcn_comm_alltoallv_begin(ctx, send->data, reverse ? c->recv_f : c->send_f,
                                     (*recv)->data, reverse ? c->send_f : c->recv_f);
 }
@@ -464,6 +528,15 @@ typedef struct halo_step {
     gcn_status (*use)(gcn_ctx *ctx, const halo_chunk *c, const gcn_tensor *in, float *dst);
 } halo_step;
 
+/* What chunk c sends: step->make's rows, put on the wire. */
+static gcn_status make_sent(gcn_ctx *ctx, const gcn_halo *h, const halo_chunk *c,
+                            const halo_step *step, const gcn_tensor *src, gcn_tensor **out)
+{
+    GCN_TRY(step->make(ctx, c, src, out));
+    return to_wire(ctx, h, step->reverse ? c->recv_off : c->send_off,
+                   step->reverse ? c->recv_f : c->send_f, out);
+}
+
 /* dst (+)= first src (acc), then each chunk's use: chunk 0 starts before
  * the first product, and chunk k + 1 is made and travels while chunk k is
  * used. */
@@ -476,14 +549,14 @@ static gcn_status run_chunks(gcn_ctx *ctx, gcn_halo *h, const halo_step *step,
     bool started = false;
     gcn_status st;
     scale_offsets(h, f);
-    GCN_CHECK(step->make(ctx, &h->chunk[0], src, &out));
-    GCN_CHECK(begin(ctx, &h->chunk[0], out, step->reverse, f, &in));
+    GCN_CHECK(make_sent(ctx, h, &h->chunk[0], step, src, &out));
+    GCN_CHECK(begin(ctx, h, &h->chunk[0], out, step->reverse, f, &in));
     started = true;
     if (f > 0 && first->n_rows > 0)
         GCN_CHECK(gcn_spmm_apply(ctx, first, GCN_DTYPE_FP32, src->data, dst, (int)f, acc));
     for (int k = 0; k < K; k++) {
         if (k + 1 < K)
-            GCN_CHECK(step->make(ctx, &h->chunk[k + 1], src, &next));
+            GCN_CHECK(make_sent(ctx, h, &h->chunk[k + 1], step, src, &next));
         started = false;
         GCN_CHECK(gcn_comm_alltoallv_end(ctx));
         gcn_tensor_free(&out);
@@ -493,11 +566,15 @@ static gcn_status run_chunks(gcn_ctx *ctx, gcn_halo *h, const halo_step *step,
         if (k + 1 < K) {
             out = next;
             next = NULL;
-            st = begin(ctx, &h->chunk[k + 1], out, step->reverse, f, &in);
+            st = begin(ctx, h, &h->chunk[k + 1], out, step->reverse, f, &in);
             started = st == GCN_OK;
         }
+        const halo_chunk *c = &h->chunk[k];
+        if (st == GCN_OK) /* received: the halo's rows, or back: the sent rows' */
+            st = from_wire(ctx, h, step->reverse ? c->send_off : c->recv_off,
+                           step->reverse ? c->send_f : c->recv_f, f, &mine);
         if (st == GCN_OK)
-            st = step->use(ctx, &h->chunk[k], mine, dst);
+            st = step->use(ctx, c, mine, dst);
         gcn_tensor_free(&mine);
         GCN_CHECK(st);
     }

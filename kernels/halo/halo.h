@@ -40,6 +40,11 @@ gcn_status gcn_spmm_apply(gcn_ctx *ctx, const gcn_csr *a, gcn_dtype dtype, const
  * does). */
 int gcn_halo_chunks_for(int64_t n_local, int64_t n_send, int64_t n_halo);
 
+/* Whether the rows (and in backward their gradients) travel as bf16,
+ * halving the exchange: what is sent is rounded to bf16 and what arrives
+ * widened to fp32 before its product (a no-op on NULL).  Off by default. */
+void gcn_halo_set_wire(gcn_halo *h, bool bf16);
+
 /* The halo of a rank's block (gcn_csr_set_halo), or NULL. */
 gcn_halo *gcn_halo_of(const gcn_csr *a);
 

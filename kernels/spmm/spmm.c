@@ -451,9 +451,6 @@ static gcn_status check_spmm(gcn_ctx *ctx, const gcn_csr *a, const gcn_tensor *x
     GCN_TRY(gcn_check_tensor_any(ctx, x, "spmm x"));
     if (a->priv->ctx != ctx)
         return GCN_ERROR(ctx, GCN_ERR_DEVICE, "spmm: the matrix belongs to another context");
-    if (x->dtype == GCN_DTYPE_BF16 && gcn_halo_of(a))
-        return GCN_ERROR(ctx, GCN_ERR_UNSUPPORTED,
-                         "spmm: bf16 features on a rank's block (halo exchange is fp32 only)");
     /* a rank's block multiplies the rank's rows and the halo rows it fetches */
     int64_t rows = gcn_halo_of(a) ? a->n_rows : a->n_cols;
     if (x->rows != rows || x->cols > INT32_MAX)

@@ -18,8 +18,9 @@ const cli_config_option_info cli_config_options[N_CLI_CONFIG] = {
                     "the device to run on (default: the config's device)"},
     [CLI_PRECISION] = {"precision", "fp32|tf32|bf16", "precision",
                        "fp32, tf32 matmuls, or bf16 storage of features, activations\n"
-                       "and their gradients with fp32 arithmetic and parameters\n"
-                       "(default: the config's precision)"},
+                       "and their gradients, bf16 matmuls summing in fp32, fp32\n"
+                       "parameters, statistics and loss (default: the config's\n"
+                       "precision)"},
     [CLI_THREADS] = {"threads", "N", "threads",
                      "CPU threads (default: the config's, else 0: the CPUs the\n"
                      "process may use, its affinity and cgroup quota; shared out\n"
@@ -54,6 +55,11 @@ const cli_config_option_info cli_config_options[N_CLI_CONFIG] = {
                           "sparse_input, on)"},
     [CLI_FEATURES] = {"features", "random:D|degree|file|none", "features",
                       "substitute node features (e.g. for ogbn-arxiv without node-feat)"},
+    [CLI_LABELS] = {"labels", "file|random:K", "labels",
+                    "substitute node labels, K classes drawn uniformly from the data\n"
+                    "seed, and a drawn split unless one is shipped: graph files have\n"
+                    "no labels (for timing; accuracy is chance, and the dataset line\n"
+                    "says so)"},
 };
 
 int cli_config_option_find(const char *arg)

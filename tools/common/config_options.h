@@ -12,7 +12,8 @@
 /* The options, in the order of the table and of the help text. */
 typedef enum {
     CLI_ROOT, CLI_CACHE_DIR, CLI_DEVICE, CLI_PRECISION, CLI_THREADS, CLI_RANKS, CLI_GPUS,
-    CLI_SPMM, CLI_REORDER, CLI_CUDA_GRAPH, CLI_SPARSE_INPUT, CLI_FEATURES, N_CLI_CONFIG
+    CLI_SPMM, CLI_REORDER, CLI_CUDA_GRAPH, CLI_SPARSE_INPUT, CLI_FEATURES, CLI_LABELS,
+    N_CLI_CONFIG
 } cli_config_option;
 
 typedef struct {

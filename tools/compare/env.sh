@@ -1,7 +1,7 @@
 # Sourced by the tools/compare/*.sh scripts (which set $script to their
-# name first): the settings they share, the checks that the bundle and
-# PyTorch Geometric are there, and host_info.  Sets run to the bundle's
-# launcher.
+# name first, and need_pyg=no when they run no PyTorch): the settings they
+# share, the checks that the bundle and PyTorch Geometric are there, and
+# host_info.  Sets run to the bundle's launcher.
 OUT=${OUT:?set OUT to a directory for the results}
 BUNDLE=${BUNDLE:-build/bundle}
 DATA=${DATA:-../shared/data}
@@ -12,7 +12,8 @@ if [ ! -x "$run" ] || [ ! -x "$BUNDLE/gcntrain" ]; then
     echo "$script: no bundle in $BUNDLE (run 'make bundle' first)" >&2
     exit 2
 fi
-if ! "$PYTHON" -c 'import numpy, torch, torch_geometric' 2>/dev/null; then
+if [ "${need_pyg:-yes}" != no ] &&
+    ! "$PYTHON" -c 'import numpy, torch, torch_geometric' 2>/dev/null; then
     echo "$script: $PYTHON cannot import numpy, torch and torch_geometric" >&2
     exit 2
 fi

@@ -27,7 +27,12 @@ GCNConv (cached=True) normalises it once and then multiplies by the cached
 sparse matrix, GINConv sums through the sparse product.  --adjacency
 edge_index hands them the edge list instead (gather, then scatter-add).  Both
 compute the same y = A x as gcn, up to float rounding.  --precision fp32|tf32
-overrides the configuration's "precision" for matmuls and cuDNN.
+overrides the configuration's "precision" for matmuls and cuDNN;
+--precision bf16 runs the forward passes under
+torch.autocast(dtype=torch.bfloat16) (PyTorch's 16-bit training: parameters,
+optimiser and loss in fp32, autocast's op list in bf16).  Where an op refuses
+bf16 (torch.sparse.mm on the sparse CSR path: cuSPARSE rejects a bf16 dense
+operand with an fp32 sparse one), the run stops with that error.
 
 --bench makes one run as `gcnbench train` does, --warmup W epochs (default 5)
 and then --epochs N timed ones, and prints, instead of the lines above, one
@@ -337,25 +342,31 @@ def memory_parts(model, opt, data, loaded):
     return {"data": loaded + cache, "params": params, "optimizer": optim}
 
 
-def train_step(model, opt, x, adj, y, train):
+def autocast(device, bf16):
+    """torch.autocast in bf16 when asked, else a context that does nothing."""
+    return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=bf16)
+
+
+def train_step(model, opt, x, adj, y, train, bf16=False):
     model.train()
     opt.zero_grad()
-    out = model(x, adj)
-    loss = F.cross_entropy(out[train], y[train])
+    with autocast(x.device, bf16):
+        out = model(x, adj)
+        loss = F.cross_entropy(out[train], y[train])
     loss.backward()
     opt.step()
     return loss.detach()
 
 
-def evaluate(model, x, adj, y, split):
+def evaluate(model, x, adj, y, split, bf16=False):
     """The accuracy on each list of split."""
     model.eval()
-    with torch.no_grad():
+    with torch.no_grad(), autocast(x.device, bf16):
         pred = model(x, adj).argmax(dim=-1)
         return [float((pred[i] == y[i]).float().mean()) for i in split]
 
 
-def run(cfg, data, epochs, seed, device, checkpoint=None, trace=False, warmup=0):
+def run(cfg, data, epochs, seed, device, checkpoint=None, trace=False, warmup=0, bf16=False):
     """One run, from a gcn checkpoint when given.  Returns a dict: best
     (best valid accuracy, its test accuracy, its epoch), train_ms and
     eval_ms (one per epoch, each between two CUDA synchronisations) and, on
@@ -377,10 +388,10 @@ def run(cfg, data, epochs, seed, device, checkpoint=None, trace=False, warmup=0)
             torch.cuda.reset_peak_memory_stats()
         synchronize(device)
         t0 = time.perf_counter()
-        loss = train_step(model, opt, data.x, data.adj, data.y, data.split[0])
+        loss = train_step(model, opt, data.x, data.adj, data.y, data.split[0], bf16)
         synchronize(device)
         t1 = time.perf_counter()
-        acc = evaluate(model, data.x, data.adj, data.y, data.split)
+        acc = evaluate(model, data.x, data.adj, data.y, data.split, bf16)
         synchronize(device)
         res["train_ms"].append((t1 - t0) * 1e3)
         res["eval_ms"].append((time.perf_counter() - t1) * 1e3)
@@ -458,7 +469,8 @@ def arguments():
     p.add_argument("--adjacency", default="sparse", choices=("sparse", "edge_index"),
                    help="the graph as a sparse CSR adjacency (PyG's fast path, the default) "
                         "or as an edge_index")
-    p.add_argument("--precision", choices=("fp32", "tf32"), help="default: the configuration's")
+    p.add_argument("--precision", choices=("fp32", "tf32", "bf16"),
+                   help="default: the configuration's; bf16: torch.autocast")
     p.add_argument("--resume", metavar="CKPT", help="start the first run from a gcn checkpoint")
     p.add_argument("--trace", action="store_true", help="print every epoch")
     p.add_argument("--bench", action="store_true",
@@ -483,12 +495,17 @@ def main():
     device = torch.device(a.device)
     precision = a.precision or cfg.get("precision", "fp32")
     set_precision(precision == "tf32")
+    bf16 = precision == "bf16"
     data = load(a.data, device, a.adjacency)
     tests, epochs_best, medians = [], [], []
     last, warmup = (a.warmup + epochs, a.warmup) if a.bench else (epochs, 0)
     for r in range(runs):
-        res = run(cfg, data, last, seed + r, device, a.resume if r == 0 else None, a.trace,
-                  warmup)
+        try:
+            res = run(cfg, data, last, seed + r, device, a.resume if r == 0 else None, a.trace,
+                      warmup, bf16)
+        except RuntimeError as e:  # an op that refuses the precision
+            raise SystemExit(f"pyg: {precision} with --adjacency {a.adjacency}: "
+                             f"{str(e).strip().splitlines()[0]}")
         valid, test, epoch = res["best"]
         median_ms = statistics.median(t + e for t, e in zip(res["train_ms"], res["eval_ms"]))
         print(f"pyg run {r + 1} best valid {valid:.4f} at epoch {epoch}: test {test:.4f}, "

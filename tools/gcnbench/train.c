@@ -32,9 +32,10 @@ static const char help_head[] =
     "  OPTIONS override the configuration (--ranks and --gpus exclude each other):\n";
 
 static const char help_tail[] =
-    "  In each line, threads is the CPU threads used, and sparse_input the non-zeros\n"
-    "  of the input features when the first layer takes them as a sparse matrix\n"
-    "  (mostly zeros), else null.\n"
+    "  In each line, features and labels say where they came from (file, or the\n"
+    "  substitute: random:D, degree, random:K), threads is the CPU threads used,\n"
+    "  and sparse_input the non-zeros of the input features when the first layer\n"
+    "  takes them as a sparse matrix (mostly zeros), else null.\n"
     "  Times are medians over the timed epochs: epoch_ms = train_ms + eval_ms, each\n"
     "  device-synchronised; epoch_ms_min their minimum.  cuda_graph: whether every\n"
     "  timed epoch replayed a captured CUDA graph (the default once the selector has\n"
@@ -289,6 +290,7 @@ static int run_dataset(train_bench *b, const char *spec, measured *m)
         goto done;
     }
     snprintf(m->dataset, sizeof m->dataset, "%s", ds->name);
+    train_sources(ds, m);
     const gcn_csr *adj = gcn_trainer_adjacency(tr, GCN_ADJ_GCN);
     adj = adj ? adj : gcn_trainer_adjacency(tr, GCN_ADJ_RAW);
     m->n_nodes = ds->n_nodes;
@@ -338,6 +340,13 @@ static double median_of(float *v, int n)
     return med;
 }
 
+void train_sources(const gcn_dataset *ds, measured *m)
+{
+    snprintf(m->features, sizeof m->features, "%s", ds->feature_source);
+    snprintf(m->labels, sizeof m->labels, "%s",
+             ds->label_source[0] ? ds->label_source : ds->labels ? "file" : "none");
+}
+
 static void write_line(const train_bench *b, measured *m, FILE *f)
 {
     int n = (int)b->o.epochs;
@@ -347,6 +356,10 @@ static void write_line(const train_bench *b, measured *m, FILE *f)
     gcnbench_json_str(f, "config", b->name);
     fputc(',', f);
     gcnbench_json_str(f, "dataset", m->dataset);
+    fputc(',', f);
+    gcnbench_json_str(f, "features", m->features);
+    fputc(',', f);
+    gcnbench_json_str(f, "labels", m->labels);
     fputc(',', f);
     gcnbench_json_str(f, "device", b->device);
     fprintf(f, ",\"precision\":\"%s\",\"adjacency\":\"csr\",",

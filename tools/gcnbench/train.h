@@ -40,6 +40,7 @@ typedef struct measured {
     int64_t sparse_nnz; /* of the sparse input, -1 when the features are dense */
     int warmup; /* warm-up epochs run */
     char dataset[64];
+    char features[32], labels[32]; /* the dataset's sources: "file" or a substitute */
     int n_ranks; /* 1 for one context */
     rank_measured rank[GCN_MAX_RANKS];
 } measured;
@@ -65,6 +66,9 @@ static inline double train_mib(double bytes)
  * warm-up and timed epochs, with each rank's peak and traffic written to
  * *m.  Returns an exit status after saying why on failure. */
 int train_run_ranks(train_bench *b, const char *spec, measured *m);
+
+/* Where the dataset's features and labels came from, into m. */
+void train_sources(const gcn_dataset *ds, measured *m);
 
 /* The line's multi-rank keys (ranks, transport, rank_peak_mib, comm). */
 void train_write_comm(const train_bench *b, const measured *m, FILE *f);

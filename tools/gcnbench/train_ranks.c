@@ -92,6 +92,7 @@ int train_run_ranks(train_bench *b, const char *spec, measured *m)
         return st == GCN_ERR_NOMEM ? EXIT_RUNTIME : EXIT_INPUT;
     }
     snprintf(m->dataset, sizeof m->dataset, "%s", ds->name);
+    train_sources(ds, m);
     m->n_ranks = n;
     m->n_nodes = ds->n_nodes;
     st = gcn_ranks_create(b->ctx, &g, n, b->cfg.nccl ? GCN_COMM_NCCL : GCN_COMM_LOCAL, &o);

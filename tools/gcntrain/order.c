@@ -28,15 +28,17 @@ static const char *metis_spec(const session *s)
 }
 
 /* "<cache>.order-<hash>": the hash of what the decision depends on (the
- * reordering, the model, the features, the kernels, the device kind). */
+ * reordering, the model, the features, the kernels, the device kind, and
+ * substitute labels, which set the classes). */
 static int decision_path(const session *s, char *path, size_t size)
 {
     if (!s->ds->cache_path[0])
         return -1;
     char key[512];
-    snprintf(key, sizeof key, "%s|%08x|%s|%s|%s|%d", metis_spec(s),
+    snprintf(key, sizeof key, "%s|%08x|%s|%s|%s|%d%s%s", metis_spec(s),
              (unsigned)gcn_model_config_hash(&s->cfg), s->ds->feature_source, s->cfg.spmm,
-             gcn_device_name(gcn_ctx_device(s->ctx)), (int)s->cfg.cuda_graph);
+             gcn_device_name(gcn_ctx_device(s->ctx)), (int)s->cfg.cuda_graph,
+             s->ds->label_source[0] ? "|" : "", s->ds->label_source);
     uint64_t h = 0xcbf29ce484222325ull;
     for (const char *p = key; *p; p++)
         h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
