@@ -63,7 +63,9 @@ LIB_CU    := $(if $(filter 0,$(CUDA)),,$(foreach d,$(LIB_DIRS),$(wildcard $(d)/*
 LIB_OBJ   := $(LIB_C:%.c=$(BUILD)/obj/%.o) $(LIB_CU:%.cu=$(BUILD)/obj/%.cu.o)
 TEST_C    := $(filter-out $(if $(filter 0,$(CUDA)),tests/test_gpu_%.c),$(wildcard tests/*.c))
 TEST_CU   := $(if $(filter 0,$(CUDA)),,$(wildcard tests/*.cu))
-TEST_OBJ  := $(TEST_C:%.c=$(BUILD)/obj/%.o) $(TEST_CU:%.cu=$(BUILD)/obj/%.cu.o)
+# The tests also check gcntrain's agreement of a job's ranks directly.
+TEST_OBJ  := $(TEST_C:%.c=$(BUILD)/obj/%.o) $(TEST_CU:%.cu=$(BUILD)/obj/%.cu.o) \
+             $(BUILD)/obj/tools/gcntrain/agree.o
 # Each tools/*.c is one tool; gcnbench is linked from tools/gcnbench/*.c,
 # gcntrain from tools/gcntrain.c and tools/gcntrain/*.c, both with
 # tools/common/*.c (the options they share).

@@ -121,48 +121,6 @@ Test(cli_ranks_resume, stopped_and_killed_runs_resume_on_other_rank_counts, .tim
     tool_remove_dir(dir);
 }
 
-/* The CSV's rows: class and probabilities of each node. */
-static int read_predictions(const char *path, int *classes, double (*probs)[8], int max)
-{
-    FILE *f = fopen(path, "r");
-    cr_assert_not_null(f, "%s", path);
-    char line[1024];
-    cr_assert_not_null(fgets(line, sizeof line, f));
-    cr_assert_str_eq(line, "node,class,p0,p1,p2,p3,p4,p5\n");
-    int n = 0;
-    while (fgets(line, sizeof line, f) && n < max) {
-        int node;
-        cr_assert_eq(sscanf(line, "%d,%d,%lf,%lf,%lf,%lf,%lf,%lf", &node, &classes[n],
-                            &probs[n][0], &probs[n][1], &probs[n][2], &probs[n][3], &probs[n][4],
-                            &probs[n][5]), 8, "%s", line);
-        cr_assert_eq(node, n);
-        n++;
-    }
-    fclose(f);
-    return n;
-}
-
-/* The predictions of two files agree: probabilities within 1e-5, the
- * class the same unless the two largest probabilities tie to rounding. */
-static void expect_same_predictions(const char *a, const char *b)
-{
-    enum { MAX = 4096 };
-    static int ca[MAX], cb[MAX];
-    static double pa[MAX][8], pb[MAX][8];
-    int n = read_predictions(a, ca, pa, MAX);
-    cr_assert_eq(read_predictions(b, cb, pb, MAX), n);
-    cr_assert_gt(n, 0);
-    int same = 0;
-    for (int i = 0; i < n; i++) {
-        for (int k = 0; k < 6; k++)
-            cr_assert(fabs(pa[i][k] - pb[i][k]) <= 1e-5, "node %d class %d: %.9g and %.9g", i,
-                      k, pa[i][k], pb[i][k]);
-        same += ca[i] == cb[i];
-        cr_assert(ca[i] == cb[i] || fabs(pa[i][ca[i]] - pa[i][cb[i]]) <= 1e-5, "node %d", i);
-    }
-    cr_assert_geq(same, n - 2);
-}
-
 /* The numbers of "eval ... train T  valid V  test S" on stdout. */
 static void eval_accuracies(double acc[3])
 {
@@ -197,7 +155,7 @@ Test(cli_ranks_resume, predict_and_eval_only_on_ranks_give_one_contexts, .timeou
     tool_run(&r, "gcntrain", args);
     cr_assert_eq(r.code, 0, "%s", r.err);
     cr_assert(strstr(r.out, "predictions of 3000 nodes in "), "%s", r.out);
-    expect_same_predictions(p1, p3);
+    cr_assert_eq(tool_expect_same_predictions(p1, p3, 1e-5, 2), 3000);
 
     /* the checkpoint one context saved, evaluated on 2 ranks and on one */
     double acc1[3], acc2[3];
@@ -216,7 +174,7 @@ Test(cli_ranks_resume, predict_and_eval_only_on_ranks_give_one_contexts, .timeou
     eval_accuracies(acc2);
     for (int i = 0; i < 3; i++) /* a node or two whose top classes tie to rounding */
         cr_assert(fabs(acc1[i] - acc2[i]) <= 0.002, "%g and %g", acc1[i], acc2[i]);
-    expect_same_predictions(e1, e2);
+    cr_assert_eq(tool_expect_same_predictions(e1, e2, 1e-5, 2), 3000);
     tool_remove_dir(dir);
 }
 

@@ -1,7 +1,9 @@
 /* gcntrain as rank processes on several GPUs, started as a launcher
  * would (RANK, WORLD_SIZE, LOCAL_RANK, one process each): they train the
- * one-context model, and a rank killed mid-run stops the others with exit
- * status 1 within the timeout.  Skipped without two GPUs or NCCL. */
+ * one-context model, their checkpoint resumes on one context and as a job
+ * to the uninterrupted run's losses, their predictions are one context's,
+ * and a rank killed mid-run stops the others with exit status 1 within the
+ * timeout.  Skipped without two GPUs or NCCL. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <signal.h>
@@ -97,6 +99,80 @@ Test(gpu_job, two_rank_processes_train_the_one_context_model, .timeout = 300)
     for (int e = 0; e < 20; e++)
         cr_expect(fabs(a[e] - b[e]) <= 1e-4 * fabs(a[e]), "epoch %d: %.9g against %.9g",
                   e + 1, b[e], a[e]);
+    tool_remove_dir(dir);
+}
+
+/* The losses of epochs from+1 .. from+n of `log` against the reference's. */
+static void expect_losses(const char *ref, const char *log, int from, int n)
+{
+    double a[20], b[20];
+    cr_assert_eq(losses(ref, a, 20), 20);
+    cr_assert_eq(losses(log, b, 20), n, "%s", log);
+    for (int e = 0; e < n; e++)
+        cr_expect(fabs(a[from + e] - b[e]) <= 1e-4 * fabs(a[from + e]),
+                  "%s epoch %d: %.9g against %.9g", log, from + e + 1, b[e], a[from + e]);
+}
+
+/* Two rank processes with `args` (a job of its own, `job` its id); both
+ * exit 0. */
+static void run_job(const char *job, const char *const *args)
+{
+    setenv("GCN_JOB_ID", job, 1);
+    tool_proc p[2];
+    tool_result r;
+    start_rank(&p[1], 1, 2, args);
+    start_rank(&p[0], 0, 2, args);
+    for (int k = 0; k < 2; k++) {
+        tool_wait(&p[k], &r);
+        cr_assert_eq(r.code, 0, "rank %d: %s", k, r.err);
+    }
+}
+
+Test(gpu_job, a_jobs_checkpoint_resumes_on_one_context_and_as_a_job, .timeout = 300)
+{
+    require_two_gpus_and_nccl();
+    char dir[] = "/tmp/gcn_gpu_job_XXXXXX", ref[64], refp[64], ck[64], rdv[2][64], job[2][64];
+    char log[3][64], pred[64];
+    cr_assert(mkdtemp(dir));
+    snprintf(ref, sizeof ref, "%s/ref.jsonl", dir);
+    snprintf(refp, sizeof refp, "%s/ref.csv", dir);
+    snprintf(ck, sizeof ck, "%s/job.ckpt", dir);
+    snprintf(pred, sizeof pred, "%s/job.csv", dir);
+    for (int k = 0; k < 2; k++) {
+        snprintf(rdv[k], sizeof rdv[k], "%s/rdv%d", dir, k);
+        snprintf(job[k], sizeof job[k], "%s/job%d", dir, k);
+    }
+    for (int k = 0; k < 3; k++)
+        snprintf(log[k], sizeof log[k], "%s/part%d.jsonl", dir, k);
+    tool_result r;
+    tool_run(&r, "gcntrain",
+             (const char *[]){"models/gcn.json", "--dataset", SBM, "--epochs", "20", "--runs",
+                              "1", "--device", "cuda:0", "--reorder", "parts:2", "--cache-dir",
+                              dir, "--log", ref, "--predict", refp, NULL});
+    cr_assert_eq(r.code, 0, "%s", r.err);
+
+    /* 10 epochs as a job, a checkpoint every 5 */
+    run_job(job[0], (const char *[]){"models/gcn.json", "--dataset", SBM, "--epochs", "10",
+                                     "--runs", "1", "--rendezvous", rdv[0], "--rank-timeout",
+                                     "30", "--cache-dir", dir, "--log", log[0], "--save", ck,
+                                     "--save-every", "5", NULL});
+    expect_losses(ref, log[0], 0, 10);
+
+    /* its checkpoint resumed on one context */
+    tool_run(&r, "gcntrain",
+             (const char *[]){"models/gcn.json", "--dataset", SBM, "--epochs", "20", "--runs",
+                              "1", "--device", "cuda:0", "--reorder", "parts:2", "--cache-dir",
+                              dir, "--log", log[1], "--resume", ck, NULL});
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    expect_losses(ref, log[1], 10, 10);
+
+    /* and as a job, which predicts */
+    run_job(job[1], (const char *[]){"models/gcn.json", "--dataset", SBM, "--epochs", "20",
+                                     "--runs", "1", "--rendezvous", rdv[1], "--rank-timeout",
+                                     "30", "--cache-dir", dir, "--log", log[2], "--resume", ck,
+                                     "--predict", pred, NULL});
+    expect_losses(ref, log[2], 10, 10);
+    cr_assert_eq(tool_expect_same_predictions(refp, pred, 1e-4, 20), 20000);
     tool_remove_dir(dir);
 }
 

@@ -1,6 +1,7 @@
 /* Running the built tools from a test (tool_run.h). */
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <math.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,4 +102,48 @@ void tool_expect_one_line(const char *text)
         error = strchr(error, '\n') + 1;
     cr_assert(error[0], "no message: %s", text);
     cr_assert_eq(strchr(error, '\n'), error + strlen(error) - 1, "not one line: %s", text);
+}
+
+/* One row of a prediction file: its node, class and probabilities (at
+ * most 64 classes); returns how many probabilities. */
+static int prediction_row(const char *line, long *node, long *cls, double *probs)
+{
+    char *at;
+    *node = strtol(line, &at, 10);
+    cr_assert_eq(*at, ',', "%s", line);
+    *cls = strtol(at + 1, &at, 10);
+    int n = 0;
+    while (*at == ',' && n < 64)
+        probs[n++] = strtod(at + 1, &at);
+    return n;
+}
+
+int tool_expect_same_predictions(const char *a, const char *b, double tol, int differ)
+{
+    FILE *fa = fopen(a, "r"), *fb = fopen(b, "r");
+    cr_assert(fa && fb, "%s, %s", a, b);
+    char la[4096], lb[4096];
+    cr_assert(fgets(la, sizeof la, fa) && fgets(lb, sizeof lb, fb), "%s or %s is empty", a, b);
+    cr_assert_str_eq(la, lb, "the headers of %s and %s", a, b);
+    int rows = 0, differs = 0;
+    while (fgets(la, sizeof la, fa)) {
+        cr_assert(fgets(lb, sizeof lb, fb), "%s ends before %s", b, a);
+        long na, nb, ca, cb;
+        double pa[64], pb[64];
+        int k = prediction_row(la, &na, &ca, pa);
+        cr_assert_eq(prediction_row(lb, &nb, &cb, pb), k, "%s", lb);
+        cr_assert(na == rows && nb == rows && ca >= 0 && ca < k && cb >= 0 && cb < k,
+                  "row %d: %s and %s", rows, la, lb);
+        for (int c = 0; c < k; c++)
+            cr_assert(fabs(pa[c] - pb[c]) <= tol, "node %d class %d: %.9g and %.9g", rows, c,
+                      pa[c], pb[c]);
+        cr_assert(ca == cb || fabs(pa[ca] - pa[cb]) <= tol, "node %d", rows);
+        differs += ca != cb;
+        rows++;
+    }
+    cr_assert(!fgets(lb, sizeof lb, fb), "%s has more rows than %s", b, a);
+    cr_assert_leq(differs, differ, "%d nodes' classes differ", differs);
+    fclose(fa);
+    fclose(fb);
+    return rows;
 }

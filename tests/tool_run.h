@@ -42,6 +42,12 @@ int tool_count(const char *path, const char *needle);
  * said something about the machine, such as OpenBLAS's kernels). */
 void tool_expect_one_line(const char *text);
 
+/* Two prediction files of nodes (CSV: node, class, one probability per
+ * class) agree: the same header and nodes, every probability within tol,
+ * and each class the same unless the two classes' probabilities tie
+ * within tol, for all but at most `differ` nodes.  Returns the rows. */
+int tool_expect_same_predictions(const char *a, const char *b, double tol, int differ);
+
 /* rm -rf dir (the test fails if that fails). */
 void tool_remove_dir(const char *dir);
 

@@ -311,6 +311,9 @@ static int exit_code(gcn_status st, phase p)
 
 int fail(session *s, gcn_status st, phase p, const char *what)
 {
+    int rc = s->rdv ? job_peer_failed(s, st) : 0;
+    if (rc)
+        return rc;
     snprintf(s->error, sizeof s->error, "%s: %s", what, gcn_last_error(s->ctx));
     fprintf(stderr, "gcntrain: %s\n", s->error);
     return exit_code(st, p);
@@ -375,7 +378,7 @@ static int load_dataset(session *s)
 
 int export_data(session *s)
 {
-    if (!s->a.export_dir)
+    if (!s->a.export_dir || gcn_ctx_rank(s->ctx) > 0) /* a job's rank 0 writes it */
         return 0;
     gcn_status st = gcn_dataset_export_npy(s->ctx, s->ds, s->a.export_dir);
     return st == GCN_OK ? 0 : fail(s, st, PHASE_OUTPUT, "export");
@@ -442,11 +445,12 @@ int main(int argc, char **argv)
     print_summary(&s);
     if ((rc = order_begin(&s)))
         goto done;
-    rc = s.cfg.readout.enabled           ? train_folds(&s)
-         : s.a.rendezvous                ? train_job(&s)
-         : s.cfg.ranks > 1 || s.cfg.nccl ? train_ranks(&s)
-         : s.a.eval_only                 ? eval_only(&s)
-                                         : train_runs(&s);
+    /* A rank process of a job trains its own trainer as one context does. */
+    bool in_process = !s.a.rendezvous && (s.cfg.ranks > 1 || s.cfg.nccl);
+    rc = s.cfg.readout.enabled ? train_folds(&s)
+         : in_process          ? train_ranks(&s)
+         : s.a.eval_only       ? eval_only(&s)
+                               : train_runs(&s);
 done:
     if (rc && rc != 128 + s.stop && s.log.f) {
         char error[sizeof s.error + 8];

@@ -1,6 +1,7 @@
 /* gcntrain's parts: the options, what one invocation holds, the exit-code
  * contract, the JSON-lines log (log.c), signal handling (signals.c), the
- * SpMM selector's report and choices files (spmm_report.c) and the
+ * SpMM selector's report and choices files (spmm_report.c), a rank
+ * process of a job (job.c, agree.h) and the
  * cross-validation of graph-level models (folds.c) with its predictions
  * (fold_predict.c). */
 #ifndef GCNTRAIN_H
@@ -11,6 +12,7 @@
 
 #include "gcn.h"
 #include "tools/common/config_options.h"
+#include "tools/gcntrain/agree.h"
 
 /* The exit codes (gcntrain --help, README.md); an interrupted run exits
  * with 128 + the signal's number: 130 for SIGINT, 143 for SIGTERM. */
@@ -57,6 +59,7 @@ typedef struct session {
     gcn_trainer **trainers; /* and every rank's trainer while a run is on them */
     gcn_job job;          /* --rendezvous: this process's rank in its job */
     gcn_rendezvous *rdv;  /* its rendezvous, once joined */
+    int job_epochs;       /* the epochs this rank process trained, over every run */
     gcn_dataset *ds;
     run_log log;
     char error[640];      /* the last failure's message, for the log */
@@ -79,7 +82,8 @@ typedef struct session {
 } session;
 
 /* Prints "gcntrain: what: the context's last error" (kept for the log) and
- * returns the exit code of st in that phase. */
+ * returns the exit code of st in that phase; in a job, when a peer caused
+ * it, the line names that peer instead (job_peer_failed). */
 int fail(session *s, gcn_status st, phase p, const char *what);
 
 double now_s(void);
@@ -134,7 +138,9 @@ int save_every(session *s, const gcn_trainer *tr, int epoch, int *saved);
 void finish_run(session *s, int run, const gcn_train_best *b, int epochs_done);
 
 /* Every run (each from seed + run, the first from --resume), the summary
- * and --predict; 128 + the signal when one stopped it. */
+ * and --predict; 128 + the signal when one stopped it.  In a job, this
+ * rank's trainer, with rank 0's lines on every rank's partition and
+ * traffic. */
 int train_runs(session *s);
 
 /* --eval-only: the checkpoint's best-validation model on the splits, and
@@ -192,9 +198,23 @@ int job_join(session *s);
  * partition, before the others: called before (before = true) and after
  * load_dataset, it waits for the others' turn.  0 without a job. */
 int job_load_turn(session *s, bool before);
-/* Every run of this rank, rank 0 printing; 128 + the signal that stopped
- * it. */
-int train_job(session *s);
+/* This rank's trainer: its blocks of the adjacency that the partition
+ * cut (train_runs and eval_only use it in a job). */
+gcn_status job_trainer_create(session *s, gcn_trainer **tr);
+/* Rank 0's lines on how the graph was cut, each rank's numbers gathered
+ * (tr is this rank's trainer); and at the end, each rank's peak memory
+ * and halo traffic over s->job_epochs.  Collectives; 0 without a job, else
+ * 0 or an exit code. */
+int job_partition(session *s, const gcn_trainer *tr);
+int job_traffic(session *s);
+/* *value replaced by the value the job's ranks agree on (agree.h; a
+ * collective of every rank); without a job it stays. */
+gcn_status job_agree(session *s, agreement how, int *value);
+/* A failure in a job that a peer caused (the watcher names a failed peer,
+ * waiting for it up to the timeout when the error came from the
+ * communicator): prints the one line naming that peer and returns
+ * EXIT_RUNTIME; else 0 (the rank's own error).  fail() calls it. */
+int job_peer_failed(session *s, gcn_status st);
 /* Closes the rendezvous: peers see this rank finished (rc 0) or failed. */
 void job_end(session *s, int rc);
 
@@ -323,6 +343,10 @@ void signals_temp(bool writing, void *user);
 const char *signal_name(int sig);
 
 /* ---- spmm_report.c ---- */
+
+/* Whether every call site of tr (on ranks, of every rank's trainer) has
+ * locked its choice. */
+bool spmm_locked(const session *s, const gcn_trainer *tr);
 
 /* Once every call site has locked: one table line per site (and a JSON
  * line per site in the log), when some site had a choice to make.

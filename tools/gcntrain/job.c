@@ -1,8 +1,9 @@
 /* gcntrain as one rank process of a job (--rendezvous FILE): its rank from
  * the launcher's environment, its GPU, the rendezvous and NCCL, the
  * dataset loaded by rank 0 first (so that the partition is computed once
- * and the others read it from the cache), its rank's training, and a
- * clean stop when a peer fails. */
+ * and the others read it from the cache), its rank's trainer (run.c trains
+ * it), the flags its ranks agree on, rank 0's lines on every rank's
+ * numbers, and a clean stop when a peer fails. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -101,11 +102,7 @@ int job_join(session *s)
     return 0;
 }
 
-/* A failure while the ranks work together: when the watcher names a
- * failed peer (waiting for it, up to the timeout, when the failure came
- * from the communicator or NCCL), one line naming it; else the rank's own
- * error, at once. */
-static int job_fail(session *s, gcn_status st, phase p, const char *what)
+int job_peer_failed(session *s, gcn_status st)
 {
     char why[384];
     int peer = gcn_rendezvous_failed(s->rdv, why, sizeof why);
@@ -114,7 +111,7 @@ static int job_fail(session *s, gcn_status st, phase p, const char *what)
     if (peer < 0 && from_comm)
         peer = gcn_rendezvous_wait_failed(s->rdv, why, sizeof why);
     if (peer < 0)
-        return fail(s, st, p, what);
+        return 0;
     snprintf(s->error, sizeof s->error, "rank %d failed: %s", peer, why);
     fprintf(stderr, "gcntrain: %s (rank %d stops)\n", s->error, s->job.rank);
     return EXIT_RUNTIME;
@@ -125,7 +122,7 @@ int job_load_turn(session *s, bool before)
     if (!s->rdv || (s->job.rank == 0) == before)
         return 0;
     gcn_status st = gcn_comm_barrier(s->ctx);
-    return st == GCN_OK ? 0 : job_fail(s, st, PHASE_INPUT, "waiting for rank 0's dataset");
+    return st == GCN_OK ? 0 : fail(s, st, PHASE_INPUT, "waiting for rank 0's dataset");
 }
 
 /* Every rank's numbers gathered on every rank: rank r fills its slots
@@ -149,29 +146,33 @@ static gcn_status gather(session *s, const double *mine, int per, double *out)
 enum { G_NODES, G_HALO, G_NNZ, G_PEAK, G_EXCHANGE_MS, G_EXCHANGE_MIB, G_PER };
 
 /* Rank 0's lines on the partition (with the run's first trainer), or on
- * the traffic and memory (at the end), every rank's numbers gathered. */
-static int report(session *s, const gcn_trainer *tr, int epochs, bool partition)
+ * the traffic and memory (at the end, tr NULL), every rank's numbers
+ * gathered. */
+static int report(session *s, const gcn_trainer *tr, int epochs)
 {
+    bool partition = tr != NULL;
     double mine[G_PER] = {0}, *all = calloc((size_t)(s->job.ranks * G_PER), sizeof *all);
     if (!all)
         return fail(s, GCN_ERR_NOMEM, PHASE_TRAIN, "report");
-    const gcn_csr *a = gcn_trainer_adjacency(tr, GCN_ADJ_GCN);
-    if (!a)
+    const gcn_csr *a = tr ? gcn_trainer_adjacency(tr, GCN_ADJ_GCN) : NULL;
+    if (tr && !a)
         a = gcn_trainer_adjacency(tr, GCN_ADJ_RAW);
     gcn_memory_stats ms;
     gcn_comm_stats cs;
     gcn_ctx_memory_stats(s->ctx, &ms);
     gcn_comm_get_stats(s->ctx, &cs);
-    mine[G_NODES] = gcn_csr_rows(a);
-    mine[G_HALO] = gcn_csr_cols(a) - gcn_csr_rows(a);
-    mine[G_NNZ] = gcn_csr_nnz(a);
+    if (a) {
+        mine[G_NODES] = gcn_csr_rows(a);
+        mine[G_HALO] = gcn_csr_cols(a) - gcn_csr_rows(a);
+        mine[G_NNZ] = gcn_csr_nnz(a);
+    }
     mine[G_PEAK] = (double)ms.peak / (1 << 20);
     mine[G_EXCHANGE_MS] = cs.exchange_ms;
     mine[G_EXCHANGE_MIB] = (double)cs.exchange_bytes / (1 << 20);
     gcn_status st = gather(s, mine, G_PER, all);
     if (st != GCN_OK) {
         free(all);
-        return job_fail(s, st, PHASE_TRAIN, "report");
+        return fail(s, st, PHASE_TRAIN, "report");
     }
     const gcn_reorder *r = s->ds->reorder;
     if (partition)
@@ -203,9 +204,17 @@ static int report(session *s, const gcn_trainer *tr, int epochs, bool partition)
     return 0;
 }
 
-/* This rank's trainer: its blocks of the adjacency cut from the dataset
- * the partition reordered. */
-static gcn_status create_trainer(session *s, gcn_trainer **tr)
+int job_partition(session *s, const gcn_trainer *tr)
+{
+    return s->rdv ? report(s, tr, 0) : 0;
+}
+
+int job_traffic(session *s)
+{
+    return s->rdv ? report(s, NULL, s->job_epochs) : 0;
+}
+
+gcn_status job_trainer_create(session *s, gcn_trainer **tr)
 {
     const int32_t *part_ptr = s->ds->reorder->part_ptr[0];
     gcn_graph *adj[2] = {NULL, NULL};
@@ -231,62 +240,15 @@ static gcn_status create_trainer(session *s, gcn_trainer **tr)
     return st;
 }
 
-/* One run: the rank's trainer from seed + run, its epochs (counted into
- * *epochs), rank 0's lines. */
-static int job_run(session *s, int run, int *epochs)
+gcn_status job_agree(session *s, agreement how, int *value)
 {
-    gcn_trainer *tr = NULL;
-    int rc = 0;
-    double t0 = now_s();
-    gcn_rng_seed(s->ctx, s->cfg.seed + (uint64_t)run);
-    gcn_status st = create_trainer(s, &tr);
-    if (st != GCN_OK)
-        return job_fail(s, st, PHASE_INPUT, "setup");
-    s->t_prep += now_s() - t0;
-    s->spmm_reported = false;
-    if (run == 0 && (rc = report(s, tr, 0, true)))
-        goto done;
-    if (run == 0)
-        printf("params     %lld\n", (long long)gcn_model_param_count(gcn_trainer_model(tr)));
-    signals_training();
-    for (int e = 0; e < s->cfg.epochs; e++) {
-        if ((s->stop = signals_pending()))
-            break;
-        gcn_epoch_stats es;
-        if ((st = gcn_trainer_epoch(s->ctx, tr, &es)) != GCN_OK) {
-            rc = job_fail(s, st, PHASE_TRAIN, "training");
-            goto done;
-        }
-        (*epochs)++;
-        s->t_train += es.train_ms * 1e-3;
-        s->t_eval += es.eval_ms * 1e-3;
-        log_epoch(s, run, &es);
-        if (!log_ok(&s->log)) {
-            rc = EXIT_RUNTIME;
-            goto done;
-        }
-        if (!s->spmm_reported)
-            s->spmm_reported = report_spmm(s, run, tr);
-    }
-    gcn_train_best b;
-    gcn_trainer_best(tr, &b);
-    finish_run(s, run, &b, gcn_trainer_epochs_done(tr));
-    if (run + 1 == s->cfg.runs || s->stop)
-        rc = report(s, tr, *epochs, false);
-done:
-    gcn_trainer_free(&tr);
-    return rc;
-}
-
-int train_job(session *s)
-{
-    int rc = 0, epochs = 0;
-    for (int r = 0; r < s->cfg.runs && rc == 0 && !(s->stop = signals_pending()); r++)
-        rc = job_run(s, r, &epochs);
-    if (rc)
-        return rc;
-    print_results(s);
-    return s->stop ? 128 + s->stop : 0;
+    if (!s->rdv)
+        return GCN_OK;
+    double mine = *value, all[GCN_MAX_JOB_RANKS];
+    gcn_status st = gather(s, &mine, 1, all);
+    if (st == GCN_OK)
+        *value = agree_combine(how, all, s->job.ranks);
+    return st;
 }
 
 void job_end(session *s, int rc)

@@ -1,6 +1,7 @@
-/* gcntrain's runs: epochs with their log lines and checkpoints, stopping
- * cleanly on a signal; the best-validation predictions; the summary; and
- * the evaluation of a checkpoint without training. */
+/* gcntrain's runs (on one context, on ranks, or as one rank process of a
+ * job): epochs with their log lines and checkpoints, stopping cleanly on a
+ * signal; the best-validation predictions; the summary; and the
+ * evaluation of a checkpoint without training. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +64,8 @@ int keep_predictions(session *s, gcn_trainer *tr, const gcn_train_best *b)
 
 int write_predictions(session *s)
 {
+    if (gcn_ctx_rank(s->ctx) > 0) /* a job's rank 0 holds the gathered predictions */
+        return 0;
     signals_hold(true);
     gcn_status st = gcn_predictions_write(s->ctx, s->a.predict, s->ds->n_nodes,
                                           s->ds->n_classes, s->pred_classes, s->pred_probs);
@@ -86,10 +89,14 @@ int check_resumed_epochs(session *s, int done)
 int next_epoch(session *s, gcn_trainer *tr, gcn_epoch_stats *es)
 {
     signals_training();
-    if ((s->stop = signals_pending()))
+    s->stop = signals_pending();
+    gcn_status st = job_agree(s, AGREE_ANY, &s->stop); /* a job's ranks stop together */
+    if (st != GCN_OK)
+        return fail(s, st, PHASE_TRAIN, "training");
+    if (s->stop)
         return 0;
-    gcn_status st = s->trainers ? gcn_trainer_epoch_ranks(s->ctx, s->ranks, s->trainers, es)
-                                : gcn_trainer_epoch(s->ctx, tr, es);
+    st = s->trainers ? gcn_trainer_epoch_ranks(s->ctx, s->ranks, s->trainers, es)
+                     : gcn_trainer_epoch(s->ctx, tr, es);
     if (st != GCN_OK)
         return fail(s, st, PHASE_TRAIN, "training");
     s->t_train += es->train_ms * 1e-3;
@@ -105,9 +112,23 @@ int save_every(session *s, const gcn_trainer *tr, int epoch, int *saved)
     return save_checkpoint(s, tr);
 }
 
+/* Once every call site has locked (in a job, on every rank: ranks lock at
+ * their own epochs, and writing the choices is a collective): the
+ * selector's table and the choices saved. */
+static int spmm_epoch(session *s, int run, gcn_trainer *tr, bool from_file)
+{
+    int locked = spmm_locked(s, tr);
+    gcn_status st = job_agree(s, AGREE_ALL, &locked);
+    if (st != GCN_OK)
+        return fail(s, st, PHASE_TRAIN, "spmm plan");
+    if (!locked || !(s->spmm_reported = report_spmm(s, run, tr)))
+        return 0;
+    st = save_choices(s, tr, from_file);
+    return st == GCN_OK ? 0 : fail(s, st, PHASE_OUTPUT, "spmm plan");
+}
+
 int train_epochs(session *s, int run, gcn_trainer *tr, bool from_file)
 {
-    gcn_status st;
     int rc, saved = gcn_trainer_epochs_done(tr);
     for (int e = saved; e < s->cfg.epochs; e++) {
         gcn_epoch_stats es;
@@ -120,9 +141,8 @@ int train_epochs(session *s, int run, gcn_trainer *tr, bool from_file)
             return EXIT_RUNTIME;
         if ((rc = order_epoch(s, run, tr, &es)))
             return rc;
-        if (!s->spmm_reported && (s->spmm_reported = report_spmm(s, run, tr)) &&
-            (st = save_choices(s, tr, from_file)) != GCN_OK)
-            return fail(s, st, PHASE_OUTPUT, "spmm plan");
+        if (!s->spmm_reported && (rc = spmm_epoch(s, run, tr, from_file)))
+            return rc;
         if ((rc = save_every(s, tr, es.epoch, &saved)))
             return rc;
     }
@@ -170,6 +190,12 @@ int resume(session *s, gcn_trainer *tr)
     return 0;
 }
 
+/* The run's trainer: the whole model's, or in a job this rank's. */
+static gcn_status create_trainer(session *s, gcn_trainer **tr)
+{
+    return s->rdv ? job_trainer_create(s, tr) : gcn_trainer_create(s->ctx, tr, &s->cfg, s->ds);
+}
+
 /* One run: a fresh model from seed + run, optionally resumed. */
 static int train_run(session *s, int run)
 {
@@ -178,11 +204,11 @@ static int train_run(session *s, int run)
     int rc = 0;
     gcn_rng_seed(s->ctx, s->cfg.seed + (uint64_t)run);
     double t0 = now_s();
-    if ((st = gcn_trainer_create(s->ctx, &tr, &s->cfg, s->ds)) != GCN_OK)
+    if ((st = create_trainer(s, &tr)) != GCN_OK)
         return fail(s, st, PHASE_INPUT, "setup");
     if (run == 0 && s->a.resume && (rc = resume(s, tr)))
         goto done;
-    if (run == 0 && (rc = export_data(s)))
+    if (run == 0 && ((rc = export_data(s)) || (rc = job_partition(s, tr))))
         goto done;
     bool from_file = false;
     if ((st = load_choices(s, tr, &from_file)) != GCN_OK) {
@@ -200,7 +226,9 @@ static int train_run(session *s, int run)
                "dropout and product skip the zeros\n",
                gcn_csr_nnz(xs), gcn_csr_rows(xs), gcn_csr_cols(xs),
                100.0 * gcn_csr_nnz(xs) / ((double)gcn_csr_rows(xs) * gcn_csr_cols(xs)));
+    int first = gcn_trainer_epochs_done(tr);
     rc = train_epochs(s, run, tr, from_file);
+    s->job_epochs += gcn_trainer_epochs_done(tr) - first;
     order_end(s);
     if (rc)
         goto done;
@@ -272,12 +300,24 @@ void print_results(session *s)
         log_line(&s->log, "%s}", summary);
 }
 
+/* Whether to stop before the next run: a signal came (in a job, to any
+ * rank, so that they all stop); *rc is set when agreeing failed. */
+static bool stop_before_run(session *s, int *rc)
+{
+    if (!s->stop)
+        s->stop = signals_pending();
+    gcn_status st = job_agree(s, AGREE_ANY, &s->stop);
+    if (st != GCN_OK)
+        *rc = fail(s, st, PHASE_TRAIN, "training");
+    return s->stop || *rc;
+}
+
 int train_runs(session *s)
 {
     int rc = 0;
-    for (int r = 0; r < s->cfg.runs && rc == 0 && !(s->stop = signals_pending()); r++)
+    for (int r = 0; r < s->cfg.runs && rc == 0 && !stop_before_run(s, &rc); r++)
         rc = train_run(s, r);
-    if (rc)
+    if (rc || (rc = job_traffic(s)))
         return rc;
     print_results(s);
     if (s->stop)
@@ -324,7 +364,7 @@ int eval_only(session *s)
 {
     gcn_trainer *tr = NULL;
     gcn_rng_seed(s->ctx, s->cfg.seed);
-    gcn_status st = gcn_trainer_create(s->ctx, &tr, &s->cfg, s->ds);
+    gcn_status st = create_trainer(s, &tr);
     int rc = st == GCN_OK ? eval_trainer(s, tr) : fail(s, st, PHASE_INPUT, "setup");
     gcn_trainer_free(&tr);
     return rc;

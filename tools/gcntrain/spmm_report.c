@@ -41,16 +41,23 @@ static void log_site(session *s, int run, const char *tag, const gcn_spmm_site_i
              t->block_part);
 }
 
-bool report_spmm(session *s, int run, const gcn_trainer *tr)
+bool spmm_locked(const session *s, const gcn_trainer *tr)
 {
-    const gcn_csr *mats[2];
-    const char *tags[2];
-    gcn_spmm_site_info info[2][MAX_SITES];
     if (!gcn_trainer_spmm_locked(tr))
         return false;
     for (int k = 0; s->trainers && k < gcn_ranks_count(s->ranks); k++)
         if (!gcn_trainer_spmm_locked(s->trainers[k]))
             return false;
+    return true;
+}
+
+bool report_spmm(session *s, int run, const gcn_trainer *tr)
+{
+    const gcn_csr *mats[2];
+    const char *tags[2];
+    gcn_spmm_site_info info[2][MAX_SITES];
+    if (!spmm_locked(s, tr))
+        return false;
     int n_mats = trainer_mats(tr, mats, tags), n[2] = {0, 0};
     for (int m = 0; m < n_mats; m++)
         n[m] = gcn_spmm_sites(mats[m], info[m], MAX_SITES);
@@ -105,7 +112,11 @@ gcn_status load_choices(session *s, const gcn_trainer *tr, bool *from_file)
     const gcn_csr *mats[2];
     const char *tags[2];
     int n = trainer_mats(tr, mats, tags);
-    *from_file = s->a.spmm_choices && access(s->a.spmm_choices, F_OK) == 0;
+    int exists = s->a.spmm_choices && access(s->a.spmm_choices, F_OK) == 0;
+    gcn_status st = job_agree(s, AGREE_ROOT, &exists); /* in a job, rank 0 reads it */
+    if (st != GCN_OK)
+        return st;
+    *from_file = exists;
     if (*from_file && s->trainers)
         return on_every_rank(s, read_rank, (void *)s->a.spmm_choices);
     if (*from_file)
@@ -115,7 +126,7 @@ gcn_status load_choices(session *s, const gcn_trainer *tr, bool *from_file)
     FILE *f = s->choices ? fmemopen(s->choices, s->choices_len, "r") : NULL;
     if (!f)
         return GCN_OK;
-    gcn_status st = gcn_spmm_choices_load(s->ctx, f, "the first run's choices", mats, tags, n);
+    st = gcn_spmm_choices_load(s->ctx, f, "the first run's choices", mats, tags, n);
     fclose(f);
     return st;
 }
