@@ -115,6 +115,20 @@ gcn_status gcn_cpu_batchnorm_eval(gcn_ctx *ctx, int64_t rows, int64_t cols, cons
 }
 
 /* dx = gamma invstd / n (n dy - sum dy - xhat sum(dy xhat)) */
+/* dgamma and dbeta from the column sums s (sum of dy, then sum of dy *
+ * xhat), each written or added to as its acc flag says; either may be
+ * NULL. */
+static void bn_param_grads(int64_t cols, const double *s, float *dgamma, float *dbeta,
+                           bool acc_gamma, bool acc_beta)
+{
+    for (int64_t j = 0; j < cols; j++) {
+        if (dgamma)
+            dgamma[j] = (float)s[cols + j] + ACC(dgamma[j], acc_gamma);
+        if (dbeta)
+            dbeta[j] = (float)s[j] + ACC(dbeta[j], acc_beta);
+    }
+}
+
 gcn_status gcn_cpu_batchnorm_backward(gcn_ctx *ctx, int64_t rows, int64_t cols, const float *x,
                                       const float *gamma, const float *save_mean,
                                       const float *save_invstd, const float *dy, float *dx,
@@ -130,12 +144,7 @@ gcn_status gcn_cpu_batchnorm_backward(gcn_ctx *ctx, int64_t rows, int64_t cols, 
     }
     col_arg u = {.cols = cols, .x = x, .dy = dy, .centre = mean, .scale = invstd};
     gcn_par_sums(ctx, rows, 2 * cols, 1, sum_dy_dyx, &u, part, s);
-    for (int64_t j = 0; j < cols; j++) {
-        if (dgamma)
-            dgamma[j] = (float)s[cols + j] + ACC(dgamma[j], acc_gamma);
-        if (dbeta)
-            dbeta[j] = (float)s[j] + ACC(dbeta[j], acc_beta);
-    }
+    bn_param_grads(cols, s, dgamma, dbeta, acc_gamma, acc_beta);
     if (!dx)
         return GCN_OK;
     double n = (double)rows;
@@ -167,12 +176,7 @@ gcn_status gcn_cpu_batchnorm_eval_backward(gcn_ctx *ctx, int64_t rows, int64_t c
     col_arg u = {.cols = cols, .x = x, .dy = dy, .centre = centre, .scale = invstd};
     if (dgamma || dbeta)
         gcn_par_sums(ctx, rows, 2 * cols, 1, sum_dy_dyx, &u, part, s);
-    for (int64_t j = 0; j < cols; j++) {
-        if (dgamma)
-            dgamma[j] = (float)s[cols + j] + ACC(dgamma[j], acc_gamma);
-        if (dbeta)
-            dbeta[j] = (float)s[j] + ACC(dbeta[j], acc_beta);
-    }
+    bn_param_grads(cols, s, dgamma, dbeta, acc_gamma, acc_beta);
     if (!dx)
         return GCN_OK;
     GCN_PAR_FOR(gcn_par_threads(ctx, rows * cols))
